@@ -1,1 +1,1 @@
-"""The ASP programs of LogicVal, installed as the resource package ``logicval_hf.programs``."""
+"""The ASP programs of LogicVal, installed as the resource package ``logicval_hf.asp_programs``."""

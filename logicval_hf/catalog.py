@@ -38,6 +38,9 @@ class Domain:
         lo, hi = block["n_range"]
         return cls(attrs, tuple(block["relations"]), tuple(block["theta"]), int(lo), int(hi))
 
+    def __hash__(self) -> int:
+        return hash((tuple(self.attributes.items()), self.relations, self.thetas, self.n_min, self.n_max))
+
     @property
     def perceived_attributes(self) -> tuple[str, ...]:
         """Attributes an object carries by itself (everything but the geometry-derived ones)."""

@@ -1,0 +1,168 @@
+"""The ``logicval`` command. Every subcommand is a thin call into the package; JSON in, JSON out.
+
+Bad input prints ``logicval: error: <what is wrong>`` to stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
+
+_USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {path!r} is not valid JSON: {e}") from None
+
+
+def _emit(obj: Any, pretty: bool) -> None:
+    print(json.dumps(obj, indent=2 if pretty else None, separators=None if pretty else (",", ":")))
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from .solver import solve
+
+    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size))
+    _emit(result.to_dict(), args.pretty)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .solver import verify
+
+    count = "relaxed" if args.relaxed else "strict"
+    if args.jsonl:
+        return _verify_jsonl(args.jsonl, count)
+    if not args.spec or not args.scene:
+        raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
+    verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene"), count=count)
+    _emit(verdict.to_dict(), args.pretty)
+    return 0
+
+
+def _verify_jsonl(path: str, count: str) -> int:
+    """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line)."""
+    from .solver import verify
+
+    try:
+        fh = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read pairs file {path!r}: {e.strerror}") from None
+    failures = 0
+    with fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                pair = json.loads(line)
+                if not isinstance(pair, dict) or "spec" not in pair or "scene" not in pair:
+                    raise ValueError('each line must be a JSON object {"spec": ..., "scene": ...}')
+                mode = pair.get("count", count)
+                out = verify(pair["spec"], pair["scene"], count=mode, label=pair.get("label")).to_dict()
+            except (json.JSONDecodeError, *_USER_ERRORS) as e:
+                failures += 1
+                out = {"line": lineno, "error": str(e)}
+            print(json.dumps(out, separators=(",", ":")), flush=False)
+    if failures:
+        print(f"logicval: error: {failures} line(s) of {path} could not be verified", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_asp(args: argparse.Namespace) -> int:
+    from .programs import spec_program, write_generated
+
+    if args.write_templates:
+        for p in write_generated(args.write_templates):
+            print(p)
+        return 0
+    if not args.spec:
+        raise ValueError("asp needs SPEC.json (or --write-templates DIR)")
+    from .spec import Spec
+
+    print(spec_program(Spec.from_dict(_read_json(args.spec, "spec"))), end="")
+    return 0
+
+
+def cmd_run_asp(args: argparse.Namespace) -> int:
+    from .safety import run_program
+
+    try:
+        text = sys.stdin.read() if args.program == "-" else Path(args.program).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read program {args.program!r}: {e.strerror}") from None
+    _emit(run_program(text, timeout=args.timeout).to_dict(), args.pretty)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(out=sys.stdout)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="logicval", description="LogicVal: T2I evaluation as constraint satisfaction.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("solve", help="label a spec SAT/UNSAT with a witness scene or a minimal unsat core")
+    s.add_argument("spec", help="spec JSON file ({'n': ..., 'constraints': [...]}), or - for stdin")
+    s.add_argument("--image-size", type=int, nargs=2, default=[480, 320], metavar=("W", "H"),
+                   help="image size for the witness's bounding boxes (default 480 320)")
+    s.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    s.set_defaults(func=cmd_solve)
+
+    v = sub.add_parser("verify", help="check scene graphs against specs")
+    v.add_argument("spec", nargs="?", help="spec JSON file")
+    v.add_argument("scene", nargs="?", help="scene JSON file ({'image_size': [W, H], 'objects': [...]})")
+    v.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
+    v.add_argument("--jsonl", metavar="PAIRS.jsonl",
+                   help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out")
+    v.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    v.set_defaults(func=cmd_verify)
+
+    a = sub.add_parser("asp", help="print the complete ASP program of a spec")
+    a.add_argument("spec", nargs="?", help="spec JSON file")
+    a.add_argument("--write-templates", metavar="DIR",
+                   help="regenerate the parametric template programs and vocabulary under DIR (the repo's asp/)")
+    a.set_defaults(func=cmd_asp)
+
+    r = sub.add_parser("run-asp", help="solve an untrusted ASP program safely (no #include/#script, time-bounded)")
+    r.add_argument("program", help="program file, or - for stdin")
+    r.add_argument("--timeout", type=float, default=10.0, help="seconds for grounding + solving (default 10)")
+    r.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    r.set_defaults(func=cmd_run_asp)
+
+    d = sub.add_parser("demo", help="solve and verify a built-in example spec (no downloads)")
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except _USER_ERRORS as e:
+        print(f"logicval: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into `head` and the like
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

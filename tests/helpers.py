@@ -1,0 +1,45 @@
+"""Shared test helpers: random scenes and specs drawn from seeded generators."""
+
+from __future__ import annotations
+
+import random
+
+from logicval_hf import Scene, SceneObject, Spec, load_catalog
+from logicval_hf.params import random_constraint
+
+CATALOG = load_catalog()
+DOMAIN = CATALOG.domain
+
+
+def random_scene(rng: random.Random, k: int, size=(480, 320), grid: int | None = None) -> Scene:
+    """k random objects; with ``grid`` the box centres snap to a coarse grid so that ties occur."""
+    w, h = size
+    objs = []
+    for _ in range(k):
+        attrs = {a: rng.choice(DOMAIN.attributes[a]) for a in DOMAIN.perceived_attributes}
+        if grid:
+            cx = rng.randint(0, grid) * w / grid
+            cy = rng.randint(0, grid) * h / grid
+        else:
+            cx, cy = rng.uniform(0, w), rng.uniform(0, h)
+        objs.append(SceneObject(attrs, (cx - 10, cy - 10, cx + 10, cy + 10)))
+    return Scene((w, h), tuple(objs))
+
+
+def random_spec(rng: random.Random, m: int, n: int | None = None) -> Spec:
+    n = n if n is not None else rng.randint(DOMAIN.n_min, DOMAIN.n_max)
+    classes = rng.sample(CATALOG.classes, m)
+    cons = [random_constraint(rng.choice(CATALOG.by_class(c)), n, rng).to_dict() for c in classes]
+    return Spec.from_dict({"n": n, "constraints": cons}, allowed_m=None)
+
+
+def attr(prop: str, value: str, negated: bool = False) -> dict:
+    return {"prop": prop, "value": value, "negated": negated}
+
+
+def rel(name: str, negated: bool = False) -> dict:
+    return {"rel": name, "negated": negated}
+
+
+def obj(color: str, shape: str, material: str, cx: float, cy: float, half: float = 10) -> dict:
+    return {"color": color, "shape": shape, "material": material, "bbox": [cx - half, cy - half, cx + half, cy + half]}
