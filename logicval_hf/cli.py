@@ -52,15 +52,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify_jsonl(path: str, count: str) -> int:
-    """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line)."""
-    from .solver import verify
+def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
+    """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line).
 
+    Lines are checked one by one, then verified in chunks so that scenes of one spec share a grounding.
+    """
+    from .scene import Scene
+    from .solver import default_solver
+    from .spec import as_spec
+
+    solver = default_solver()
     try:
         fh = sys.stdin if path == "-" else open(path, encoding="utf-8")
     except OSError as e:
         raise ValueError(f"cannot read pairs file {path!r}: {e.strerror}") from None
     failures = 0
+    pending: list[tuple[int, Any]] = []  # (line number, parsed item or error dict)
+
+    def flush() -> None:
+        good = [(k, item) for k, item in pending if not isinstance(item, dict)]
+        by_mode: dict[str, list[tuple[int, Any]]] = {}
+        for k, item in good:
+            by_mode.setdefault(item[3], []).append((k, item))
+        verdicts: dict[int, dict] = {}
+        for mode, items in by_mode.items():
+            results = solver.verify_many([(it[0], it[1]) for _, it in items], count=mode,
+                                         labels=[it[2] for _, it in items])
+            verdicts.update({k: v.to_dict() for (k, _), v in zip(items, results)})
+        for k, item in pending:
+            out = item if isinstance(item, dict) else verdicts[k]
+            print(json.dumps(out, separators=(",", ":")))
+        pending.clear()
+
     with fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -70,11 +93,20 @@ def _verify_jsonl(path: str, count: str) -> int:
                 if not isinstance(pair, dict) or "spec" not in pair or "scene" not in pair:
                     raise ValueError('each line must be a JSON object {"spec": ..., "scene": ...}')
                 mode = pair.get("count", count)
-                out = verify(pair["spec"], pair["scene"], count=mode, label=pair.get("label")).to_dict()
+                if mode not in ("strict", "relaxed"):
+                    raise ValueError(f"count must be 'strict' or 'relaxed', got {mode!r}")
+                label = pair.get("label")
+                if label not in (None, "SAT", "UNSAT"):
+                    raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
+                spec = as_spec(pair["spec"], solver.catalog)
+                scene = Scene.from_dict(pair["scene"], solver.catalog.domain)
+                pending.append((lineno, (spec, scene, label, mode)))
             except (json.JSONDecodeError, *_USER_ERRORS) as e:
                 failures += 1
-                out = {"line": lineno, "error": str(e)}
-            print(json.dumps(out, separators=(",", ":")), flush=False)
+                pending.append((lineno, {"line": lineno, "error": str(e)}))
+            if len(pending) >= chunk:
+                flush()
+    flush()
     if failures:
         print(f"logicval: error: {failures} line(s) of {path} could not be verified", file=sys.stderr)
         return 1

@@ -74,12 +74,13 @@ def nnf(node: Mapping[str, Any]) -> dict[str, Any]:
 # How slot values appear in rules
 # ---------------------------------------------------------------------------------------------
 class _Instantiated:
-    """Slot values written into the rules."""
+    """Slot values written into the rules; ``scene`` prefixes scene atoms with a scene argument (batches)."""
 
     parametric = False
 
-    def __init__(self, params: Mapping[str, Any]):
+    def __init__(self, params: Mapping[str, Any], scene: str = ""):
         self.params = params
+        self.s = f"{scene}," if scene else ""
 
     def _value(self, ref: Any) -> Any:
         if isinstance(ref, str) and ref.startswith("$"):
@@ -90,14 +91,14 @@ class _Instantiated:
         v = self._value(lit)
         if isinstance(v, Mapping):
             v = AttrLit(v["prop"], v["value"], bool(v.get("negated", False)))
-        atom = f"hasProperty({var},{v.prop},{v.value})"
+        atom = f"hasProperty({self.s}{var},{v.prop},{v.value})"
         return [atom if positive != v.negated else f"not {atom}"]
 
     def rel(self, lit: Any, a: str, b: str, positive: bool) -> list[str]:
         v = self._value(lit)
         if isinstance(v, Mapping):
             v = RelLit(v["rel"], bool(v.get("negated", False)))
-        atom = f"hasRelationship({a},{v.rel},{b})"
+        atom = f"hasRelationship({self.s}{a},{v.rel},{b})"
         return [atom if positive != v.negated else f"not {atom}"]
 
     def const(self, value: Any) -> tuple[list[str], str]:
@@ -148,6 +149,7 @@ class _Compiler:
     values: Any  # _Instantiated | _Parametric
     guard: list[str]  # literals every rule body starts with (parametric: constraint(C, id))
     head_args: list[str]  # leading head arguments (parametric: ["C"])
+    scene_arg: str = ""  # batched programs: every object atom is object(S,X)
     rules: list[str] = field(default_factory=list)
     _aux: int = 0
     _fresh: int = 0
@@ -178,7 +180,7 @@ class _Compiler:
             name = v.upper() if v.upper() not in env.values() else self._new_var(v)
             env[v] = name
             new.append(name)
-        objs = [f"object({v})" for v in new]
+        objs = [self.obj(v) for v in new]
         dist = []
         if node.get("distinct"):
             dist += [f"{a} != {b}" for a, b in itertools.combinations(new, 2)]
@@ -189,7 +191,10 @@ class _Compiler:
         return env, objs, dist
 
     def _bound_objs(self, env: Mapping[str, str]) -> list[str]:
-        return [f"object({v})" for v in env.values()]
+        return [self.obj(v) for v in env.values()]
+
+    def obj(self, var: str) -> str:
+        return f"object({self.scene_arg},{var})" if self.scene_arg else f"object({var})"
 
     # -- formulas (NNF) -> body literals --------------------------------------------------------
     def lits(self, node: Mapping[str, Any], env: dict[str, str]) -> list[str]:
@@ -292,11 +297,20 @@ def _comment(text: str) -> str:
     return "\n".join(f"% {line}" if line else "%" for line in text.splitlines())
 
 
-def compile_constraint(constraint: Constraint, index: int, prefix: str | None = None) -> str:
-    """Instantiated ASP rules for one constraint: ``violated(index)`` iff it fails (formula or anti-vacuity)."""
+def compile_constraint(constraint: Constraint, index: int, prefix: str | None = None, batched: bool = False) -> str:
+    """Instantiated ASP rules for one constraint: ``violated(index)`` iff it fails (formula or anti-vacuity).
+
+    With ``batched``, every scene atom carries a leading scene argument ``S`` (``object(S,X)``,
+    ``hasProperty(S,X,P,V)``, ...), rules are guarded by ``scene(S)`` and the head is ``violated(S,index)``,
+    so one grounding evaluates the constraint on many scenes.
+    """
     t = constraint.template
-    comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params), [], [])
-    head = f"violated({index})"
+    if batched:
+        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params, "S"), ["scene(S)"], ["S"], "S")
+        head = f"violated(S,{index})"
+    else:
+        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params), [], [])
+        head = f"violated({index})"
     comp.rules.append(f"% constraint {index}: {t.id}  {_describe(constraint)}")
     comp.violation(t.formula, head)
     if t.anti_vacuity is not None:
@@ -371,14 +385,18 @@ def vocabulary_program(domain: Domain) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scene_facts(scene: Any) -> str:
-    """A scene as ASP facts: ``object/1``, ``hasProperty/3`` (region included) and ``hasRelationship/3``."""
-    lines = []
+def scene_facts(scene: Any, scene_id: int | None = None) -> str:
+    """A scene as ASP facts: ``object/1``, ``hasProperty/3`` (region included) and ``hasRelationship/3``.
+
+    With ``scene_id``, every fact carries it as a first argument (and ``scene(id)`` is added), for batches.
+    """
+    s = "" if scene_id is None else f"{scene_id},"
+    lines = [] if scene_id is None else [f"scene({scene_id})."]
     for i, obj in enumerate(scene.objects):
-        props = [f"hasProperty({i},{p},{v})." for p, v in obj.attributes.items()]
-        props.append(f"hasProperty({i},region,{scene.region(i)}).")
-        lines.append(f"object({i}). " + " ".join(props))
-    rels = [f"hasRelationship({a},{r},{b})." for a, r, b in scene.relations()]
+        props = [f"hasProperty({s}{i},{p},{v})." for p, v in obj.attributes.items()]
+        props.append(f"hasProperty({s}{i},region,{scene.region(i)}).")
+        lines.append(f"object({s}{i}). " + " ".join(props))
+    rels = [f"hasRelationship({s}{a},{r},{b})." for a, r, b in scene.relations()]
     if rels:
         lines.append(" ".join(rels))
     return "\n".join(lines) + "\n"

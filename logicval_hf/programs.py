@@ -12,9 +12,12 @@ from __future__ import annotations
 import functools
 from importlib import resources
 from pathlib import Path
+from typing import Sequence
 
 from .catalog import Catalog, Domain, load_catalog
 from .encoding import compile_constraint, compile_template, vocabulary_program
+from .spatial import RELATION_GEOMETRY
+from .scene import Scene
 from .spec import Spec
 
 
@@ -51,20 +54,116 @@ def solve_program(spec: Spec, catalog: Catalog | None = None, symmetry: bool = T
     return "\n".join(p for p in parts if p)
 
 
-def verify_program(spec: Spec, universe: int, catalog: Catalog | None = None) -> str:
+def mentioned_literals(spec: Spec) -> tuple[list[tuple[str, str]], list[str]]:
+    """The (attribute, value) pairs and the relations a spec's literals test: nothing else can matter."""
+    props: set[tuple[str, str]] = set()
+    rels: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("op") == "attr" and isinstance(node.get("lit"), dict):
+                props.add((node["lit"]["prop"], node["lit"]["value"]))
+            if node.get("op") == "rel" and isinstance(node.get("lit"), dict):
+                rels.add(node["lit"]["rel"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for c in spec.constraints:
+        walk(c.template.formula)
+        walk(c.template.anti_vacuity)
+        for v in c.params.values():
+            if isinstance(v, AttrLit):
+                props.add((v.prop, v.value))
+            elif isinstance(v, RelLit):
+                rels.add(v.rel)
+    return sorted(props), sorted(rels)
+
+
+def scene_externals_program(universe: int, catalog: Catalog | None = None) -> str:
+    """The perceived scene as external atoms over object slots 0..universe-1 (grounded before any spec rules).
+
+    ``scene_rel`` carries only the first relation of each axis (``left``, ``behind``); the inverses are derived,
+    so ties give neither direction, as in regions.md §6.
+    """
     catalog = catalog or load_catalog()
-    parts = [
+    return "\n".join([
         vocabulary(catalog.domain),
-        "% The perceived scene: objects 0..universe-1, given per call as assumptions on external atoms.\n",
-        f"index(0..{universe - 1}).\n",
-        "#external object(I) : index(I).\n",
-        "#external hasProperty(I,P,V) : index(I), property(P,V).\n",
-        "#external hasRelationship(I,R,J) : index(I), index(J), I != J, relation(R).\n",
+        f"index(0..{universe - 1}).",
+        "#external scene_object(I) : index(I). [free]",
+        "#external scene_has(I,P,V) : index(I), property(P,V). [free]",
+        "#external scene_rel(I,R,J) : index(I), index(J), I != J, axis_relation(_,R,_). [free]",
+        "",
+    ])
+
+
+def verify_program(spec: Spec) -> str:
+    """Constraint rules of a spec over the scene externals of `scene_externals_program`."""
+    return "\n".join([
+        "object(I) :- scene_object(I).",
+        "hasProperty(I,P,V) :- scene_has(I,P,V).",
+        "hasRelationship(I,R,J) :- scene_rel(I,R,J).",
+        "hasRelationship(J,S,I) :- scene_rel(I,R,J), axis_relation(_,R,S).",
         constraint_rules(spec),
-        f"count_ok :- #count{{ X : object(X) }} = {spec.n}.\n",
-        "#defined violated/1.\n#show violated/1.\n#show count_ok/0.\n",
-    ]
-    return "\n".join(parts)
+        f"count_ok :- #count{{ X : object(X) }} = {spec.n}.",
+        "#defined violated/1. #defined hasProperty/3. #defined hasRelationship/3.",
+        "#show violated/1.",
+        "#show count_ok/0.",
+        "",
+    ])
+
+
+def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
+    """Constraint rules over many scenes at once.
+
+    Scenes ``0..k-1`` arrive as ``scenes(k)`` and one fact per object, ``o(S,I,<attribute values>,Region,XR,YR)``
+    (attributes in the domain's order; XR/YR are the dense ranks of the box centre's coordinates). Relations
+    follow from the ranks, so equal ranks (ties) give no relation, as in regions.md §6.
+    """
+    catalog = catalog or load_catalog()
+    attrs = catalog.domain.perceived_attributes
+    k = len(attrs)
+    lines = ["scene(S) :- scenes(K), S = 0..K-1.", f"object(S,I) :- o(S,I{',_' * (k + 3)})."]
+    for pos, a in enumerate([*attrs, "region"]):
+        args = ["_"] * (k + 3)
+        args[pos] = "V"
+        lines.append(f"hasProperty(S,I,{a},V) :- o(S,I,{','.join(args)}).")
+    skip = ",".join(["_"] * (k + 1))
+    lines.append(f"pos(S,I,X,Y) :- o(S,I,{skip},X,Y).")
+    for rel, (axis, sign) in RELATION_GEOMETRY.items():
+        a, b = ("A", "B") if sign < 0 else ("B", "A")
+        ci, cj = ("A,_", "B,_") if axis == "x" else ("_,A", "_,B")
+        lines.append(f"hasRelationship(S,I,{rel},J) :- pos(S,I,{ci}), pos(S,J,{cj}), {a} < {b}.")
+    rules = "".join(compile_constraint(c, i, batched=True) for i, c in enumerate(spec.constraints))
+    return "\n".join([
+        *lines,
+        rules,
+        f"count_ok(S) :- scene(S), #count{{ X : object(S,X) }} = {spec.n}.",
+        f"#defined violated/2. #defined hasProperty/4. #defined hasRelationship/4. #defined object/2. #defined o/{k + 5}.",
+        "#show violated/2.",
+        "#show count_ok/1.",
+        "",
+    ])
+
+
+def batch_scene_facts(scenes: Sequence[Scene]) -> str:
+    """Facts of scenes ``0..k-1`` for `batch_verify_program`: one ``o/…`` fact per object."""
+    out = [f"scenes({len(scenes)})."]
+    for sid, scene in enumerate(scenes):
+        objs = scene.objects
+        if not objs:
+            continue
+        attrs = scene.domain.perceived_attributes
+        centres = [o.center for o in objs]
+        xr = {v: r for r, v in enumerate(sorted({c[0] for c in centres}))}
+        yr = {v: r for r, v in enumerate(sorted({c[1] for c in centres}))}
+        regions = scene.regions()
+        for i, o in enumerate(objs):
+            vals = ",".join(o.attributes[a] for a in attrs)
+            out.append(f"o({sid},{i},{vals},{regions[i]},{xr[centres[i][0]]},{yr[centres[i][1]]}).")
+    return "\n".join(out) + "\n"
 
 
 def spec_program(spec: Spec, catalog: Catalog | None = None) -> str:

@@ -17,22 +17,24 @@ import clingo
 
 from .catalog import Catalog, load_catalog
 from .layout import layout_scene
-from .programs import solve_program, verify_program
+from .programs import batch_scene_facts, batch_verify_program, scene_externals_program, solve_program, verify_program
 from .scene import Scene
+from .spatial import RELATION_GEOMETRY
 from .spec import Spec, as_spec
 
 _CLINGO_ARGS = ["--warn=none"]
 DEFAULT_IMAGE_SIZE = (480, 320)
 
 
-def _control(program: str) -> clingo.Control:
-    """Ground a program; its externals are freed so that assumptions alone decide them per solve call."""
+def _control(program: str, free: bool = True) -> clingo.Control:
+    """Ground a program; with ``free``, its externals are freed so that assumptions alone decide them."""
     ctl = clingo.Control(_CLINGO_ARGS, logger=lambda code, msg: None)
     ctl.add("base", [], program)
     ctl.ground([("base", [])])
-    for sa in ctl.symbolic_atoms:
-        if sa.is_external:
-            ctl.assign_external(sa.literal, None)
+    if free:
+        for sa in ctl.symbolic_atoms:
+            if sa.is_external:
+                ctl.assign_external(sa.literal, None)
     return ctl
 
 
@@ -168,6 +170,7 @@ class Solver:
         self.catalog = catalog or load_catalog()
         self._results: collections.OrderedDict[str, SolveResult] = collections.OrderedDict()
         self._verifiers: collections.OrderedDict[tuple[str, int], _Verifier] = collections.OrderedDict()
+        self._layouts: dict[int, _SceneLayout] = {}
         self.max_specs = max_specs
         self.max_verifiers = max_verifiers
         self._lock = threading.RLock()
@@ -193,6 +196,55 @@ class Solver:
             return self.solve(spec).satisfiable
         return _SpecSolver(spec, self.catalog).check(sorted(set(subset)))[0]
 
+    def verify_many(
+        self,
+        pairs: Iterable[tuple[Any, Any]],
+        count: str = "strict",
+        labels: Sequence[str | None] | None = None,
+        batch_size: int = 512,
+    ) -> list[Verdict]:
+        """Verify many (spec, scene) pairs; scenes of the same spec share one grounding per batch.
+
+        Returns verdicts in input order. Raises `SpecError`/`SceneError` on the first malformed item, naming
+        its position.
+        """
+        if count not in ("strict", "relaxed"):
+            raise ValueError(f"count must be 'strict' or 'relaxed', got {count!r}")
+        items: list[tuple[Spec, Scene]] = []
+        for k, (spec, scene) in enumerate(pairs):
+            try:
+                spec = as_spec(spec, self.catalog)
+                if not isinstance(scene, Scene):
+                    scene = Scene.from_dict(scene, self.catalog.domain)
+            except ValueError as e:
+                raise type(e)(f"item {k}: {e}") from None
+            items.append((spec, scene))
+        if labels is not None and len(labels) != len(items):
+            raise ValueError(f"labels has {len(labels)} entries for {len(items)} pairs")
+        groups: dict[str, list[int]] = {}
+        for k, (spec, _) in enumerate(items):
+            groups.setdefault(spec.key(), []).append(k)
+        out: list[Verdict | None] = [None] * len(items)
+        for idx in groups.values():
+            spec = items[idx[0]][0]
+            for start in range(0, len(idx), batch_size):
+                chunk = idx[start:start + batch_size]
+                results = _verify_batch(spec, [items[k][1] for k in chunk])
+                for k, (count_ok, violated) in zip(chunk, results):
+                    label = labels[k] if labels is not None and labels[k] is not None else self.solve(spec).label
+                    out[k] = self._verdict(label, count, len(items[k][1]), count_ok, violated)
+        return out  # type: ignore[return-value]
+
+    @staticmethod
+    def _verdict(label: str, count: str, n_objects: int, count_ok: bool, violated: Sequence[int]) -> Verdict:
+        if label not in ("SAT", "UNSAT"):
+            raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
+        if label == "UNSAT":
+            ok = n_objects == 0
+        else:
+            ok = not violated and (count_ok or count == "relaxed")
+        return Verdict(ok, count_ok, tuple(violated), label, count, n_objects)
+
     def verify(self, spec: Any, scene: Any, count: str = "strict", label: str | None = None) -> Verdict:
         spec = as_spec(spec, self.catalog)
         if not isinstance(scene, Scene):
@@ -203,49 +255,130 @@ class Solver:
             label = self.solve(spec).label
         elif label not in ("SAT", "UNSAT"):
             raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
-        universe = max(self.catalog.domain.n_max, len(scene))
+        # The universe only has to hold the scene's objects; n keeps one grounding per spec in the usual case.
+        universe = max(spec.n, len(scene), 1)
         key = (spec.key(), universe)
         with self._lock:
             verifier = self._verifiers.get(key)
             if verifier is None:
-                verifier = _Verifier(spec, universe, self.catalog)
+                layout = self._layouts.get(universe)
+                if layout is None:
+                    layout = self._layouts[universe] = _SceneLayout(universe, self.catalog)
+                verifier = _Verifier(spec, layout)
                 self._verifiers[key] = verifier
                 if len(self._verifiers) > self.max_verifiers:
                     self._verifiers.popitem(last=False)
             else:
                 self._verifiers.move_to_end(key)
             count_ok, violated = verifier.check(scene)
-        if label == "UNSAT":
-            ok = len(scene) == 0
-        else:
-            ok = not violated and (count_ok or count == "relaxed")
-        return Verdict(ok, count_ok, tuple(violated), label, count, len(scene))
+        return self._verdict(label, count, len(scene), count_ok, sorted(violated))
+
+
+def _verify_batch(spec: Spec, scenes: Sequence[Scene]) -> list[tuple[bool, list[int]]]:
+    """(count_ok, violated) for many scenes of one spec with a single grounding (the program is stratified,
+    so grounding alone decides every atom)."""
+    text = batch_verify_program(spec) + batch_scene_facts(scenes)
+    ctl = _control(text, free=False)
+    count_ok = [False] * len(scenes)
+    violated: list[list[int]] = [[] for _ in scenes]
+
+    def on_model(m: clingo.Model) -> bool:
+        for sym in m.symbols(shown=True):
+            args = sym.arguments
+            if sym.name == "violated":
+                violated[args[0].number].append(args[1].number)
+            else:
+                count_ok[args[0].number] = True
+        return False
+
+    ctl.solve(on_model=on_model)
+    return [(count_ok[k], sorted(violated[k])) for k in range(len(scenes))]
+
+
+class _SceneLayout:
+    """Where each scene external sits in the assumption list, for one universe size.
+
+    The scene part is grounded first and alone, so clingo numbers its atoms identically in every Control
+    (checked on each new Control); decoding the atoms once per universe size is then enough.
+    """
+
+    def __init__(self, universe: int, catalog: Catalog):
+        self.universe = universe
+        self.text = scene_externals_program(universe, catalog)
+        ctl = clingo.Control(_CLINGO_ARGS, logger=lambda code, msg: None)
+        ctl.add("scene", [], self.text)
+        ctl.ground([("scene", [])])
+        lits: list[int] = []
+        self.obj_pos: list[int] = [0] * universe
+        self.prop_pos: dict[str, dict[str, list[int]]] = {}  # attribute -> value -> position per object
+        self.rel_pos: dict[str, list[list[int]]] = {}  # canonical relation -> [a][b] -> position
+        self.symbols: list[clingo.Symbol] = []
+        for name, arity in (("scene_object", 1), ("scene_has", 3), ("scene_rel", 3)):
+            for sa in ctl.symbolic_atoms.by_signature(name, arity):
+                sym = sa.symbol
+                args = sym.arguments
+                if name == "scene_object":
+                    self.obj_pos[args[0].number] = len(lits)
+                elif name == "scene_has":
+                    slots = self.prop_pos.setdefault(args[1].name, {}).setdefault(args[2].name, [0] * universe)
+                    slots[args[0].number] = len(lits)
+                else:
+                    grid = self.rel_pos.setdefault(args[1].name, [[-1] * universe for _ in range(universe)])
+                    grid[args[0].number][args[2].number] = len(lits)
+                lits.append(sa.literal)
+                self.symbols.append(sym)
+        self.lits = lits
+        self.all_false = [-lit for lit in lits]
+        self._probe = [0, len(lits) // 2, len(lits) - 1] if lits else []
+
+    def control(self) -> clingo.Control:
+        """A new Control with the scene part grounded, its numbering checked against this layout."""
+        ctl = clingo.Control(_CLINGO_ARGS, logger=lambda code, msg: None)
+        ctl.add("scene", [], self.text)
+        ctl.ground([("scene", [])])
+        atoms = ctl.symbolic_atoms
+        for k in self._probe:
+            sa = atoms[self.symbols[k]]
+            if sa is None or sa.literal != self.lits[k]:
+                raise RuntimeError("clingo numbered the scene atoms differently; cannot reuse the layout")
+        return ctl
+
+    def assumptions(self, scene: Scene) -> list[int]:
+        a = list(self.all_false)
+        lits = self.lits
+        objs = scene.objects
+        for i in range(len(objs)):
+            k = self.obj_pos[i]
+            a[k] = lits[k]
+        regions = scene.regions()
+        for prop, by_value in self.prop_pos.items():
+            values = regions if prop == "region" else [o.attributes[prop] for o in objs]
+            for i, v in enumerate(values):
+                k = by_value[v][i]
+                a[k] = lits[k]
+        centres = [o.center for o in objs]
+        n = len(objs)
+        for rel, grid in self.rel_pos.items():
+            axis, sign = RELATION_GEOMETRY[rel]
+            c = [p[0] if axis == "x" else p[1] for p in centres]
+            for i in range(n):
+                row, ci = grid[i], c[i]
+                for j in range(n):
+                    if sign * (ci - c[j]) > 0:
+                        k = row[j]
+                        a[k] = lits[k]
+        return a
 
 
 class _Verifier:
-    """One grounded program for a spec over ``universe`` object slots; the scene arrives as assumptions."""
+    """One grounded program for a spec over a scene layout; each scene arrives as assumptions."""
 
-    def __init__(self, spec: Spec, universe: int, catalog: Catalog):
+    def __init__(self, spec: Spec, layout: _SceneLayout):
         self.spec = spec
-        self.universe = universe
-        self.ctl = _control(verify_program(spec, universe, catalog))
-        lits: list[int] = []
-        self.pos: dict[tuple, int] = {}
-        for sa in self.ctl.symbolic_atoms.by_signature("object", 1):
-            self.pos[("o", sa.symbol.arguments[0].number)] = len(lits)
-            lits.append(sa.literal)
-        for sa in self.ctl.symbolic_atoms.by_signature("hasProperty", 3):
-            a = sa.symbol.arguments
-            if sa.is_external:
-                self.pos[("p", a[0].number, a[1].name, a[2].name)] = len(lits)
-                lits.append(sa.literal)
-        for sa in self.ctl.symbolic_atoms.by_signature("hasRelationship", 3):
-            a = sa.symbol.arguments
-            if sa.is_external:
-                self.pos[("r", a[0].number, a[1].name, a[2].number)] = len(lits)
-                lits.append(sa.literal)
-        self.lits = lits
-        self.all_false = [-lit for lit in lits]
+        self.layout = layout
+        self.ctl = layout.control()
+        self.ctl.add("base", [], verify_program(spec))
+        self.ctl.ground([("base", [])])
         atoms = self.ctl.symbolic_atoms
         self.violated_lit = {}
         for i in range(spec.m):
@@ -255,35 +388,14 @@ class _Verifier:
         sa = atoms[clingo.Function("count_ok", [])]
         self.count_ok_lit = sa.literal if sa is not None else None
 
-    def assumptions(self, scene: Scene) -> list[int]:
-        a = list(self.all_false)
-        pos, lits = self.pos, self.lits
-        attrs = scene.domain.perceived_attributes
-        for i, obj in enumerate(scene.objects):
-            k = pos[("o", i)]
-            a[k] = lits[k]
-            for prop in attrs:
-                k = pos[("p", i, prop, obj.attributes[prop])]
-                a[k] = lits[k]
-            k = pos[("p", i, "region", scene.region(i))]
-            a[k] = lits[k]
-        for i, rel, j in scene.relations():
-            k = pos[("r", i, rel, j)]
-            a[k] = lits[k]
-        return a
-
     def check(self, scene: Scene) -> tuple[bool, list[int]]:
-        out: dict[str, Any] = {}
-
-        def on_model(m: clingo.Model) -> bool:
-            out["violated"] = [i for i, lit in self.violated_lit.items() if m.is_true(lit)]
-            out["count_ok"] = self.count_ok_lit is not None and m.is_true(self.count_ok_lit)
-            return False
-
-        res = self.ctl.solve(assumptions=self.assumptions(scene), on_model=on_model)
-        if not res.satisfiable:  # cannot happen: the verification program is stratified and constraint-free
-            raise RuntimeError("internal error: verification program has no model")
-        return out["count_ok"], sorted(out["violated"])
+        with self.ctl.solve(assumptions=self.layout.assumptions(scene), yield_=True) as handle:
+            model = handle.model()
+            if model is None:  # cannot happen: the verification program is stratified and constraint-free
+                raise RuntimeError("internal error: verification program has no model")
+            violated = [i for i, lit in self.violated_lit.items() if model.is_true(lit)]
+            count_ok = self.count_ok_lit is not None and model.is_true(self.count_ok_lit)
+        return count_ok, violated
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,3 +432,9 @@ def verify(spec: Any, scene: Any, count: str = "strict", label: str | None = Non
         SpecError / SceneError (both `ValueError`): malformed spec or scene.
     """
     return default_solver().verify(spec, scene, count=count, label=label)
+
+
+def verify_many(pairs: Iterable[tuple[Any, Any]], count: str = "strict",
+                labels: Sequence[str | None] | None = None) -> list[Verdict]:
+    """Verify many (spec, scene) pairs in batches (one grounding per spec and batch); verdicts in input order."""
+    return default_solver().verify_many(pairs, count=count, labels=labels)

@@ -7,6 +7,7 @@ whose message starts with the path of the offending field.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Union
@@ -254,6 +255,10 @@ class Spec:
 
     def key(self) -> str:
         """Canonical string of the spec (for caching and de-duplication)."""
+        return self._key
+
+    @functools.cached_property
+    def _key(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @property

@@ -157,3 +157,27 @@ class TestVerify:
             scenes = [random_scene(rng, rng.randint(0, 9), grid=rng.choice([None, 4])) for _ in range(3)]
             for s in scenes:
                 assert shared.verify(spec, s, label="SAT") == Solver().verify(spec, s, label="SAT")
+
+
+class TestVerifyMany:
+    def test_batched_equals_one_by_one(self):
+        from helpers import random_scene
+        rng = random.Random(21)
+        specs = [random_spec(rng, rng.choice([1, 3, 6])) for _ in range(25)]
+        pairs = [(s, random_scene(rng, max(0, s.n + rng.choice([-1, 0, 1])), grid=rng.choice([None, 3])))
+                 for s in specs for _ in range(4)]
+        pairs += [(specs[0], Scene.empty())]
+        solver = Solver()
+        batched = solver.verify_many(pairs, batch_size=3)
+        single = [Solver().verify(s, sc) for s, sc in pairs]
+        assert batched == single
+        relaxed = solver.verify_many(pairs, count="relaxed")
+        assert relaxed == [solver.verify(s, sc, count="relaxed") for s, sc in pairs]
+
+    def test_bad_items_are_named(self):
+        good = ({"n": 3, "constraints": [RED_CUBES]}, Scene.empty())
+        with pytest.raises(ValueError, match=r"item 1: scene\.objects\[0\]\.color"):
+            Solver().verify_many([good, (good[0], {"image_size": [10, 10], "objects": [
+                {"color": "pink", "shape": "cube", "material": "metal", "bbox": [1, 1, 2, 2]}]})])
+        with pytest.raises(ValueError, match="labels has 1 entries for 2 pairs"):
+            Solver().verify_many([good, good], labels=["SAT"])
