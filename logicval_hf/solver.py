@@ -196,6 +196,20 @@ class Solver:
             return self.solve(spec).satisfiable
         return _SpecSolver(spec, self.catalog).check(sorted(set(subset)))[0]
 
+    def is_tautology(self, constraint: Any, n: int) -> bool:
+        """Whether a constraint holds in every admissible scene of n objects (its negation is UNSAT at n).
+
+        Such a constraint says nothing at that n and is rejected when sampling (DECISIONS.md 10).
+        """
+        from .spec import Constraint
+
+        if not isinstance(constraint, Constraint):
+            constraint = Constraint.from_dict(constraint, n=n, catalog=self.catalog)
+        spec = Spec(n, (constraint,))
+        program = solve_program(spec, self.catalog) + ":- not violated(0).\n"
+        ctl = _control(program)
+        return not ctl.solve().satisfiable
+
     def verify_many(
         self,
         pairs: Iterable[tuple[Any, Any]],

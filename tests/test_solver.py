@@ -181,3 +181,12 @@ class TestVerifyMany:
                 {"color": "pink", "shape": "cube", "material": "metal", "bbox": [1, 1, 2, 2]}]})])
         with pytest.raises(ValueError, match="labels has 1 entries for 2 pairs"):
             Solver().verify_many([good, good], labels=["SAT"])
+
+
+def test_tautology_at_n():
+    solver = Solver()
+    parity = {"template": "C9/1prop_cmp", "params": {"A1": attr("material", "metal"),
+                                                      "B1": attr("material", "rubber"), "T": "!="}}
+    assert solver.is_tautology(parity, 5)          # odd n: the two counts can never be equal
+    assert not solver.is_tautology(parity, 4)
+    assert not solver.is_tautology({"template": "C1/1prop", "params": {"A1": attr("color", "red")}}, 4)
