@@ -180,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="solve and verify a built-in example spec (no downloads)")
     d.set_defaults(func=cmd_demo)
+
+    from .dataset_cli import add_subcommands as add_dataset_subcommands
+
+    add_dataset_subcommands(sub)
     return p
 
 

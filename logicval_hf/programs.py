@@ -38,7 +38,7 @@ def constraint_rules(spec: Spec) -> str:
 
 def solve_program(spec: Spec, catalog: Catalog | None = None, symmetry: bool = True) -> str:
     catalog = catalog or load_catalog()
-    idx = " ".join(f"#external active({i})." for i in range(spec.m))
+    idx = " ".join(f"#external active({i}). [free]" for i in range(spec.m))
     parts = [
         vocabulary(catalog.domain),
         read_program("domain.lp"),

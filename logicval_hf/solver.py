@@ -26,15 +26,11 @@ _CLINGO_ARGS = ["--warn=none"]
 DEFAULT_IMAGE_SIZE = (480, 320)
 
 
-def _control(program: str, free: bool = True) -> clingo.Control:
-    """Ground a program; with ``free``, its externals are freed so that assumptions alone decide them."""
+def _control(program: str) -> clingo.Control:
+    """A Control with ``program`` grounded (externals are declared ``[free]``: assumptions decide them)."""
     ctl = clingo.Control(_CLINGO_ARGS, logger=lambda code, msg: None)
     ctl.add("base", [], program)
     ctl.ground([("base", [])])
-    if free:
-        for sa in ctl.symbolic_atoms:
-            if sa.is_external:
-                ctl.assign_external(sa.literal, None)
     return ctl
 
 
@@ -292,7 +288,7 @@ def _verify_batch(spec: Spec, scenes: Sequence[Scene]) -> list[tuple[bool, list[
     """(count_ok, violated) for many scenes of one spec with a single grounding (the program is stratified,
     so grounding alone decides every atom)."""
     text = batch_verify_program(spec) + batch_scene_facts(scenes)
-    ctl = _control(text, free=False)
+    ctl = _control(text)
     count_ok = [False] * len(scenes)
     violated: list[list[int]] = [[] for _ in scenes]
 
