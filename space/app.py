@@ -1,0 +1,656 @@
+"""LogicVal Space: explore the benchmark, compose and solve specs, check images, annotate model outputs.
+
+Run locally::
+
+    python space/app.py                       # public: Explore, Compose, Check
+    LOGICVAL_SPACE_USER=alice,bob LOGICVAL_SPACE_PASSWORD=... \\
+    LOGICVAL_ANNOTATION_ROOT=/data/outputs python space/app.py      # protected: + Annotate, login on every route
+
+The module exposes ``demo`` (built by `build_demo` from the environment) and launches it only under
+``__main__`` with `launch_kwargs` (authentication, upload cap). See ``space/README.md`` for every setting.
+All logic lives in ``logicval_hf.space_backend``; the handlers here only convert between the UI and it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+import logging
+import os
+import sys
+import tempfile
+import traceback
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+try:  # running from a checkout without `pip install -e .`
+    import logicval_hf  # noqa: F401
+except ImportError:  # pragma: no cover
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import gradio as gr
+import pandas as pd
+from PIL import Image, UnidentifiedImageError
+
+from logicval_hf.benchmark import PACKAGE_NAMES
+from logicval_hf.catalog import load_catalog
+from logicval_hf.render import render_scene
+from logicval_hf.scene import Scene
+from logicval_hf.space_backend import annotate as ann
+from logicval_hf.space_backend import check as chk
+from logicval_hf.space_backend import common
+from logicval_hf.space_backend import compose as cmp
+from logicval_hf.space_backend import explore as exp
+from logicval_hf.spec import Spec
+
+log = logging.getLogger("logicval.space")
+
+TITLE = "LogicVal: logical constraints for text-to-image models"
+CSS = """
+.lv-small textarea { font-size: 0.85em !important; }
+#lv-header h1 { margin-bottom: 0.1em; }
+footer { display: none !important; }
+"""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------------------------------
+class ConfigError(RuntimeError):
+    """The Space is misconfigured (e.g. a user name without a password); it refuses to start."""
+
+
+@dataclass
+class SpaceConfig:
+    """What the Space serves. ``credentials`` switch on protected mode (login on every route) and, with it,
+    the Annotate tab; without credentials the Annotate tab is not built at all."""
+
+    credentials: list[tuple[str, str]] | None = None
+    annotation_root: Path | None = None
+    db_path: Path | None = None
+    export_dir: Path | None = None
+    max_file_bytes: int = chk.DEFAULT_MAX_FILE_BYTES
+    backend: str = field(default_factory=chk.default_backend)
+    preload: bool = True
+
+    @property
+    def protected(self) -> bool:
+        return bool(self.credentials)
+
+    @property
+    def annotate_enabled(self) -> bool:
+        return self.protected and self.annotation_root is not None
+
+
+def config_from_env(environ: Mapping[str, str] | None = None) -> SpaceConfig:
+    """Read the settings (see space/README.md).
+
+    ``LOGICVAL_SPACE_USER`` (one name, or several separated by commas, sharing the password) and
+    ``LOGICVAL_SPACE_PASSWORD`` must be set together; a half-set pair refuses to start (`ConfigError`).
+    """
+    env = os.environ if environ is None else environ
+    user, pw = env.get("LOGICVAL_SPACE_USER", "").strip(), env.get("LOGICVAL_SPACE_PASSWORD", "")
+    if bool(user) != bool(pw):
+        raise ConfigError("set both LOGICVAL_SPACE_USER and LOGICVAL_SPACE_PASSWORD (or neither, for the public "
+                          "app without the Annotate tab)")
+    creds = [(u.strip(), pw) for u in user.split(",") if u.strip()] if user else None
+    root = env.get("LOGICVAL_ANNOTATION_ROOT", "").strip()
+    root_path = Path(root).expanduser() if root else None
+    if creds and root_path is None:
+        root_path = Path("annotation_data").resolve()
+    db = env.get("LOGICVAL_ANNOTATION_DB", "").strip()
+    export = env.get("LOGICVAL_ANNOTATION_EXPORT", "").strip()
+    mb = env.get("LOGICVAL_SPACE_MAX_FILE_MB", "").strip()
+    try:
+        max_bytes = int(float(mb) * 1024 * 1024) if mb else chk.DEFAULT_MAX_FILE_BYTES
+    except ValueError:
+        raise ConfigError(f"LOGICVAL_SPACE_MAX_FILE_MB must be a number of megabytes, got {mb!r}") from None
+    if max_bytes <= 0:
+        raise ConfigError("LOGICVAL_SPACE_MAX_FILE_MB must be positive")
+    return SpaceConfig(
+        credentials=creds,
+        annotation_root=root_path,
+        db_path=Path(db).expanduser() if db else None,
+        export_dir=Path(export).expanduser() if export else None,
+        max_file_bytes=max_bytes,
+        backend=chk.default_backend(env),
+        preload=env.get("LOGICVAL_SPACE_PRELOAD", "1").strip() not in ("0", "false", "no"),
+    )
+
+
+def make_auth(credentials: Sequence[tuple[str, str]]) -> Callable[[str, str], bool]:
+    """A gradio ``auth`` function comparing in constant time."""
+    pairs = [(u.encode(), p.encode()) for u, p in credentials]
+
+    def auth(username: str, password: str) -> bool:
+        ok = False
+        for u, p in pairs:
+            ok |= hmac.compare_digest(u, (username or "").encode()) & hmac.compare_digest(p, (password or "").encode())
+        return ok
+
+    return auth
+
+
+def launch_kwargs(demo_or_config: Any = None) -> dict[str, Any]:
+    """Arguments for ``demo.launch``: the login (protected mode), the upload cap, theme and CSS."""
+    cfg = demo_or_config if isinstance(demo_or_config, SpaceConfig) else getattr(
+        demo_or_config, "logicval_config", None) or config_from_env()
+    kw: dict[str, Any] = {"max_file_size": cfg.max_file_bytes, "theme": gr.themes.Soft(), "css": CSS,
+                          "show_error": True}
+    if cfg.protected:
+        kw["auth"] = make_auth(cfg.credentials or [])
+        kw["auth_message"] = "LogicVal annotation service: log in with the credentials you were given."
+    return kw
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------------------------
+def user_errors(fn: Callable) -> Callable:
+    """Turn the backend's `ValueError`s into messages for the user (gr.Error); log anything unexpected."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except ValueError as e:
+            raise gr.Error(str(e), print_exception=False) from None
+        except Exception as e:  # noqa: BLE001
+            log.error("handler %s failed:\n%s", fn.__name__, traceback.format_exc())
+            raise gr.Error(f"internal error ({type(e).__name__}: {e})") from None
+    return wrapper
+
+
+def upload_image(**kwargs: Any) -> gr.Image:
+    """`gr.Image` (type ``filepath``, not decoded here) whose preprocessing answers a non-image upload with a
+    clear message instead of a generic failure; the Check handler then checks file size and pixel count.
+
+    (The instance's ``preprocess`` is wrapped; subclassing a component would make gradio write a .pyi file.)
+    """
+    comp = gr.Image(type="filepath", image_mode=None, **kwargs)
+    inner = comp.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        try:
+            return inner(payload)
+        except UnidentifiedImageError:
+            name = getattr(payload, "orig_name", None) or "the uploaded file"
+            raise gr.Error(f"{name}: not an image file (expected PNG, JPEG, WebP or another format PIL reads)",
+                           print_exception=False) from None
+        except (Image.DecompressionBombError, OSError) as e:
+            raise gr.Error(f"the uploaded image cannot be read safely ({e})", print_exception=False) from None
+
+    comp.preprocess = preprocess  # type: ignore[method-assign]
+    return comp
+
+
+def _df(rows: list[list[Any]], headers: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=headers)
+
+
+def _render(scene: Scene | None, boxes: bool = True) -> Image.Image | None:
+    if scene is None:
+        return None
+    img, drawn = render_scene(scene)
+    return chk.draw_boxes(img, drawn) if boxes else img
+
+
+def _cache_copy(path: Path, cache_dir: str) -> str:
+    """A byte-identical copy of an image in gradio's cache (content-addressed), which gradio may serve."""
+    data = Path(path).read_bytes()
+    d = Path(cache_dir) / ("logicval-" + hashlib.sha256(data).hexdigest()[:32])
+    d.mkdir(parents=True, exist_ok=True)
+    dst = d / Path(path).name
+    if not dst.exists():
+        tmp = dst.with_suffix(dst.suffix + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, dst)
+    return str(dst)
+
+
+def _user(request: gr.Request | None) -> str:
+    name = getattr(request, "username", None) if request is not None else None
+    if not name:
+        raise gr.Error("log in first: annotation needs the app to run in protected mode (LOGICVAL_SPACE_USER / "
+                       "LOGICVAL_SPACE_PASSWORD)", print_exception=False)
+    return str(name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The app
+# ---------------------------------------------------------------------------------------------------------------
+def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
+    """Build the Blocks app. ``demo.logicval_config`` keeps the config for `launch_kwargs`."""
+    cfg = config if config is not None else config_from_env()
+    catalog = load_catalog()
+    warmup = common.warm_benchmark() if cfg.preload else None
+
+    with gr.Blocks(title="LogicVal") as demo:
+        gr.Markdown(f"# {TITLE}\nBenchmark prompts with solver labels, a spec composer with instant solving, an image "
+                    "checker (scene graph → verdict), and the annotation tool"
+                    f"{' (log in required)' if cfg.protected else ''}.", elem_id="lv-header")
+        with gr.Tabs() as tabs:
+            with gr.Tab("Explore", id="explore"):
+                explore_ui = _explore_tab()
+            with gr.Tab("Compose", id="compose"):
+                _compose_tab(catalog)
+            with gr.Tab("Check", id="check"):
+                check_ui = _check_tab(cfg)
+            annotate_ui = None
+            with gr.Tab("Annotate", id="annotate"):
+                if cfg.annotate_enabled:
+                    annotate_ui = _annotate_tab(cfg)
+                else:
+                    gr.Markdown(
+                        "### Annotation is switched off\nThe annotation tool only runs in protected mode: set "
+                        "`LOGICVAL_SPACE_USER` and `LOGICVAL_SPACE_PASSWORD` (Space secrets) and "
+                        "`LOGICVAL_ANNOTATION_ROOT` (folders of model outputs named by benchmark id). Every route "
+                        "of the app then requires a login.")
+        # Explore -> Check: carry the prompt id over and switch tabs
+        explore_ui["to_check"].click(lambda rid: (rid, gr.Tabs(selected="check")), explore_ui["rid"],
+                                     [check_ui["spec"], tabs], api_name="explore_to_check")
+        demo.load(explore_ui["show"], explore_ui["rid"], explore_ui["outs"], api_visibility="private")
+        if annotate_ui:
+            demo.load(annotate_ui["load"], annotate_ui["load_in"], annotate_ui["load_out"], api_visibility="private")
+    demo.logicval_config = cfg  # type: ignore[attr-defined]
+    demo.logicval_warmup = warmup  # type: ignore[attr-defined]  # the benchmark build thread (or None)
+    return demo
+
+
+# ---- Explore ---------------------------------------------------------------------------------------------------
+def _explore_tab() -> dict[str, Any]:
+    gr.Markdown("Pick a configuration and a prompt. UNSAT prompts show their minimal unsat core; SAT prompts show "
+                "the solver's witness scene, rendered.")
+    with gr.Row():
+        pkg = gr.Dropdown(list(PACKAGE_NAMES), value="1SAT", label="Configuration", scale=1)
+        rid = gr.Dropdown(common.package_ids("1SAT"), value="1SAT-0001", label="Prompt id", scale=1,
+                          allow_custom_value=True)
+        to_check = gr.Button("Check an image against this prompt →", scale=1)
+    header = gr.Markdown()
+    with gr.Row():
+        with gr.Column(scale=1):
+            p_short = gr.Textbox(label="Prompt (short register)", lines=4, elem_classes="lv-small")
+            p_long = gr.Textbox(label="Prompt (long register)", lines=4, elem_classes="lv-small")
+        with gr.Column(scale=1):
+            core_md = gr.Markdown()
+            witness = gr.Image(label="Witness scene (rendered)", type="pil", interactive=False, height=300,
+                               visible=True)
+    witness_tab = gr.Dataframe(label="Witness scene graph", interactive=False, visible=True)
+    with gr.Accordion("Full prompt given to the model", open=False):
+        with gr.Row():
+            fp_short = gr.Textbox(label="Full prompt (short)", lines=8, elem_classes="lv-small")
+            fp_long = gr.Textbox(label="Full prompt (long)", lines=8, elem_classes="lv-small")
+    with gr.Accordion("Sub-questions (Soft-TIFA)", open=False):
+        subq = gr.Dataframe(interactive=False, headers=exp.SUBQUESTION_HEADERS)
+    with gr.Accordion("ASP program", open=False):
+        asp = gr.Code(label="ASP program (clingo)", language=None, interactive=False)
+    with gr.Accordion("Spec JSON", open=False):
+        spec = gr.Code(label="spec_json", language="json", interactive=False)
+
+    @user_errors
+    def ids(package: str):
+        choices = common.package_ids(package)
+        return gr.Dropdown(choices=choices, value=choices[0])
+
+    @user_errors
+    def show(row_id: str):
+        v = exp.explore_row(row_id)
+        scene = exp.witness_scene(v)
+        sq = _df([[s["constraint"] + 1, s["question"], s["type"], s["expect"], s["bind"] or ""]
+                  for s in v["subquestions"]], exp.SUBQUESTION_HEADERS)
+        wt = (_df(common.scene_rows(scene), common.scene_headers(scene)).drop(columns=["score"])
+              if scene is not None else None)
+        return (exp.header_markdown(v), v["prompt_short"], v["prompt_long"], v["full_prompt_short"],
+                v["full_prompt_long"], v["asp_program"], sq, exp.spec_pretty(v), exp.core_markdown(v),
+                gr.Image(value=_render(scene), visible=scene is not None),
+                gr.Dataframe(value=wt, visible=scene is not None))
+
+    pkg.change(ids, pkg, rid, api_name="explore_ids")
+    outs = [header, p_short, p_long, fp_short, fp_long, asp, subq, spec, core_md, witness, witness_tab]
+    rid.change(show, rid, outs, api_name="explore")
+    return {"rid": rid, "to_check": to_check, "show": show, "outs": outs}
+
+
+# ---- Compose ---------------------------------------------------------------------------------------------------
+def _compose_tab(catalog: Any) -> None:
+    gr.Markdown("Compose a spec: up to six templates from **distinct classes**, parameters from menus that offer "
+                "only valid values. Slot rules that relate several slots are listed under each template and "
+                "explained if broken.")
+    n_choices = list(range(catalog.domain.n_min, catalog.domain.n_max + 1))
+    n = gr.Dropdown(n_choices, value=4, label="n (number of objects)")
+    t_choices = [("(none)", "")] + cmp.template_choices(catalog)
+    templates, slots, rules = [], [], []
+    first_default = "C3/2prop"
+    for k in range(cmp.MAX_CONSTRAINTS):
+        with gr.Group():
+            tid0 = first_default if k == 0 else ""
+            menus = cmp.slot_menus(tid0, 4, None, catalog) if tid0 else []
+            with gr.Row():
+                t = gr.Dropdown(t_choices, value=tid0, label=f"Constraint {k + 1}: template", scale=3)
+            with gr.Row():
+                row_slots = []
+                for j in range(cmp.MAX_SLOTS):
+                    m = menus[j] if j < len(menus) else None
+                    row_slots.append(gr.Dropdown(
+                        choices=m["choices"] if m else [], value=m["value"] if m else None,
+                        label=m["label"] if m else f"slot {j + 1}", visible=m is not None, min_width=140,
+                        allow_custom_value=True))
+            r = gr.Markdown(_rules_md(tid0, catalog), visible=bool(tid0))
+        templates.append(t)
+        slots.append(row_slots)
+        rules.append(r)
+    solve_btn = gr.Button("Verbalise and solve", variant="primary")
+    with gr.Row():
+        with gr.Column(scale=1):
+            label_md = gr.Markdown()
+            texts_md = gr.Markdown()
+        with gr.Column(scale=1):
+            witness = gr.Image(label="Witness scene (rendered)", type="pil", interactive=False, height=300)
+    with gr.Accordion("Full prompt", open=False):
+        fp = gr.Textbox(label="Full prompt (short register)", lines=8, elem_classes="lv-small")
+    with gr.Accordion("ASP program", open=False):
+        asp = gr.Code(language=None, interactive=False)
+    with gr.Accordion("Spec JSON (the input of /solve: edit or paste a spec, or copy it into Check)", open=False):
+        spec_box = gr.Code(language="json", interactive=True, label="spec")
+        solve_json_btn = gr.Button("Solve this JSON")
+    with gr.Accordion("Solver answer (JSON, the /solve output)", open=False):
+        solve_json = gr.JSON()
+
+    def slot_updates(tid: str, n_val: Any, current: Mapping[str, Any] | None = None) -> list[Any]:
+        menus = cmp.slot_menus(tid, int(n_val), current, catalog) if tid else []
+        ups = []
+        for j in range(cmp.MAX_SLOTS):
+            if j < len(menus):
+                m = menus[j]
+                ups.append(gr.Dropdown(choices=m["choices"], value=m["value"], label=m["label"], visible=True))
+            else:
+                ups.append(gr.Dropdown(choices=[], value=None, visible=False))
+        ups.append(gr.Markdown(_rules_md(tid, catalog), visible=bool(tid)))
+        return ups
+
+    for k in range(cmp.MAX_CONSTRAINTS):
+        templates[k].change(user_errors(lambda tid, n_val: slot_updates(tid, n_val)), [templates[k], n],
+                            [*slots[k], rules[k]], api_name=f"compose_template_{k + 1}")
+
+    def n_changed(n_val: Any, *vals: Any):
+        ups = []
+        per = 1 + cmp.MAX_SLOTS
+        for k in range(cmp.MAX_CONSTRAINTS):
+            tid, cur = vals[k * per], vals[k * per + 1:(k + 1) * per]
+            names = [s.name for s in catalog.template(tid).slots] if tid else []
+            ups += slot_updates(tid, n_val, dict(zip(names, cur)))[:cmp.MAX_SLOTS]
+        return ups
+
+    all_inputs = [x for k in range(cmp.MAX_CONSTRAINTS) for x in (templates[k], *slots[k])]
+    n.change(user_errors(n_changed), [n, *all_inputs], [s for row in slots for s in row], api_name="compose_n")
+
+    @user_errors
+    def compose(n_val: Any, *vals: Any) -> str:
+        per = 1 + cmp.MAX_SLOTS
+        rows = []
+        for k in range(cmp.MAX_CONSTRAINTS):
+            tid, cur = vals[k * per], vals[k * per + 1:(k + 1) * per]
+            if not tid:
+                rows.append(("", {}))
+                continue
+            names = [s.name for s in catalog.template(tid).slots]
+            rows.append((tid, dict(zip(names, cur))))
+        return cmp.spec_json_text(cmp.build_spec(n_val, rows, catalog))
+
+    @user_errors
+    def solve(spec_json: str) -> dict[str, Any]:
+        spec, _ = common.parse_spec_input(spec_json, catalog)
+        return cmp.solve_spec(spec)
+
+    @user_errors
+    def view(result: Mapping[str, Any]):
+        spec = Spec.from_dict(result["spec"], catalog=catalog, allowed_m=common.COMPOSE_M)
+        d = cmp.describe_spec(spec, catalog)
+        lines = []
+        for c in d["constraints"]:
+            lines.append(f"**Constraint {c['index'] + 1}** (`{c['template']}`)  \n{c['text_short']}  \n"
+                         f"<small>{c['text_long']}</small>")
+        if result["label"] == "SAT":
+            label = "### SAT (satisfiable)\nThe solver found a scene; its witness is rendered on the right."
+        else:
+            core = "\n".join(f"- **Constraint {c['index'] + 1}** (`{c['template']}`): {c['text']}"
+                             for c in result["core_constraints"])
+            label = f"### UNSAT (contradictory)\nMinimal unsat core:\n{core}"
+        return (label, "\n\n".join(lines), d["full_prompt_short"], d["asp_program"],
+                _render(cmp.witness_scene(result)))
+
+    (solve_btn.click(compose, [n, *all_inputs], spec_box, api_name="compose")
+     .success(solve, spec_box, solve_json, api_name="solve")
+     .success(view, solve_json, [label_md, texts_md, fp, asp, witness], api_name="solve_view"))
+    solve_json_btn.click(solve, spec_box, solve_json, api_visibility="private").success(
+        view, solve_json, [label_md, texts_md, fp, asp, witness], api_visibility="private")
+
+
+def _rules_md(tid: str, catalog: Any) -> str:
+    if not tid:
+        return ""
+    t = catalog.template(tid)
+    rules = cmp.slot_rules(t)
+    pattern = cmp.template_pattern(t)
+    return f"<small>_{pattern}_" + (("  \nSlot rules: " + "; ".join(rules)) if rules else "") + "</small>"
+
+
+# ---- Check -----------------------------------------------------------------------------------------------------
+def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
+    gr.Markdown(f"Upload an image (at most {cfg.max_file_bytes / 1024 / 1024:.0f} MB and "
+                f"{chk.perception.MAX_PIXELS / 1e6:.0f} megapixels) and give the spec as a benchmark id or as JSON "
+                "(e.g. from the Compose tab). The perception backend turns the image into a scene graph; the solver "
+                "checks it.")
+    with gr.Row():
+        with gr.Column(scale=1):
+            image = upload_image(label="Image", sources=["upload", "clipboard"], height=300, elem_id="check-image")
+            spec = gr.Textbox(label="Spec: benchmark id (e.g. 3SAT-0007) or spec JSON", lines=2,
+                              value="1SAT-0001")
+            backend = gr.Dropdown(chk.backend_choices(), value=cfg.backend, label="Perception backend")
+            btn = gr.Button("Check", variant="primary")
+        with gr.Column(scale=1):
+            boxed = gr.Image(label="Detected objects", type="pil", interactive=False, height=300, elem_id="check-boxed")
+            verdict_md = gr.Markdown()
+            violations_md = gr.Markdown()
+    table = gr.Dataframe(label="Scene graph", interactive=False, headers=common.scene_headers(load_catalog().domain))
+    with gr.Accordion("Result JSON (the /check answer; box coordinates under \"objects\")", open=False):
+        result = gr.JSON()
+
+    @user_errors
+    def check(image_path: str, spec_input: str, backend_name: str) -> dict[str, Any]:
+        if not image_path:
+            raise gr.Error("upload an image first", print_exception=False)
+        return chk.check_image(image_path, spec_input, backend_name or cfg.backend, cfg.max_file_bytes)
+
+    @user_errors
+    def view(res: Mapping[str, Any], image_path: str):
+        scene = Scene.from_dict(res["scene"])
+        rgb = chk.load_upload(image_path, cfg.max_file_bytes)
+        hl = {i for v in res["violated"] for i in v["objects"]}
+        return (chk.draw_boxes(rgb, scene, hl), chk.verdict_markdown(res), chk.violations_markdown(res),
+                _df(common.scene_rows(scene), common.scene_headers(scene)))
+
+    btn.click(check, [image, spec, backend], result, api_name="check").success(
+        view, [result, image], [boxed, verdict_md, violations_md, table], api_name="check_view")
+    return {"spec": spec, "image": image}
+
+
+# ---- Annotate --------------------------------------------------------------------------------------------------
+def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
+    from gradio_image_annotation import image_annotator
+
+    root = Path(cfg.annotation_root)  # type: ignore[arg-type]
+    root.mkdir(parents=True, exist_ok=True)
+    store = ann.AnnotationStore(cfg.db_path or root / "annotations.sqlite")
+    export_dir = cfg.export_dir or root / "_export"
+    labels = ann.box_labels()
+    colors = [ann.label_color(lab) for lab in labels]
+
+    gr.Markdown("Draw **one box per object** and pick its colour, material and shape from the list. Mark the scene "
+                "flags below. Every edit is saved immediately (who and when are recorded). The prompt is not shown.")
+    with gr.Row():
+        # filled after login (demo.load): the unauthenticated login page embeds the API description, menus included
+        model = gr.Dropdown([], value=None, label="Model (output folder)", scale=2, allow_custom_value=True)
+        package = gr.Dropdown(list(PACKAGE_NAMES), value="1SAT", label="Package", scale=1)
+        image_id = gr.Dropdown([], label="Image", scale=2, allow_custom_value=True)
+        next_btn = gr.Button("Next unannotated →", scale=1)
+        refresh = gr.Button("↻ Refresh folders", scale=1)
+    progress_md = gr.Markdown()
+    annot = image_annotator(label_list=labels, label_colors=colors, image_type="pil", sources=None,
+                            show_clear_button=False, show_download_button=False, show_share_button=False,
+                            show_remove_button=True, label="Objects", height=560, interactive=True)
+    with gr.Row():
+        flag_boxes = {f: gr.Checkbox(label=ann.FLAG_LABELS[f], value=False) for f in ann.FLAGS}
+    notes = gr.Textbox(label="Notes (optional)", lines=1)
+    status = gr.Markdown()
+    key = gr.Textbox(visible=False)  # JSON: which image the widgets show (+ digest of the boxes as loaded)
+    with gr.Accordion("Export scene graphs", open=False):
+        gr.Markdown(f"Writes `<id>.json` (scene-graph format of `logicval verify` / the `given` backend), "
+                    f"`annotations.jsonl` (for `logicval meta --annotations`) and `flags.jsonl` for the selected "
+                    f"model into `{export_dir}/<model>/`, and offers a zip.")
+        export_btn = gr.Button("Export this model")
+        export_md = gr.Markdown()
+        export_file = gr.File(label="Download", interactive=False)
+
+    def image_choices(m: str | None, p: str | None) -> list[tuple[str, str]]:
+        if not m:
+            return []
+        recs = store.records(m)
+        out = []
+        for i in ann.list_images(root, m, p):
+            r = recs.get(i)
+            done = bool(r and (r.get("boxes") or r.get("empty_scene")))
+            out.append((f"{i} ✓" if done else i, i))
+        return out
+
+    def progress_text(m: str | None, p: str | None) -> str:
+        if not m:
+            return "_No model folders under the annotation root yet._"
+        done, total = ann.progress(store, root, m, p)
+        return f"**{m} / {p}:** {done} of {total} images annotated."
+
+    @user_errors
+    def images(m: str, p: str, request: gr.Request):
+        _user(request)
+        ch = image_choices(m, p)
+        return gr.Dropdown(choices=ch, value=ch[0][1] if ch else None), progress_text(m, p)
+
+    @user_errors
+    def refresh_models(m: str, request: gr.Request):
+        _user(request)
+        ms = ann.list_models(root)
+        return gr.Dropdown(choices=ms, value=m if m in ms else (ms[0] if ms else None))
+
+    @user_errors
+    def load(m: str, i: str, request: gr.Request):
+        _user(request)
+        if not m or not i:
+            return (None, *[False] * len(ann.FLAGS), "", "", "_Choose an image._")
+        path = ann.image_path(root, m, i)
+        rec = store.load(m, i)
+        shown = _cache_copy(path, annot.GRADIO_CACHE)  # served from gradio's cache, byte for byte
+        meta = rec["_meta"]
+        k = json.dumps({"model": m, "image_id": i, "boxes": ann.digest(rec["boxes"]), "fresh": True})
+        last = max(meta.values(), key=lambda x: x["at"]) if meta else None
+        st = (f"Loaded **{i}** — last edit by {last['by']} at {last['at']}" if last
+              else f"Loaded **{i}** (no annotation yet)")
+        return ({"image": shown, "boxes": rec["boxes"]}, *[bool(rec[f]) for f in ann.FLAGS], rec["notes"], k, st)
+
+    def _key(k: str) -> dict[str, Any]:
+        try:
+            d = json.loads(k or "")
+            assert isinstance(d, dict) and d.get("model") and d.get("image_id")
+            return d
+        except (ValueError, AssertionError):
+            raise gr.Error("no image loaded: choose a model and an image first", print_exception=False) from None
+
+    def _saved(res: Mapping[str, Any], who: str, what: str, i: str) -> str:
+        if not res["changed"]:
+            return f"{what} of **{i}** unchanged."
+        return f"✔ Saved {what} of **{i}** (edit #{res['edit_id']}, {who}, {res['at']})."
+
+    @user_errors
+    def save_boxes(k: str, value: Mapping[str, Any] | None, request: gr.Request):
+        who = _user(request)
+        if not k or value is None:  # nothing loaded yet (page start): not an edit
+            return gr.skip(), gr.skip()
+        d = _key(k)
+        boxes = ann.normalise_boxes(value.get("boxes"))
+        if d.get("fresh") and ann.digest(boxes) == d.get("boxes"):  # the echo of loading the image
+            return gr.skip(), json.dumps({**d, "fresh": False})
+        ann.image_path(root, d["model"], d["image_id"])  # still a valid image of a known folder
+        res = store.save(d["model"], d["image_id"], "boxes", boxes, who)
+        return _saved(res, who, f"{len(boxes)} box(es)", d["image_id"]), json.dumps({**d, "fresh": False})
+
+    def make_field_saver(field_name: str):
+        @user_errors
+        def save_field(k: str, value: Any, request: gr.Request):
+            who = _user(request)
+            d = _key(k)
+            ann.image_path(root, d["model"], d["image_id"])
+            res = store.save(d["model"], d["image_id"], field_name, value, who)
+            return _saved(res, who, field_name.replace("_", " "), d["image_id"])
+        return save_field
+
+    @user_errors
+    def next_unannotated(m: str, p: str, current: str, request: gr.Request):
+        _user(request)
+        ch = image_choices(m, p)
+        todo = [v for lab, v in ch if not lab.endswith("✓")]
+        if not todo:
+            return gr.skip(), "_Every image of this package is annotated._"
+        after = [v for v in todo if current is None or v > current]
+        return gr.Dropdown(choices=ch, value=(after or todo)[0]), progress_text(m, p)
+
+    @user_errors
+    def export(m: str, request: gr.Request):
+        _user(request)
+        if not m:
+            raise gr.Error("choose a model folder first", print_exception=False)
+        res = ann.export_model(store, root, m, export_dir)
+        zpath = Path(tempfile.mkdtemp(prefix="logicval-export-")) / f"{m}_scenes.zip"
+        with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
+            for i in res["written"]:
+                z.write(Path(res["dir"]) / f"{i}.json", f"{m}/{i}.json")
+            z.write(res["flags_file"], f"{m}/flags.jsonl")
+            z.write(res["annotations_file"], f"{m}/annotations.jsonl")
+        skipped = "".join(f"\n- {i}: {why}" for i, why in list(res["skipped"].items())[:50])
+        md = (f"Exported **{len(res['written'])}** scene graph(s) to `{res['dir']}`; "
+              f"{len(res['unannotated'])} image(s) not annotated yet."
+              + (f"\n\nSkipped {len(res['skipped'])}:{skipped}" if res["skipped"] else ""))
+        return md, str(zpath)
+
+    package.change(images, [model, package], [image_id, progress_md], api_name="annotate_images")
+    model.change(images, [model, package], [image_id, progress_md], api_name="annotate_images_model")
+    refresh.click(refresh_models, model, model, api_name="annotate_models")
+    outs = [annot, *flag_boxes.values(), notes, key, status]
+    image_id.change(load, [model, image_id], outs, api_name="annotate_load")
+    def refresh_progress(m: str, p: str, request: gr.Request) -> str:
+        _user(request)
+        return progress_text(m, p)
+
+    annot.change(save_boxes, [key, annot], [status, key], api_name="annotate_boxes", concurrency_limit=8,
+                 trigger_mode="always_last").success(
+        refresh_progress, [model, package], progress_md, api_visibility="private")
+    for f, cb in flag_boxes.items():
+        ev = cb.input(make_field_saver(f), [key, cb], status, api_name=f"annotate_{f}", concurrency_limit=8)
+        if f == "empty_scene":
+            ev.success(refresh_progress, [model, package], progress_md, api_visibility="private")
+    notes.input(make_field_saver("notes"), [key, notes], status, api_name="annotate_notes", concurrency_limit=8,
+                trigger_mode="always_last")
+    next_btn.click(next_unannotated, [model, package, image_id], [image_id, progress_md], api_name="annotate_next")
+    export_btn.click(export, model, [export_md, export_file], api_name="annotate_export")
+    return {"load": refresh_models, "load_in": [model], "load_out": [model]}
+
+
+demo = build_demo()
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    demo.queue(default_concurrency_limit=2).launch(**launch_kwargs(demo))
