@@ -184,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .dataset_cli import add_subcommands as add_dataset_subcommands
 
     add_dataset_subcommands(sub)
+    from .meta_cli import add_subcommands as add_meta_subcommands
+
+    add_meta_subcommands(sub)
     return p
 
 

@@ -43,6 +43,8 @@ class PerceptionError(ValueError):
 # name -> callable, or "module:function" string resolved on first use
 BACKENDS: dict[str, Callable[..., Scene] | str] = {
     "clevr": "logicval_hf.perception.clevr:extract",
+    "given": "logicval_hf.perception.given:extract",
+    "neural": "logicval_hf.perception.neural:extract",
 }
 
 
@@ -154,19 +156,28 @@ def load_image(image: Any, what: str = "image") -> np.ndarray:
 def extract_scene(image: Any, backend: str = "clevr", **settings: Any) -> Scene:
     """Perceive one image with the named backend and return its `Scene`."""
     fn = _resolve(backend)
+    if getattr(fn, "raw_input", False):  # e.g. "given": the input is a scene graph, not pixels
+        return fn(image, **settings)
     return fn(load_image(image), **settings)
 
 
-def _init_worker(backend: str) -> None:
+def _batch_function(fn: Callable[..., Scene]) -> Callable[..., list[Scene]] | None:
+    """A backend's batched form: ``extract_batch`` beside its function (one forward pass for many images)."""
+    module = importlib.import_module(getattr(fn, "__module__", __name__))
+    batch = getattr(module, "extract_batch", None)
+    return batch if callable(batch) else None
+
+
+def _init_worker(fn: Callable[..., Scene]) -> None:
     """Worker start-up: a backend may define ``fn.init_worker()`` (e.g. one thread per process, warm caches)."""
-    init = getattr(_resolve(backend), "init_worker", None)
+    init = getattr(fn, "init_worker", None)
     if callable(init):
         init()
 
 
-def _work(args: tuple[Any, str, dict[str, Any]]) -> Scene:
-    image, backend, settings = args
-    return extract_scene(image, backend, **settings)
+def _work(args: tuple[Any, Callable[..., Scene], dict[str, Any]]) -> Scene:
+    image, fn, settings = args
+    return fn(load_image(image), **settings)
 
 
 def extract_scenes(
@@ -174,14 +185,21 @@ def extract_scenes(
 ) -> list[Scene]:
     """Perceive several images; the result equals ``[extract_scene(im, backend, **settings) for im in images]``.
 
-    ``n_jobs > 1`` spreads the images over that many worker processes (paths travel cheaply; arrays and
-    PIL images are decoded/validated here first and then pickled). Errors for in-memory images name the
-    offending image by its index.
+    ``n_jobs > 1`` spreads the images over that many worker processes started with "forkserver" (or
+    "spawn"), never "fork" (OpenCV/BLAS thread pools make forked children hang), so a calling script needs the
+    usual ``if __name__ == "__main__":`` guard and the backend must be a module-level (picklable) function.
+    Paths travel cheaply; arrays and PIL images are decoded and validated here first, so errors for them name
+    the offending image by its index.
     """
     fn = _resolve(backend)
     items: Sequence[Any] = list(images)
     if not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
+    if getattr(fn, "raw_input", False):
+        return [fn(x, **settings) for x in items]
+    batch = _batch_function(fn)
+    if batch is not None:
+        return batch([load_image(im, f"images[{i}]") for i, im in enumerate(items)], **settings)
     if n_jobs == 1 or len(items) < 2:
         out = []
         for i, im in enumerate(items):
@@ -191,6 +209,13 @@ def extract_scenes(
     items = [im if isinstance(im, (str, os.PathLike)) else load_image(im, f"images[{i}]") for i, im in enumerate(items)]
     import multiprocessing as mp
 
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    with ctx.Pool(min(n_jobs, len(items)), initializer=_init_worker, initargs=(backend,)) as pool:
-        return pool.map(_work, [(im, backend, settings) for im in items], chunksize=max(1, len(items) // (4 * n_jobs)))
+    # not "fork": a process whose OpenCV/BLAS thread pools already ran can deadlock in forked children.
+    # "forkserver" forks from a clean helper process (cheap); "spawn" elsewhere.
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload([__name__, getattr(fn, "__module__", __name__)])
+    # the backend callable itself travels to the workers (pickled by reference, so it must be importable:
+    # a module-level function); workers need not have it registered
+    with ctx.Pool(min(n_jobs, len(items)), initializer=_init_worker, initargs=(fn,)) as pool:
+        return pool.map(_work, [(im, fn, settings) for im in items], chunksize=max(1, len(items) // (4 * n_jobs)))

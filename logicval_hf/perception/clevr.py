@@ -1,24 +1,27 @@
-"""Weight-free classical perception for CLEVR-style renders (the ``"clevr"`` backend).
+"""Classical perception for CLEVR-style renders (the ``"clevr"`` backend): no pretrained weights, no torch.
 
-Pipeline (all numpy / scipy, no neural network):
+Pipeline (numpy, scipy, OpenCV; images of 480x320 are processed at half resolution, 320x240 at full):
 
-1. **Background.** The CLEVR floor is a smooth, nearly neutral surface. A low-order 2D polynomial is fitted
-   per channel to a 4x-downsampled image with robust re-weighting (object pixels and strong edges are left
-   out), then a masked normalised convolution corrects what the polynomial misses (the bright arc, the
-   vignette at the edges).
-2. **Foreground.** Every pixel is divided by the background. Objects differ in chroma (coloured objects), are
-   much darker (grey rubber, dark sides) or brighter (highlights). Shadows are a mild, neutral darkening and
-   stay under the dark threshold. Masks are cleaned (opening, closing, hole filling) and tiny blobs dropped.
-3. **Splitting.** Touching or occluding objects merge into one blob; blobs are split by a marker watershed
-   on the distance transform, with markers at distance maxima that are separated by a neck.
-4. **Classification.** Hand-crafted features per object (robust colour, highlight/reflection statistics,
-   silhouette and shading profiles) feed small softmax-regression heads for colour, shape, material and
-   "is an object" (rejects shadows, reflections and background patches). The weights live in
-   ``clevr_model.npz`` next to this file; ``logicval_hf/perception/train_clevr.py`` trains them (see
-   ``clevr_model.md`` for data, split and seed). Probabilities are softmax outputs and sum to 1.
+1. **Background.** The CLEVR floor is smooth and nearly neutral. A 2D polynomial (degree 5) is fitted per
+   channel to a downsampled image with robust re-weighting (object pixels and strong edges left out); a masked
+   normalised convolution then corrects what the polynomial misses (the bright arc, the vignette at the edges).
+2. **Pixel classes.** Every pixel is divided by the background; a 16-unit MLP on per-pixel features (ratio to
+   the background, colour, chroma, local contrast) labels it floor/shadow or one of the 8 CLEVR colours.
+   Shadows are a mild neutral darkening and are taught as floor. (Without a model, fixed chroma/darkness
+   thresholds give a foreground mask instead.)
+3. **Objects.** The foreground is cleaned (opening, closing, hole filling) and split: by colour class (minor
+   classes, e.g. reflections on metal, join the nearest major class; pieces enclosed by another piece's outline
+   are absorbed), at deep concavity pairs (touching/occluding objects of one colour), and at necks of the
+   distance transform (marker watershed). Each object is re-segmented at full resolution inside its box.
+4. **Classification.** Hand-crafted features per object (robust colour; highlight/reflection statistics;
+   silhouette profiles, outline curvature, ellipse fit, top-edge line-vs-arc fit, shading profiles, a small
+   HOG) feed softmax-regression heads for colour, shape, material and "is an object" (rejects shadows, floor
+   patches). Probabilities are softmax outputs and sum to 1. Weights: ``clevr_model.npz`` next to this file,
+   trained by ``python -m logicval_hf.perception.train_clevr`` (data, split, seed: ``clevr_model.md``).
 
 Entry point: `extract(rgb_uint8, **settings) -> Scene`; normally called through
-``logicval_hf.perception.extract_scene(image, backend="clevr")``.
+``logicval_hf.perception.extract_scene(image, backend="clevr")``. Settings: the keys of `DEFAULTS` and
+``model_path``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ PALETTE = {
 }
 
 DEFAULTS: dict[str, Any] = {
+    # fixed-threshold foreground (used without a model, and to bootstrap the pixel classifier in training)
     "chroma_threshold": 0.12,  # |ratio_c - mean ratio| above which a pixel is coloured foreground
     "dark_threshold": 0.75,  # luminance ratio below which a pixel is (grey/dark) foreground, not shadow
     "bright_threshold": 1.18,  # luminance ratio above which a pixel is foreground (highlights)
@@ -51,9 +55,9 @@ DEFAULTS: dict[str, Any] = {
     "neck_ratio": 0.72,  # two distance maxima are one object unless the ridge between them dips below this
     "object_threshold": 0.5,  # minimum "is an object" probability to keep a detection
     "max_objects": 12,
-    "minor_frac": 0.08,
-    "defect_depth": 0.08,  # a concavity must be this deep (x sqrt(blob area)) to start a cut
-    "defect_cut_ratio": 2.5,  # cut length / (sum of the two depths) must stay under this  # colour classes below this share of a blob are not split off
+    "minor_frac": 0.08,  # colour classes below this share of a blob are not split off (reflections)
+    "defect_depth": 0.06,  # a concavity must be this deep (x sqrt(blob area)) to start a cut
+    "defect_cut_ratio": 3.0,  # cut length / (sum of the two depths) must stay under this
 }
 
 
@@ -187,7 +191,11 @@ def _mlp_probs(model: dict[str, Any], X: np.ndarray, head: str) -> np.ndarray:
 def pixel_classes(maps: _Maps, model: dict[str, Any]) -> np.ndarray:
     """Label map: 0 = floor/shadow, k >= 1 = palette colour k-1 of ``model['pixel_classes']``."""
     h, w = maps.L.shape
-    X = (pixel_features(maps) - model["pixel_mu"]) / model["pixel_sd"]
+    F = pixel_features(maps)
+    if F.shape[1] != model["pixel_mu"].shape[0]:
+        raise ValueError(f"clevr model: pixel classifier expects {model['pixel_mu'].shape[0]} features, the code "
+                         f"computes {F.shape[1]}; retrain with python -m logicval_hf.perception.train_clevr")
+    X = (F - model["pixel_mu"]) / model["pixel_sd"]
     Z = np.tanh(X @ model["pixel_W1"] + model["pixel_b1"]) @ model["pixel_W"] + model["pixel_b"]
     Z = Z.reshape(h, w, -1)
     # light smoothing of the logits before the decision (render noise)
@@ -406,10 +414,11 @@ def _colour_pieces(comp: np.ndarray, cls: np.ndarray, min_area: float, settings:
         else:
             keep[host] |= m
             keep_filled[host] = _fill_holes(keep[host])
-    return [_fill_holes(k) & comp if True else k for k in keep]
+    return [_fill_holes(k) & comp for k in keep]
 
 
-def _components_full(mask: np.ndarray) -> list[tuple[tuple[slice, slice], np.ndarray]]:
+def _components_full(mask: np.ndarray) -> list[tuple[None, np.ndarray]]:
+    """Connected components as full-size masks (the slice slot is unused)."""
     n, lab = cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)
     return [(None, lab == i) for i in range(1, n)]
 
@@ -755,6 +764,9 @@ def _extract(rgb: np.ndarray, **settings: Any) -> Scene:
     maps, objs, X = analyse(rgb, model, **cfg)
     if not objs:
         return Scene((W, H), (), domain)
+    if model is not None and "meta_n_features" in model and X.shape[1] != int(model["meta_n_features"]):
+        raise ValueError(f"clevr model: heads expect {int(model['meta_n_features'])} object features, the code "
+                         f"computes {X.shape[1]}; retrain with python -m logicval_hf.perception.train_clevr")
     heads = predict_heads(model, X) if model is not None else {}
     names = {a: [str(v) for v in model[f"{a}_classes"]] for a in ("color", "shape", "material")
              if model is not None and f"{a}_classes" in model}

@@ -1,0 +1,125 @@
+"""The ``given`` perception backend: predictions that already are scene graphs (human annotations, the
+output of an external detector, a solver witness).
+
+Usage::
+
+    from logicval_hf.perception.given import extract, load_scenes
+    scene = extract({"image_size": [480, 320], "objects": [...]})   # dict, JSON string, Scene or .json path
+    scenes = load_scenes("annotations.jsonl")                       # {id: Scene}
+
+Unlike the pixel backends, ``extract`` takes its input *raw* (it carries ``raw_input = True``): there is no
+image to load. `logicval_hf.evaluation.compute` already passes scene-graph predictions through as given;
+this module makes the same thing available as a named backend. Importing it registers ``"given"`` in
+`logicval_hf.perception.BACKENDS` unless a backend of that name is already there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..catalog import Domain
+from ..errors import SceneError
+from ..scene import Scene
+
+__all__ = ["extract", "to_scene", "load_scenes"]
+
+#: JSON files larger than this are refused (a scene graph of 9 objects is well under 10 kB).
+MAX_SCENE_BYTES = 5_000_000
+
+
+def _looks_like_image(x: Any) -> bool:
+    if type(x).__module__.startswith("PIL.") or hasattr(x, "__array_interface__"):
+        return True
+    return False
+
+
+def to_scene(x: Any, domain: Domain | None = None, what: str = "scene") -> Scene:
+    """A `Scene` from a `Scene`, a dict, a JSON string / bytes, or the path of a ``.json`` file.
+
+    Raises `SceneError` (a `ValueError`) naming ``what`` when the input is not a valid scene graph, and
+    says so explicitly when it is an image (the ``given`` backend does not look at pixels).
+    """
+    if isinstance(x, Scene):
+        return x
+    if _looks_like_image(x):
+        raise SceneError(
+            f"{what}: the 'given' backend takes scene graphs (dict, JSON or a .json file), got an image "
+            f"({type(x).__name__}); use a perception backend such as 'clevr' for images"
+        )
+    if isinstance(x, os.PathLike) or (isinstance(x, str) and not x.lstrip().startswith("{")):
+        path = Path(x)
+        if not path.is_file():
+            raise SceneError(f"{what}: {str(x)[:80]!r} is neither scene-graph JSON nor an existing .json file")
+        if path.stat().st_size > MAX_SCENE_BYTES:
+            raise SceneError(f"{what}: {path} is larger than {MAX_SCENE_BYTES} bytes; not a scene graph")
+        try:
+            x = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise SceneError(f"{what}: cannot read {path} as UTF-8 JSON ({e})") from None
+    try:
+        return Scene.from_dict(x, domain)
+    except SceneError as e:
+        raise SceneError(f"{what}: {e}") from None
+
+
+def extract(x: Any, **settings: Any) -> Scene:
+    """The ``given`` backend: the prediction *is* the scene graph. No settings are accepted."""
+    if settings:
+        raise ValueError(f"the 'given' backend takes no settings, got {sorted(settings)}")
+    return to_scene(x)
+
+
+extract.raw_input = True  # type: ignore[attr-defined]  # the input is not an image: do not load_image() it
+
+
+def load_scenes(path: str | Path, key: str = "id", scene_key: str | None = None,
+                domain: Domain | None = None) -> dict[str, Scene]:
+    """Read annotated scene graphs from a file, keyed by ``key``.
+
+    Accepted layouts: JSON Lines with one object per line (``{"id": ..., "scene": {...}}``; the scene under
+    ``scene_key`` or the first of ``scene``, ``annotated_scene``, ``annotation``), a JSON list of such objects,
+    or a JSON object mapping id -> scene graph. Raises `ValueError` naming the line / key of a bad entry.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"annotations {str(path)!r}: no such file")
+    text = path.read_text(encoding="utf-8")
+    entries: list[tuple[str, Any]] = []
+    try:
+        data = None if path.suffix.lower() == ".jsonl" else json.loads(text)
+    except json.JSONDecodeError:
+        data = None  # not one JSON document: JSON Lines
+    if data is None:
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    entries.append((f"line {lineno}", json.loads(line)))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"annotations {path} line {lineno}: not valid JSON ({e})") from None
+    else:
+        if isinstance(data, Mapping) and "objects" not in data and key not in data:
+            return {str(k): to_scene(v, domain, f"annotations {path} [{k!r}]") for k, v in data.items()}
+        records = data if isinstance(data, list) else [data]
+        entries = [(f"item {i}", r) for i, r in enumerate(records)]
+    out: dict[str, Scene] = {}
+    for where, rec in entries:
+        if not isinstance(rec, Mapping) or key not in rec:
+            raise ValueError(f"annotations {path} {where}: expected an object with {key!r} and a scene graph")
+        sk = scene_key or next((k for k in ("scene", "annotated_scene", "annotation") if k in rec), None)
+        if sk is None or sk not in rec:
+            raise ValueError(f"annotations {path} {where}: no scene graph (expected a 'scene' field)")
+        out[str(rec[key])] = to_scene(rec[sk], domain, f"annotations {path} {where}")
+    return out
+
+
+def _register() -> None:
+    from . import BACKENDS, register_backend
+
+    if "given" not in BACKENDS:
+        register_backend("given", extract)
+
+
+_register()
