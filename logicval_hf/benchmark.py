@@ -454,7 +454,12 @@ def build_benchmark(
     return Benchmark(seed, rows, streams, timings)
 
 
-@functools.lru_cache(maxsize=1)
 def cached_benchmark(seed: int = DEFAULT_SEED) -> Benchmark:
     """`build_benchmark` memoised in-process (the last seed only): the rows are shared, do not mutate them."""
+    return _cached_benchmark(int(seed))
+
+
+@functools.lru_cache(maxsize=1)
+def _cached_benchmark(seed: int) -> Benchmark:
+    # keyed on the normalised seed, so cached_benchmark() and cached_benchmark(DEFAULT_SEED) share one build
     return build_benchmark(seed)

@@ -187,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .meta_cli import add_subcommands as add_meta_subcommands
 
     add_meta_subcommands(sub)
+    from .run_cli import add_subcommands as add_run_subcommands
+
+    add_run_subcommands(sub)
+    from .generate_cli import add_subcommands as add_generate_subcommands
+
+    add_generate_subcommands(sub)
     return p
 
 
