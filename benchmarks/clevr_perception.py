@@ -1,6 +1,12 @@
 """Measure the ``clevr`` perception backend on the CLEVR dev images against their official ground truth.
 
     python benchmarks/clevr_perception.py [DATA_DIR] [--split test|train|all] [--jobs 2] [--worst 10] [--json out.json]
+    python benchmarks/clevr_perception.py --rendered 300 [--seed 2001] [--min-objects 3] [--max-objects 9]
+
+``--rendered N``: instead of CLEVR, N fresh scenes drawn by the project's renderer (``logicval_hf.render``,
+random layouts as in train_clevr.rendered_scenes; every 4th at 320x240); truth is the drawn scene (tight boxes,
+attributes; regions from the drawn box centres). The seed must differ from the training seed (RENDER_SEED).
+``--model FILE`` measures another model file.
 
 DATA_DIR defaults to ../shared/data/clevr_dev relative to the repository root. The split comes from
 logicval_hf/perception/clevr_dev_split.json; the backend's heads were trained on "train" only, so figures on
@@ -33,7 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from logicval_hf.perception import extract_scenes  # noqa: E402
-from logicval_hf.perception.train_clevr import ATTRS, load_split, match, match_radius  # noqa: E402
+from logicval_hf.perception.train_clevr import (  # noqa: E402
+    ATTRS, RENDER_SEED, load_split, match, match_radius, rendered_scenes,
+)
 from logicval_hf.spatial import region_of  # noqa: E402
 
 
@@ -43,7 +51,22 @@ def evaluate(data: Path, split: str, jobs: int, **settings) -> dict:
     t0 = time.perf_counter()
     preds = extract_scenes(paths, backend="clevr", n_jobs=jobs, **settings)
     elapsed = time.perf_counter() - t0
+    return score(scenes, preds, elapsed, split, jobs)
 
+
+def evaluate_rendered(n: int, seed: int, jobs: int, min_objects: int = 3, max_objects: int = 9,
+                      small_every: int = 4, **settings) -> dict:
+    """Fresh scenes drawn by the project's renderer (``train_clevr.rendered_scenes(n, seed, ...)``); truth =
+    the drawn scene (tight boxes, attributes); truth regions from the drawn box centres. Pick a ``seed`` the
+    model was not trained on (training uses seed ``RENDER_SEED`` of train_clevr.py)."""
+    scenes = rendered_scenes(n, seed, min_objects, max_objects, small_every)
+    t0 = time.perf_counter()
+    preds = extract_scenes([s["_rgb"] for s in scenes], backend="clevr", n_jobs=jobs, **settings)
+    elapsed = time.perf_counter() - t0
+    return score(scenes, preds, elapsed, f"rendered(n={n}, seed={seed}, {min_objects}-{max_objects} objects)", jobs)
+
+
+def score(scenes: list[dict], preds: list, elapsed: float, split: str, jobs: int) -> dict:
     n_img = len(scenes)
     count_ok = exact = 0
     n_true = n_pred = n_match = 0
@@ -85,7 +108,7 @@ def evaluate(data: Path, split: str, jobs: int, **settings) -> dict:
         missed = [j for j in range(len(truth)) if j not in {b for _, b in pairs}]
         for j in missed:
             o = truth[j]
-            errors.append(f"missed {o['color']} {o['material']} {o['shape']} ({o['size']}) @{tuple(o['pixel_coords'][:2])}")
+            errors.append(f"missed {o['color']} {o['material']} {o['shape']} ({o.get('size', '-')}) @{tuple(o['pixel_coords'][:2])}")
         extra = [i for i in range(len(p.objects)) if i not in {a for a, _ in pairs}]
         for i in extra:
             errors.append(f"spurious box {[round(v) for v in p.objects[i].bbox]} score={p.objects[i].score}")
@@ -120,9 +143,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--worst", type=int, default=10)
     ap.add_argument("--json", type=Path, help="write the full result (per image) here")
+    ap.add_argument("--rendered", type=int, metavar="N",
+                    help="instead of CLEVR: N fresh scenes drawn by logicval_hf.render (3-9 objects)")
+    ap.add_argument("--seed", type=int, default=RENDER_SEED + 1000,
+                    help=f"layout/render seed of --rendered (default {RENDER_SEED + 1000}; training uses {RENDER_SEED})")
+    ap.add_argument("--model", help="model file (default: the shipped clevr_model.npz)")
+    ap.add_argument("--min-objects", type=int, default=3)
+    ap.add_argument("--max-objects", type=int, default=9)
     args = ap.parse_args(argv)
-    r = evaluate(args.data, args.split, args.jobs)
-    print(f"clevr backend on {args.data.name} split={r['split']}: {r['images']} images, "
+    settings = {"model_path": args.model} if args.model else {}
+    if args.rendered:
+        if args.seed == RENDER_SEED:
+            ap.error(f"--seed {RENDER_SEED} is the training seed; pick another")
+        r = evaluate_rendered(args.rendered, args.seed, args.jobs, args.min_objects, args.max_objects, **settings)
+    else:
+        r = evaluate(args.data, args.split, args.jobs, **settings)
+    name = "renders" if args.rendered else args.data.name
+    print(f"clevr backend on {name} split={r['split']}: {r['images']} images, "
           f"{r['objects_true']} true objects, {r['objects_pred']} predicted")
     print(f"  count accuracy            {r['count_accuracy']:.3f}")
     print(f"  detection recall/precision {r['detection_recall']:.3f} / {r['detection_precision']:.3f}")
