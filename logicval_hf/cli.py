@@ -196,8 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
@@ -207,6 +206,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # output piped into `head` and the like
         return 0
+
+
+def standalone_main(add_subcommands: Callable[[Any], None], argv: Sequence[str] | None, description: str) -> int:
+    """Entry point of a command group run on its own (``python -m logicval_hf.<group>_cli``), with the
+    same handling of bad input as ``logicval``."""
+    parser = argparse.ArgumentParser(prog="logicval", description=description)
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    return _dispatch(parser, argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return _dispatch(build_parser(), argv)
 
 
 if __name__ == "__main__":

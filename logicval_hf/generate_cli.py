@@ -170,15 +170,10 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m logicval_hf.generate_cli")
-    sub = p.add_subparsers(dest="command", required=True)
-    add_subcommands(sub)
-    args = p.parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, OSError) as e:
-        print(f"logicval: error: {e}", file=sys.stderr)
-        return 2
+    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
+    from .cli import standalone_main
+
+    return standalone_main(add_subcommands, argv, "LogicVal generation commands.")
 
 
 if __name__ == "__main__":

@@ -68,16 +68,9 @@ def add_subcommands(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    parser = argparse.ArgumentParser(prog="logicval", description="LogicVal metric commands.")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except BrokenPipeError:  # output piped into `head` and the like
-        return 0
-    except (ValueError, OSError) as e:
-        print(f"logicval: error: {e}", file=sys.stderr)
-        return 2
+    from .cli import standalone_main
+
+    return standalone_main(add_subcommands, argv, "LogicVal metric commands.")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .scene import Scene, SceneObject
-from .solver import Solver, default_solver
+from .solver import Solver, check_mode, default_solver
 from .spec import AttrLit, Spec, as_spec
 
 __all__ = ["ProbResult", "probability", "probabilities", "relevant_values", "choices"]
@@ -175,12 +175,9 @@ def probability(
     spec = as_spec(spec, solver.catalog)
     if not isinstance(scene, Scene):
         scene = Scene.from_dict(scene, solver.catalog.domain)
-    if count not in ("strict", "relaxed"):
-        raise ValueError(f"count must be 'strict' or 'relaxed', got {count!r}")
+    check_mode(count, label)
     if label is None:
         label = solver.solve(spec).label
-    elif label not in ("SAT", "UNSAT"):
-        raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
     if not isinstance(max_exact, int) or max_exact < 0:
         raise ValueError(f"max_exact must be a non-negative integer, got {max_exact!r}")
     if not isinstance(samples, int) or samples < 1:

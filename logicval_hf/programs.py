@@ -54,34 +54,6 @@ def solve_program(spec: Spec, catalog: Catalog | None = None, symmetry: bool = T
     return "\n".join(p for p in parts if p)
 
 
-def mentioned_literals(spec: Spec) -> tuple[list[tuple[str, str]], list[str]]:
-    """The (attribute, value) pairs and the relations a spec's literals test: nothing else can matter."""
-    props: set[tuple[str, str]] = set()
-    rels: set[str] = set()
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if node.get("op") == "attr" and isinstance(node.get("lit"), dict):
-                props.add((node["lit"]["prop"], node["lit"]["value"]))
-            if node.get("op") == "rel" and isinstance(node.get("lit"), dict):
-                rels.add(node["lit"]["rel"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    for c in spec.constraints:
-        walk(c.template.formula)
-        walk(c.template.anti_vacuity)
-        for v in c.params.values():
-            if isinstance(v, AttrLit):
-                props.add((v.prop, v.value))
-            elif isinstance(v, RelLit):
-                rels.add(v.rel)
-    return sorted(props), sorted(rels)
-
-
 def scene_externals_program(universe: int, catalog: Catalog | None = None) -> str:
     """The perceived scene as external atoms over object slots 0..universe-1 (grounded before any spec rules).
 

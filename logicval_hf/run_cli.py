@@ -92,18 +92,10 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point (the same handling of bad input as ``logicval``: exit 2, one error line)."""
-    from .cli import _USER_ERRORS
+    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
+    from .cli import standalone_main
 
-    p = argparse.ArgumentParser(prog="logicval")
-    sub = p.add_subparsers(dest="command", required=True)
-    add_subcommands(sub)
-    args = p.parse_args(argv)
-    try:
-        return args.func(args)
-    except _USER_ERRORS as e:
-        print(f"logicval: error: {e}", file=sys.stderr)
-        return 2
+    return standalone_main(add_subcommands, argv, "LogicVal main job.")
 
 
 if __name__ == "__main__":

@@ -89,6 +89,14 @@ class Verdict:
         }
 
 
+def check_mode(count: str, label: str | None = None) -> None:
+    """Validate a count mode and an optional SAT/UNSAT label (shared by every verification entry point)."""
+    if count not in ("strict", "relaxed"):
+        raise ValueError(f"count must be 'strict' or 'relaxed', got {count!r}")
+    if label is not None and label not in ("SAT", "UNSAT"):
+        raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Solving
 # ---------------------------------------------------------------------------------------------
@@ -218,8 +226,7 @@ class Solver:
         Returns verdicts in input order. Raises `SpecError`/`SceneError` on the first malformed item, naming
         its position.
         """
-        if count not in ("strict", "relaxed"):
-            raise ValueError(f"count must be 'strict' or 'relaxed', got {count!r}")
+        check_mode(count)
         items: list[tuple[Spec, Scene]] = []
         for k, (spec, scene) in enumerate(pairs):
             try:
@@ -247,8 +254,7 @@ class Solver:
 
     @staticmethod
     def _verdict(label: str, count: str, n_objects: int, count_ok: bool, violated: Sequence[int]) -> Verdict:
-        if label not in ("SAT", "UNSAT"):
-            raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
+        check_mode(count, label)
         if label == "UNSAT":
             ok = n_objects == 0
         else:
@@ -259,12 +265,9 @@ class Solver:
         spec = as_spec(spec, self.catalog)
         if not isinstance(scene, Scene):
             scene = Scene.from_dict(scene, self.catalog.domain)
-        if count not in ("strict", "relaxed"):
-            raise ValueError(f"count must be 'strict' or 'relaxed', got {count!r}")
+        check_mode(count, label)
         if label is None:
             label = self.solve(spec).label
-        elif label not in ("SAT", "UNSAT"):
-            raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
         # The universe only has to hold the scene's objects; n keeps one grounding per spec in the usual case.
         universe = max(spec.n, len(scene), 1)
         key = (spec.key(), universe)

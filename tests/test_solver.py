@@ -1,9 +1,8 @@
-import itertools
 import random
 
 import pytest
 
-from helpers import CATALOG, attr, obj, random_spec, rel
+from helpers import attr, obj, random_spec, rel
 from logicval_hf import Scene, Spec
 from logicval_hf.solver import Solver, solve, verify
 

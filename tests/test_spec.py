@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import CATALOG, attr, rel
-from logicval_hf import Constraint, Spec, SpecError
+from logicval_hf import Constraint, Spec
 from logicval_hf.params import random_constraint
 
 TEMPLATE_IDS = sorted(CATALOG.templates)
