@@ -7,7 +7,33 @@ from .spec import AttrLit, Constraint, RelLit, Spec
 
 __version__ = "0.1.0"
 
+# Entry points resolved on first use, so `import logicval_hf` stays light.
+_LAZY = {
+    "solve": ("solver", "solve"),
+    "verify": ("solver", "verify"),
+    "verify_many": ("solver", "verify_many"),
+    "Solver": ("solver", "Solver"),
+    "SolveResult": ("solver", "SolveResult"),
+    "Verdict": ("solver", "Verdict"),
+    "extract_scene": ("perception", "extract_scene"),
+    "extract_scenes": ("perception", "extract_scenes"),
+    "ground_captions": ("captions", "ground_captions"),
+    "probability": ("probabilistic", "probability"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'logicval_hf' has no attribute {name!r}")
+
 __all__ = [
     "AttrLit", "Catalog", "Constraint", "Domain", "RelLit", "Scene", "SceneError", "SceneObject", "Slot",
     "SolverTimeout", "Spec", "SpecError", "Template", "UnsafeProgramError", "load_catalog", "__version__",
+    *_LAZY,
 ]

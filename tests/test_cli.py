@@ -76,3 +76,14 @@ def test_console_script_demo():
     assert proc.returncode == 0, proc.stderr
     assert "Solver label: SAT" in proc.stdout and "Verify witness: ok=True" in proc.stdout
     assert "minimal unsat core" in proc.stdout
+
+
+def test_top_level_entry_points():
+    import logicval_hf as lv
+
+    r = lv.solve(SPEC)
+    assert r.satisfiable and lv.verify(SPEC, r.witness).ok
+    assert lv.verify_many([(SPEC, r.witness)])[0].ok
+    assert callable(lv.extract_scene) and callable(lv.ground_captions) and callable(lv.probability)
+    with pytest.raises(AttributeError):
+        lv.no_such_thing  # noqa: B018
