@@ -235,7 +235,7 @@ def test_batched_equals_per_image(pipe, images):
     batched = pipe.extract_batch(images, detector_batch_size=3, clip_batch_size=64)
     single = [pipe.extract(im, detector_batch_size=1, clip_batch_size=1) for im in images]
     _assert_same(batched, single)
-    odd = pipe.extract_batch(images, detector_batch_size=2, clip_batch_size=5)
+    odd = pipe.extract_batch(images, detector_batch_size=2, clip_batch_size=5, image_chunk=2)
     _assert_same(batched, odd)
 
 
@@ -347,6 +347,8 @@ def test_settings_validation(pipe, images):
         pipe.extract(images[0], box_treshold=0.2)
     with pytest.raises(ValueError, match="box_threshold"):
         pipe.extract(images[0], box_threshold=1.5)
+    with pytest.raises(ValueError, match="image_chunk"):
+        pipe.extract(images[0], image_chunk=0)
     with pytest.raises(ValueError, match="view size"):
         pipe.extract(images[0], views={"shape": [("huge", "grey")]})
     with pytest.raises(ValueError, match="model settings"):

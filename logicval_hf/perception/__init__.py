@@ -34,6 +34,8 @@ __all__ = [
 
 #: Largest image accepted (pixels). Larger ones are refused before they are decoded.
 MAX_PIXELS = 40_000_000
+#: Images decoded and handed to a batched backend (``extract_batch``) per call.
+BATCH_CHUNK = 64
 
 
 class PerceptionError(ValueError):
@@ -198,8 +200,12 @@ def extract_scenes(
     if getattr(fn, "raw_input", False):
         return [fn(x, **settings) for x in items]
     batch = _batch_function(fn)
-    if batch is not None:
-        return batch([load_image(im, f"images[{i}]") for i, im in enumerate(items)], **settings)
+    if batch is not None:  # BATCH_CHUNK images decoded at a time: host memory stays bounded for long lists
+        out: list[Scene] = []
+        for start in range(0, len(items), BATCH_CHUNK):
+            chunk = [load_image(im, f"images[{start + i}]") for i, im in enumerate(items[start:start + BATCH_CHUNK])]
+            out.extend(batch(chunk, **settings))
+        return out
     if n_jobs == 1 or len(items) < 2:
         out = []
         for i, im in enumerate(items):

@@ -15,8 +15,8 @@ Pipeline, batched end to end:
    the original background (the surroundings, shadows and reflections stay). Per attribute (paper, App. E):
    shape = tight + medium on grey; colour = tight + medium + wide on grey; material = medium on the
    original background. Each distinct view of each object is rendered once and shared by the attributes.
-3. **Zero-shot CLIP.** All views of all objects of all images of a call go through the image encoder in
-   fixed-size chunks of ``clip_batch_size``. Per attribute, the logits ``logit_scale * cos(view, text)`` are
+3. **Zero-shot CLIP.** All views of all objects of all images of a call (``image_chunk`` images at a time)
+   go through the image encoder in fixed-size chunks of ``clip_batch_size``, rendered lazily. Per attribute, the logits ``logit_scale * cos(view, text)`` are
    averaged over the prompt templates of every class (prompt-template aggregation; the text embeddings are
    computed once per pipeline and cached), then over the attribute's views (image-view aggregation); a
    softmax gives ``probs`` and the argmax the attribute value. The vocabulary comes from
@@ -38,10 +38,11 @@ open_clip weight tag or a local state-dict file. Loaded pipelines are cached per
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -116,6 +117,7 @@ DEFAULTS: dict[str, Any] = {
     "min_box_size": 2.0,  # boxes narrower or lower than this many pixels (after clipping) are dropped
     "detector_batch_size": 4,
     "clip_batch_size": 64,
+    "image_chunk": 32,  # extract_batch works through this many images at a time (bounds host memory)
     "grey": 128,  # grey level of the canvas background (0..255)
     "logit_scale": None,  # None: the CLIP model's own (exp of its learnt logit_scale; 100 for OpenAI CLIP)
     "templates": None,  # None: TEMPLATES; or {attribute: [template, ...]}
@@ -333,7 +335,7 @@ class NeuralPipeline:
         for k in ("box_threshold", "text_threshold"):
             if not 0 <= float(base[k]) <= 1:
                 raise ValueError(f"{k} must lie in [0, 1], got {base[k]!r}")
-        for k in ("detector_batch_size", "clip_batch_size", "max_objects"):
+        for k in ("detector_batch_size", "clip_batch_size", "max_objects", "image_chunk"):
             if not isinstance(base[k], int) or base[k] < 1:
                 raise ValueError(f"{k} must be a positive integer, got {base[k]!r}")
         return base
@@ -453,13 +455,18 @@ class NeuralPipeline:
         std = torch.tensor(self.clip_preprocess["std"], device=self.device).view(1, 3, 1, 1)
         return (x - mean) / std
 
-    def encode_views(self, canvases: list[np.ndarray], batch_size: int) -> Any:
-        """L2-normalised image embeddings of the canvases, ``batch_size`` crops per CLIP forward."""
+    def encode_views(self, canvases: Iterable[np.ndarray], batch_size: int) -> Any:
+        """L2-normalised image embeddings of the canvases, ``batch_size`` crops per CLIP forward (the
+        canvases may be a generator: only one chunk of them is held at a time)."""
         import torch
 
         feats = []
-        for start in range(0, len(canvases), batch_size):
-            x = self._crop_tensor(canvases[start:start + batch_size])
+        it = iter(canvases)
+        while True:
+            chunk = list(itertools.islice(it, batch_size))
+            if not chunk:
+                break
+            x = self._crop_tensor(chunk)
             with torch.inference_mode():
                 feats.append(torch.nn.functional.normalize(self.clip.encode_image(x).float(), dim=-1))
         return torch.cat(feats) if feats else None
@@ -477,12 +484,9 @@ class NeuralPipeline:
         scales = {**VIEW_SCALES, **(s["view_scales"] or {})}
         needed = sorted({v for vs in views.values() for v in vs})
         slot = {v: i for i, v in enumerate(needed)}
-        canvases = []
-        for rgb, bxs in zip(images, boxes):
-            for b in bxs:
-                for size, bg in needed:
-                    canvases.append(render_view(rgb, b, scales[size], bg, s["grey"]))
-        n_obj = sum(len(b) for b in boxes)
+        jobs = [(rgb, b) for rgb, bxs in zip(images, boxes) for b in bxs]
+        canvases = (render_view(rgb, b, scales[size], bg, s["grey"]) for rgb, b in jobs for size, bg in needed)
+        n_obj = len(jobs)
         result: list[list[dict[str, dict[str, float]]]] = [[] for _ in images]
         if n_obj == 0:
             return result
@@ -505,17 +509,22 @@ class NeuralPipeline:
 
     # ---- scenes --------------------------------------------------------------------------------
     def extract_batch(self, images: Sequence[Any], **overrides: Any) -> list[Scene]:
-        """Scenes of several images (uint8 RGB arrays, PIL images or paths)."""
-        rgbs = [_check_rgb(im, f"images[{i}]") for i, im in enumerate(images)]
-        dets = self.detect_batch(rgbs, **overrides)
-        probs = self.classify_batch(rgbs, [[d.bbox for d in ds] for ds in dets], **overrides)
+        """Scenes of several images (uint8 RGB arrays, PIL images or paths), ``image_chunk`` images at a time
+        (detector forwards of ``detector_batch_size`` images, CLIP forwards of ``clip_batch_size`` crops)."""
+        s = self._merge(overrides)
+        images = list(images)
         scenes = []
-        for rgb, ds, ps in zip(rgbs, dets, probs):
-            objs = []
-            for d, p in zip(ds, ps):
-                attrs = {a: max(dist, key=dist.get) for a, dist in p.items()}
-                objs.append(SceneObject(attrs, d.bbox, d.score, p))
-            scenes.append(Scene((rgb.shape[1], rgb.shape[0]), tuple(objs), self.domain))
+        for start in range(0, len(images), s["image_chunk"]):
+            rgbs = [_check_rgb(im, f"images[{start + i}]")
+                    for i, im in enumerate(images[start:start + s["image_chunk"]])]
+            dets = self.detect_batch(rgbs, **overrides)
+            probs = self.classify_batch(rgbs, [[d.bbox for d in ds] for ds in dets], **overrides)
+            for rgb, ds, ps in zip(rgbs, dets, probs):
+                objs = []
+                for d, p in zip(ds, ps):
+                    attrs = {a: max(dist, key=dist.get) for a, dist in p.items()}
+                    objs.append(SceneObject(attrs, d.bbox, d.score, p))
+                scenes.append(Scene((rgb.shape[1], rgb.shape[0]), tuple(objs), self.domain))
         return scenes
 
     def extract(self, image: Any, **overrides: Any) -> Scene:
