@@ -18,7 +18,7 @@ from .catalog import Catalog, Domain, load_catalog
 from .encoding import compile_constraint, compile_template, vocabulary_program
 from .spatial import RELATION_GEOMETRY
 from .scene import Scene
-from .spec import Spec
+from .spec import AttrLit, RelLit, Spec
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,6 +87,35 @@ def verify_program(spec: Spec) -> str:
     ])
 
 
+def _mentioned(spec: Spec) -> tuple[set[str], set[str]]:
+    """Attributes and relations a spec's literals test (slot values and inline literals)."""
+    attrs: set[str] = set()
+    rels: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            lit = node.get("lit")
+            if node.get("op") == "attr" and isinstance(lit, dict):
+                attrs.add(lit["prop"])
+            if node.get("op") == "rel" and isinstance(lit, dict):
+                rels.add(lit["rel"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for c in spec.constraints:
+        walk(c.template.formula)
+        walk(c.template.anti_vacuity)
+        for v in c.params.values():
+            if isinstance(v, AttrLit):
+                attrs.add(v.prop)
+            elif isinstance(v, RelLit):
+                rels.add(v.rel)
+    return attrs, rels
+
+
 def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
     """Constraint rules over many scenes at once.
 
@@ -97,14 +126,20 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
     catalog = catalog or load_catalog()
     attrs = catalog.domain.perceived_attributes
     k = len(attrs)
+    # Only what the spec's literals test can change a verdict: derive nothing else (grounding dominates).
+    used_attrs, used_rels = _mentioned(spec)
     lines = ["scene(S) :- scenes(K), S = 0..K-1.", f"object(S,I) :- o(S,I{',_' * (k + 3)})."]
     for pos, a in enumerate([*attrs, "region"]):
+        if a not in used_attrs:
+            continue
         args = ["_"] * (k + 3)
         args[pos] = "V"
         lines.append(f"hasProperty(S,I,{a},V) :- o(S,I,{','.join(args)}).")
     skip = ",".join(["_"] * (k + 1))
     lines.append(f"pos(S,I,X,Y) :- o(S,I,{skip},X,Y).")
     for rel, (axis, sign) in RELATION_GEOMETRY.items():
+        if rel not in used_rels:
+            continue
         a, b = ("A", "B") if sign < 0 else ("B", "A")
         ci, cj = ("A,_", "B,_") if axis == "x" else ("_,A", "_,B")
         lines.append(f"hasRelationship(S,I,{rel},J) :- pos(S,I,{ci}), pos(S,J,{cj}), {a} < {b}.")
@@ -114,6 +149,7 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
         rules,
         f"count_ok(S) :- scene(S), #count{{ X : object(S,X) }} = {spec.n}.",
         f"#defined violated/2. #defined hasProperty/4. #defined hasRelationship/4. #defined object/2. #defined o/{k + 5}.",
+        "#defined pos/4.",
         "#show violated/2.",
         "#show count_ok/1.",
         "",
