@@ -37,6 +37,7 @@ Everything is deterministic given ``(generator, seed, row id, spec)``: randomnes
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import random
@@ -190,7 +191,7 @@ class Plan:
 # ---------------------------------------------------------------------------------------------
 # Generators
 # ---------------------------------------------------------------------------------------------
-class Generator:
+class Generator(abc.ABC):
     """Base class: ``generate(ref) -> Generation``; subclasses implement ``plan_scene``."""
 
     name = "generator"
@@ -225,9 +226,10 @@ class Generator:
             return scene
         return self.solver.solve(spec, image_size=self.image_size).witness
 
+    @abc.abstractmethod
     def plan_scene(self, spec: Spec, rid: str, label: str, witness: Mapping[str, Any] | None,
                    rng: random.Random) -> tuple[Scene, dict[str, Any]]:
-        raise NotImplementedError
+        """The scene this generator intends for a spec, and metadata saying how it was made."""
 
     def generate(self, ref: Any) -> Generation:
         """Image, intended scene (drawn boxes) and metadata (with the known truth) for a row or a spec."""

@@ -35,6 +35,7 @@ resumed run draws the same noise as an uninterrupted one.
 
 from __future__ import annotations
 
+import abc
 import base64
 import concurrent.futures
 import hashlib
@@ -77,7 +78,7 @@ class GenerationFailed(Exception):
     """No usable answer (HTTP error after retries, timeout, malformed response, pipeline error)."""
 
 
-class Generator:
+class Generator(abc.ABC):
     """Base class: ``generate(prompt, seed) -> PIL.Image``; ``model`` names the model in the log."""
 
     model: str = "unknown"
@@ -94,8 +95,9 @@ class Generator:
     def last_attempts(self, value: int) -> None:
         self._tls.attempts = int(value)
 
-    def generate(self, prompt: str, seed: int):  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def generate(self, prompt: str, seed: int):
+        """One image (PIL) for a prompt; raise GenerationRefused / GenerationFailed when there is none."""
 
 
 # ---------------------------------------------------------------------------------------------------------
