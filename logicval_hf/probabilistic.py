@@ -36,7 +36,7 @@ import numpy as np
 
 from .scene import Scene, SceneObject
 from .solver import Solver, check_mode, default_solver
-from .spec import AttrLit, Spec, as_spec
+from .spec import AttrLit, Spec
 
 __all__ = ["ProbResult", "probability", "probabilities", "relevant_values", "choices"]
 
@@ -172,9 +172,7 @@ def probability(
         ValueError: malformed spec/scene, bad ``count``/``label``, or a distribution summing to 0.
     """
     solver = solver or default_solver()
-    spec = as_spec(spec, solver.catalog)
-    if not isinstance(scene, Scene):
-        scene = Scene.from_dict(scene, solver.catalog.domain)
+    spec, scene = solver.parse_pair(spec, scene)
     check_mode(count, label)
     if label is None:
         label = solver.solve(spec).label

@@ -214,6 +214,13 @@ class Solver:
         ctl = _control(program)
         return not ctl.solve().satisfiable
 
+    def parse_pair(self, spec: Any, scene: Any) -> tuple[Spec, Scene]:
+        """A spec and a scene from their objects, dicts or JSON (validated against this solver's catalog)."""
+        spec = as_spec(spec, self.catalog)
+        if not isinstance(scene, Scene):
+            scene = Scene.from_dict(scene, self.catalog.domain)
+        return spec, scene
+
     def verify_many(
         self,
         pairs: Iterable[tuple[Any, Any]],
@@ -230,9 +237,7 @@ class Solver:
         items: list[tuple[Spec, Scene]] = []
         for k, (spec, scene) in enumerate(pairs):
             try:
-                spec = as_spec(spec, self.catalog)
-                if not isinstance(scene, Scene):
-                    scene = Scene.from_dict(scene, self.catalog.domain)
+                spec, scene = self.parse_pair(spec, scene)
             except ValueError as e:
                 raise type(e)(f"item {k}: {e}") from None
             items.append((spec, scene))
@@ -262,9 +267,7 @@ class Solver:
         return Verdict(ok, count_ok, tuple(violated), label, count, n_objects)
 
     def verify(self, spec: Any, scene: Any, count: str = "strict", label: str | None = None) -> Verdict:
-        spec = as_spec(spec, self.catalog)
-        if not isinstance(scene, Scene):
-            scene = Scene.from_dict(scene, self.catalog.domain)
+        spec, scene = self.parse_pair(spec, scene)
         check_mode(count, label)
         if label is None:
             label = self.solve(spec).label
