@@ -25,7 +25,7 @@ OPERATORS = ("exists", "forall", "implies", "count")
 
 
 @functools.lru_cache(maxsize=None)
-def _operators_of(template_id: str) -> tuple[str, ...]:
+def operators_of(template_id: str) -> tuple[str, ...]:
     """Logical operators a template's formula uses (∃, ∀, →, count), in a fixed order."""
     t: Template = load_catalog().template(template_id)
     found: set[str] = set()
@@ -43,10 +43,6 @@ def _operators_of(template_id: str) -> tuple[str, ...]:
 
     walk(t.formula)
     return tuple(op for op in OPERATORS if op in found)
-
-
-def operators_of(template_id: str) -> tuple[str, ...]:
-    return _operators_of(template_id)
 
 
 @dataclass(frozen=True)
