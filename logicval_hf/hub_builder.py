@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +31,26 @@ import yaml
 
 from . import __version__
 from .benchmark import (
-    CHANCE_SCENES, DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, Benchmark, build_benchmark, cached_benchmark,
+    CHANCE_SCENES,
+    DEFAULT_SEED,
+    PACKAGE_NAMES,
+    PACKAGES,
+    Benchmark,
+    build_benchmark,
+    cached_benchmark,
     unsat_causes,
 )
 from .catalog import Domain, load_catalog
+from .hub import check_repo_id, hf_api
 from .spec import Spec
 from .verbalise import (
-    EMPTY_SCENE_INSTRUCTION, EMPTY_SCENE_INSTRUCTION_WHITE, LEAD_IN_MANY, LEAD_IN_ONE, PROMPT_TEMPLATE,
-    CONSTRAINT_ITEM_TEMPLATE, domain_description,
+    CONSTRAINT_ITEM_TEMPLATE,
+    EMPTY_SCENE_INSTRUCTION,
+    EMPTY_SCENE_INSTRUCTION_WHITE,
+    LEAD_IN_MANY,
+    LEAD_IN_ONE,
+    PROMPT_TEMPLATE,
+    domain_description,
 )
 
 __all__ = [
@@ -502,7 +513,6 @@ CLEVR:
 # ---------------------------------------------------------------------------------------------
 # Pushing to the Hub
 # ---------------------------------------------------------------------------------------------
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def push_dataset(
@@ -526,21 +536,14 @@ def push_dataset(
     files = dataset_files(folder)
     if "README.md" not in files or not any(f.startswith("data/") for f in files):
         raise ValueError(f"{folder}: expected README.md and data/*.parquet (a folder written by build-dataset)")
-    if not _REPO_ID.match(repo_id or ""):
-        raise ValueError(f"repo id {repo_id!r} must look like 'owner/name'")
+    check_repo_id(repo_id)
     url = f"https://huggingface.co/datasets/{repo_id}"
     if dry_run:
         print(f"dry run: would upload {len(files)} files from {folder} to {url}", file=out)
         for f in files:
             print(f"  {f}", file=out)
         return files
-    token = token or os.environ.get("HF_TOKEN")
-    if not token:
-        raise ValueError("no Hugging Face token: set the HF_TOKEN environment variable or pass token=... "
-                         "(or use --dry-run to only list the files)")
-    from huggingface_hub import HfApi
-
-    api = HfApi(token=token)
+    api = hf_api(token)
     api.create_repo(repo_id, repo_type="dataset", exist_ok=True, private=private)
     api.upload_folder(
         repo_id=repo_id,

@@ -14,7 +14,6 @@ Pushing needs ``huggingface_hub`` and a token (``token=`` or ``HF_TOKEN``).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -22,11 +21,12 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from .hub import check_repo_id, hf_api
+
 __all__ = ["METRIC_FILES", "metric_files", "push_metric"]
 
 #: files of the metric folder that are uploaded; the script is renamed after the repository
 METRIC_FILES = ("logicval.py", "README.md", "app.py", "requirements.txt")
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 
 
@@ -65,8 +65,7 @@ def push_metric(
     Raises `ValueError` for an incomplete folder, a malformed repo id or a missing token.
     """
     out = out or sys.stdout
-    if not _REPO_ID.match(repo_id or ""):
-        raise ValueError(f"repo id {repo_id!r} must look like 'owner/name'")
+    check_repo_id(repo_id)
     name = repo_id.split("/", 1)[1]
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"repo name {name!r} must be a Python identifier: evaluate loads the script {name}.py")
@@ -78,13 +77,7 @@ def push_metric(
         for src, dst in pairs:
             print(f"  {src}" + (f" -> {dst}" if dst != src else ""), file=out)
         return [dst for _, dst in pairs]
-    token = token or os.environ.get("HF_TOKEN")
-    if not token:
-        raise ValueError("no Hugging Face token: set the HF_TOKEN environment variable or pass token=... "
-                         "(or use --dry-run to only list the files)")
-    from huggingface_hub import HfApi
-
-    api = HfApi(token=token)
+    api = hf_api(token)
     api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True, private=private)
     with tempfile.TemporaryDirectory(prefix="logicval-metric-") as staging:
         for src, dst in pairs:
