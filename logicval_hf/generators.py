@@ -12,7 +12,9 @@ or a plain spec (a `Spec`, its dict or its JSON) to a `Generation` ``(image, sce
 Generators
 ----------
 ``OracleGenerator`` (``"oracle"``)
-    spec -> solver witness (the row's ``witness`` when present, else `Solver.solve`) -> render. For an
+    spec -> solver witness (the row's ``witness`` when present, else `Solver.solve`) -> the attributes the
+    constraints leave free re-drawn at random, each change checked with the solver (`Generator.varied_witness`;
+    ``vary_witness=False`` keeps the witness as the solver returned it) -> render. For an
     UNSAT spec the correct output is the empty scene (paper §3.1), drawn as the plain ground. Its truth is
     ``True`` everywhere, so the metric's score on it is the metric's recall on perfect images.
 ``NaiveGenerator`` (``"naive"``)
@@ -50,7 +52,7 @@ from .benchmark import random_scene
 from .catalog import Domain
 from .layout import layout_scene
 from .render import render_scene
-from .scene import Scene
+from .scene import Scene, SceneObject
 from .solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from .spatial import region_cell
 from .spec import Spec, as_spec
@@ -192,7 +194,15 @@ class Plan:
 # Generators
 # ---------------------------------------------------------------------------------------------
 class Generator(abc.ABC):
-    """Base class: ``generate(ref) -> Generation``; subclasses implement ``plan_scene``."""
+    """Base class: ``generate(ref) -> Generation``; subclasses implement ``plan_scene``.
+
+    Args:
+        seed: base seed (with the row id it fixes every random choice).
+        image_size: ``(W, H)`` of the images.
+        solver: the `Solver` used for witnesses and checks (default: the shared one).
+        vary_witness: the oracle scene (also the perturbed generator's starting point) re-draws the attributes
+            the constraints leave free (`varied_witness`); ``False`` renders the solver's witness unchanged.
+    """
 
     name = "generator"
     #: render seeds are drawn from this stream (the perturbed generator shares the oracle's, so that its image
@@ -200,10 +210,11 @@ class Generator(abc.ABC):
     render_stream = "generator"
 
     def __init__(self, seed: int = 0, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
-                 solver: Solver | None = None):
+                 solver: Solver | None = None, vary_witness: bool = True):
         self.seed = int(seed)
         self.image_size = (int(image_size[0]), int(image_size[1]))
         self.solver = solver or default_solver()
+        self.vary_witness = bool(vary_witness)
 
     @property
     def domain(self) -> Domain:
@@ -215,16 +226,45 @@ class Generator(abc.ABC):
     def label_of(self, spec: Spec, label: str | None) -> str:
         return label if label in ("SAT", "UNSAT") else self.solver.solve(spec).label
 
-    def oracle_scene(self, spec: Spec, label: str, witness: Mapping[str, Any] | None) -> Scene:
-        """The solver's witness (the row's when given) or, for UNSAT, the empty scene."""
+    def oracle_scene(self, spec: Spec, label: str, witness: Mapping[str, Any] | None, rid: str = "") -> Scene:
+        """The solver's witness (the row's when given), its free attributes re-drawn (`varied_witness`) unless
+        ``vary_witness=False``; for UNSAT, the empty scene."""
         if label == "UNSAT":
             return Scene.empty(self.image_size)
         if witness is not None:
             scene = Scene.from_dict(witness, self.domain)
             if tuple(scene.image_size) != tuple(float(v) for v in self.image_size):
                 scene = Plan.from_scene(scene).to_scene(self.image_size)
-            return scene
-        return self.solver.solve(spec, image_size=self.image_size).witness
+        else:
+            scene = self.solver.solve(spec, image_size=self.image_size).witness
+        if self.vary_witness:
+            scene = self.varied_witness(spec, scene, random.Random(f"logicval-witness/{self.seed}/{rid}"))
+        return scene
+
+    def varied_witness(self, spec: Spec, scene: Scene, rng: random.Random) -> Scene:
+        """``scene`` (a model of ``spec``) with the attributes the constraints leave free re-drawn at random.
+
+        A solver's witness takes the first value wherever nothing forces another one (about half of its objects
+        are grey metal), which is neither a natural picture nor a fair test of perception. Every (object,
+        attribute) pair is visited once in random order and given a random other value; each change is kept
+        only if the solver still accepts the scene (strict count), so the result is again a model of ``spec``
+        with the same regions and orders.
+        """
+        dom = self.domain
+        attrs = [dict(o.attributes) for o in scene.objects]
+
+        def build() -> Scene:
+            return Scene(scene.image_size, tuple(SceneObject(dict(a), o.bbox) for a, o in zip(attrs, scene.objects)),
+                         scene.domain)
+
+        steps = [(i, a) for i in range(len(attrs)) for a in dom.perceived_attributes]
+        rng.shuffle(steps)
+        for i, a in steps:
+            old = attrs[i][a]
+            attrs[i][a] = rng.choice([v for v in dom.attributes[a] if v != old])
+            if not self.solver.verify(spec, build(), count="strict", label="SAT").ok:
+                attrs[i][a] = old
+        return build()
 
     @abc.abstractmethod
     def plan_scene(self, spec: Spec, rid: str, label: str, witness: Mapping[str, Any] | None,
@@ -266,8 +306,9 @@ class OracleGenerator(Generator):
     render_stream = "oracle"
 
     def plan_scene(self, spec, rid, label, witness, rng):
-        scene = self.oracle_scene(spec, label, witness)
-        return scene, {"description": "empty scene (UNSAT: abstain)" if label == "UNSAT" else "solver witness"}
+        scene = self.oracle_scene(spec, label, witness, rid)
+        what = "solver witness, free attributes varied" if self.vary_witness else "solver witness"
+        return scene, {"description": "empty scene (UNSAT: abstain)" if label == "UNSAT" else what}
 
 
 class NaiveGenerator(Generator):
@@ -292,8 +333,8 @@ class PerturbedGenerator(Generator):
     render_stream = "oracle"
 
     def __init__(self, seed: int = 0, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
-                 solver: Solver | None = None, add_candidates: int = 12):
-        super().__init__(seed, image_size, solver)
+                 solver: Solver | None = None, vary_witness: bool = True, add_candidates: int = 12):
+        super().__init__(seed, image_size, solver, vary_witness)
         self.add_candidates = add_candidates
 
     def _random_object(self, rng: random.Random) -> dict[str, str]:
@@ -356,7 +397,7 @@ class PerturbedGenerator(Generator):
                 "perturbation": {"kind": "count", "op": "add", "object": 0, "attributes": attrs, "region": region},
                 "broken": {"what": "abstention"},
             }
-        base = Plan.from_scene(self.oracle_scene(spec, label, witness))
+        base = Plan.from_scene(self.oracle_scene(spec, label, witness, rid))
         fallback: tuple[int, tuple[str, dict[str, Any], Scene, Verdict]] | None = None
         tried = 0
         for kind, desc, plan in self.candidates(base, rng):
@@ -412,13 +453,13 @@ GENERATORS: dict[str, type[Generator]] = {
 
 
 def make_generator(name: str, seed: int = 0, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
-                   solver: Solver | None = None) -> Generator:
-    """A generator by name (``oracle``, ``naive``, ``perturbed``)."""
+                   solver: Solver | None = None, vary_witness: bool = True) -> Generator:
+    """A generator by name (``oracle``, ``naive``, ``perturbed``); ``vary_witness`` as in `Generator`."""
     try:
         cls = GENERATORS[name]
     except KeyError:
         raise ValueError(f"unknown generator {name!r}; known generators: {sorted(GENERATORS)}") from None
-    return cls(seed=seed, image_size=image_size, solver=solver)
+    return cls(seed=seed, image_size=image_size, solver=solver, vary_witness=vary_witness)
 
 
 def generate_all(generator: Generator, refs: Iterable[Any]) -> list[Generation]:

@@ -323,8 +323,8 @@ class _Layout:
             ov, ox, oy, dx, dy, _, _ = self._overlaps(self.pad)
             if not ov.any():
                 return
-            if it >= 20 and it % 10 == 0 and not (self.overlap_ratio() > 0).any():
-                return  # boxes touch but do not intersect: good enough
+            if it >= 120 and it % 10 == 0 and not (self.overlap_ratio() > 0).any():
+                return  # boxes touch but do not intersect: good enough (neighbours are kept apart if possible)
             if it % 30 == 29:  # persistent overlaps: shrink the larger object of each offending pair
                 ratio = self.overlap_ratio()
                 pairs = ratio > 0 if (ratio > 0).any() else ov

@@ -81,7 +81,8 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
         "A verdict is *ok* when the perceived scene has exactly n objects and satisfies every constraint; "
         "for an UNSAT specification, when the scene is empty (abstention). "
         "*Known truth* is the solver's verdict on the scene the generator intended (oracle: the solver's "
-        "witness, or the empty scene for UNSAT; naive: n random objects; perturbed: the witness with one "
+        "witness with the attributes the constraints leave free re-drawn at random, each change checked by the "
+        "solver, or the empty scene for UNSAT; naive: n random objects; perturbed: the oracle scene with one "
         "change that breaks exactly one constraint or only the count).", level=1))
 
     # 1. success per package

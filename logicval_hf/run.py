@@ -29,6 +29,7 @@ missing. Generation and perception use ``jobs`` worker processes (default: up to
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -47,7 +48,7 @@ from .solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from .spec import Spec, as_spec
 
 __all__ = ["DEFAULT_GENERATORS", "BUILTIN_GENERATORS", "run", "atomic_write_bytes", "atomic_write_json",
-           "backend_fingerprint", "load_rows", "resolve_generators", "scene_diff"]
+           "backend_fingerprint", "generator_fingerprint", "load_rows", "resolve_generators", "scene_diff"]
 
 BUILTIN_GENERATORS = ("oracle", "naive", "perturbed")
 DEFAULT_GENERATORS = BUILTIN_GENERATORS
@@ -61,6 +62,7 @@ _ROW_FIELDS = ("id", "package", "n", "m", "label", "classes", "templates", "spec
 #: modules whose code decides the benchmark rows (a cached benchmark.json is reused only if they are unchanged)
 _BENCHMARK_MODULES = ("benchmark", "params", "spec", "catalog", "encoding", "programs", "solver", "layout", "scene",
                       "spatial", "verbalise")
+_GENERATOR_MODULES = ("generators", "render", "layout")
 _TMP_RE = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
 
 
@@ -144,6 +146,18 @@ def _code_fingerprint() -> str:
         with contextlib.suppress(OSError):
             h.update(f.name.encode())
             h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def generator_fingerprint() -> str:
+    """Hash of the generators' and renderer's sources: a generated image is reused only when it matches."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256(__version__.encode())
+    for name in _GENERATOR_MODULES:
+        with contextlib.suppress(OSError):
+            h.update(name.encode())
+            h.update((root / f"{name}.py").read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -321,6 +335,7 @@ def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str]) -> tuple[t
         "image_size": list(size),
         "spec_json": row["spec_json"],
         "image_sha1": _sha1(data),
+        "generator_fingerprint": generator_fingerprint(),
         "metadata": meta,
         "intended": scene.to_dict(),
     }
@@ -331,6 +346,7 @@ def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str]) -> tuple[t
 def _intended_ok(rec: Any, name: str, seed: int, size: tuple[int, int], row: Mapping[str, Any]) -> bool:
     return (isinstance(rec, dict) and rec.get("generator") == name and rec.get("seed") == seed
             and rec.get("image_size") == list(size) and rec.get("spec_json") == row["spec_json"]
+            and rec.get("generator_fingerprint") == generator_fingerprint()
             and isinstance(rec.get("metadata"), dict) and isinstance(rec.get("intended"), dict))
 
 

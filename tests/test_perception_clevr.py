@@ -120,6 +120,21 @@ def test_batched_with_workers_equals_single(perceived):
     assert [s.to_dict() for s in got] == [perceived[n].to_dict() for n in names]
 
 
+@pytest.mark.slow
+def test_workers_without_main_guard_fail_clearly(tmp_path):
+    """A script that starts workers without the ``__main__`` guard gets a clear error, not a hung pool."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("import numpy as np\nfrom logicval_hf.perception import extract_scenes\n"
+                      "extract_scenes([np.full((48, 64, 3), 120, np.uint8)] * 3, n_jobs=2)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "a worker process died" in proc.stderr and "__main__" in proc.stderr
+
+
 def test_empty_floor_gives_no_objects():
     # a smooth grey gradient, like an empty CLEVR floor
     y = np.linspace(0.45, 0.65, 240)[:, None, None]

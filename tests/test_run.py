@@ -252,6 +252,18 @@ def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0}
 
 
+def test_changed_generator_code_regenerates_images(first, tmp_path, monkeypatch):
+    """Intended-scene records carry the generators' code hash: edited generators or renderer redraw every image."""
+    out = tmp_path / "r"
+    run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
+    rec = json.loads(next((out / "intended" / "oracle").glob("*.json")).read_text())
+    assert rec["generator_fingerprint"] == run_mod.generator_fingerprint()
+    monkeypatch.setattr(run_mod, "generator_fingerprint", lambda: "edited")
+    again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
+    assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)
+    assert again["work"]["oracle"]["reused"] == 0
+
+
 def test_scene_diff():
     a = {"image_size": [480, 320], "objects": [
         {"color": "red", "shape": "cube", "material": "metal", "bbox": [10, 10, 50, 50]},

@@ -223,5 +223,18 @@ def extract_scenes(
         ctx.set_forkserver_preload([__name__, getattr(fn, "__module__", __name__)])
     # the backend callable itself travels to the workers (pickled by reference, so it must be importable:
     # a module-level function); workers need not have it registered
-    with ctx.Pool(min(n_jobs, len(items)), initializer=_init_worker, initargs=(fn,)) as pool:
-        return pool.map(_work, [(im, fn, settings) for im in items], chunksize=max(1, len(items) // (4 * n_jobs)))
+    # concurrent.futures rather than multiprocessing.Pool: a worker that dies (e.g. a calling script without the
+    # __main__ guard, or the OOM killer) raises BrokenProcessPool instead of hanging forever
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        with ProcessPoolExecutor(min(n_jobs, len(items)), mp_context=ctx, initializer=_init_worker,
+                                 initargs=(fn,)) as pool:
+            return list(pool.map(_work, [(im, fn, settings) for im in items],
+                                 chunksize=max(1, len(items) // (4 * n_jobs))))
+    except BrokenProcessPool as e:
+        raise RuntimeError(
+            f"extract_scenes(n_jobs={n_jobs}): a worker process died. Worker processes re-import the calling "
+            "script, so a script must call this under `if __name__ == \"__main__\":`; otherwise the worker ran out "
+            "of memory or crashed (use n_jobs=1 to see the error in-process)") from e

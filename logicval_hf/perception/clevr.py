@@ -19,6 +19,12 @@ Pipeline (numpy, scipy, OpenCV; images of 480x320 are processed at half resoluti
    patches). Probabilities are softmax outputs and sum to 1. Weights: ``clevr_model.npz`` next to this file,
    trained by ``python -m logicval_hf.perception.train_clevr`` (data, split, seed: ``clevr_model.md``).
 
+**The project's own renders** (`is_own_render`: the renderer's ground, with its fixed noise pattern, shows
+exactly on enough pixels) are read with that exact ground as the background and an exact object mask
+(`render_foreground`: fine detail correlated with the ground's noise is ground, in or out of shadow; the rest is
+object), split at full resolution into connected pieces; convex pieces are not cut further (every CLEVR
+silhouette is convex and the renderer keeps objects apart); a pixel classifier and heads trained on renders.
+
 Entry point: `extract(rgb_uint8, **settings) -> Scene`; normally called through
 ``logicval_hf.perception.extract_scene(image, backend="clevr")``. Settings: the keys of `DEFAULTS` and
 ``model_path``.
@@ -127,27 +133,85 @@ class _Maps:
     scale: int  # original pixels per working pixel
     full: np.ndarray  # float RGB in [0, 1] at full resolution
     boxes: list | None = None  # full-resolution boxes (x0, y0, x1, y1) of the objects, set by `analyse`
+    # exact object mask at full resolution, known for the project's own renders only (see `render_foreground`)
+    exact_fg: np.ndarray | None = None
 
 
 def working_scale(h: int, w: int) -> int:
     return max(1, int(round(min(h, w) / 200)))
 
 
-def _maps(rgb: np.ndarray) -> _Maps:
+def _maps(rgb: np.ndarray, ground: np.ndarray | None = None) -> _Maps:
+    """Working maps of an RGB uint8 image. ``ground``: the exact empty ground (uint8, same size) when it is
+    known (the project's own renders); it then replaces the estimated background, processed exactly like the
+    image, so that floor pixels have a ratio of 1 and shadows a neutral darkening."""
     H, W = rgb.shape[:2]
     f = working_scale(H, W)
     full = img = rgb.astype(np.float32) / 255.0
     if f > 1:
         img = cv2.resize(full, (W // f, H // f), interpolation=cv2.INTER_AREA)
-    bg, _ = estimate_background(img)
     sm = cv2.GaussianBlur(img, (0, 0), 0.8)
+    if ground is None:
+        bg, _ = estimate_background(img)
+    else:
+        g = ground.astype(np.float32) / 255.0
+        if f > 1:
+            g = cv2.resize(g, (W // f, H // f), interpolation=cv2.INTER_AREA)
+        bg = np.maximum(cv2.GaussianBlur(g, (0, 0), 0.8), 1e-3)
+        exact = render_foreground(rgb, ground)
     ratio = sm / bg
     L = ratio.mean(-1)
     chroma = np.abs(ratio - L[..., None]).max(-1)
     gx = cv2.Sobel(L, cv2.CV_32F, 1, 0, ksize=3)
     gy = cv2.Sobel(L, cv2.CV_32F, 0, 1, ksize=3)
     grad = np.hypot(gx, gy) / 8
-    return _Maps(sm, bg, ratio, L, chroma, grad, f, full)
+    return _Maps(sm, bg, ratio, L, chroma, grad, f, full, exact_fg=exact if ground is not None else None)
+
+
+def _highpass(x: np.ndarray) -> np.ndarray:
+    return x - cv2.GaussianBlur(x, (0, 0), 1.0)
+
+
+def render_foreground(rgb: np.ndarray, ground: np.ndarray) -> np.ndarray:
+    """Object pixels (full resolution, bool) of an image drawn by ``logicval_hf.render`` on its known ground.
+
+    The renderer's ground carries a fixed faint noise pattern; shadows scale it by a smoothly varying factor
+    and objects replace it with smooth shading. So the image's fine detail is strongly correlated with the
+    ground's on (shadowed) ground and uncorrelated on objects, whatever their colour: a pixel is an object
+    pixel where that local correlation is low (the window straddling an outline puts the outline half-way),
+    or where its colour is not a neutral scaling of the ground.
+    """
+    a = rgb.astype(np.float32).mean(-1)
+    g = ground.astype(np.float32).mean(-1)
+    ratio = rgb.astype(np.float32) / np.maximum(ground.astype(np.float32), 1.0)
+    chroma = np.abs(ratio - ratio.mean(-1, keepdims=True)).max(-1)
+    # object pixels may equal the ground by chance: "changed" only has to hold somewhere near
+    changed = cv2.dilate((rgb != ground).any(-1).astype(np.uint8), _K3, iterations=2).astype(bool)
+    # Outlines: the image divided by the ground is rough on objects (the ground's noise is missing there) and
+    # smooth on (shadowed) ground; divided by a blurred ground it is the other way round. That test is exact
+    # at outlines but fails on shading edges inside grey objects, where both are rough.
+    exact = (rgb != ground).any(-1)
+    la, lg = a / np.maximum(g, 1.0), a / np.maximum(cv2.GaussianBlur(g, (0, 0), 3.0), 1.0)
+    outline = exact & ((_local_power(_highpass(la)) > 1.3 * _local_power(_highpass(lg))) | (chroma > 0.04))
+    # Interiors: the correlation of the image's fine detail with the ground's, in windows that leave out the
+    # pixels already known to be objects (their edges would swamp a narrow strip of ground between objects)
+    w = (~cv2.dilate(outline.astype(np.uint8), _K3, iterations=1).astype(bool)).astype(np.float32)
+    ha, hg = _highpass(a), _highpass(g)
+    sig = 1.5
+    num = cv2.GaussianBlur(w * ha * hg, (0, 0), sig)
+    den = np.sqrt(cv2.GaussianBlur(w * ha * ha, (0, 0), sig) * cv2.GaussianBlur(w * hg * hg, (0, 0), sig)) + 1e-6
+    corr = num / den
+    low = cv2.morphologyEx((changed & (corr < RENDER_GROUND_CORR)).astype(np.uint8), cv2.MORPH_OPEN, _K3)
+    fg = cv2.erode(low, _K3, iterations=2).astype(bool) | outline
+    return _fill_holes(cv2.morphologyEx(fg.astype(np.uint8), cv2.MORPH_OPEN, _K3).astype(bool))
+
+
+def _local_power(x: np.ndarray) -> np.ndarray:
+    return cv2.GaussianBlur(x * x, (0, 0), 2.0)
+
+
+# `render_foreground`: below this local correlation with the ground's noise a pixel is not ground
+RENDER_GROUND_CORR = 0.45
 
 
 def pixel_features(maps: _Maps) -> np.ndarray:
@@ -188,8 +252,19 @@ def _mlp_probs(model: dict[str, Any], X: np.ndarray, head: str) -> np.ndarray:
     return _softmax(Z @ model[f"{head}_W"] + model[f"{head}_b"])
 
 
-def pixel_classes(maps: _Maps, model: dict[str, Any]) -> np.ndarray:
-    """Label map: 0 = floor/shadow, k >= 1 = palette colour k-1 of ``model['pixel_classes']``."""
+def _downscale_mask(mask: np.ndarray, f: int, shape: tuple[int, int]) -> np.ndarray:
+    """A full-resolution bool mask at working resolution (majority of each f x f cell)."""
+    if f == 1:
+        return mask[: shape[0], : shape[1]]
+    h, w = shape
+    m = mask[: h * f, : w * f].reshape(h, f, w, f).mean((1, 3))
+    return m >= 0.5
+
+
+def pixel_classes(maps: _Maps, model: dict[str, Any], colour_only: bool = False) -> np.ndarray:
+    """Label map: 0 = floor/shadow, k >= 1 = palette colour k-1 of ``model['pixel_classes']``.
+
+    ``colour_only``: never 0 (the best colour class everywhere; for images whose object mask is known)."""
     h, w = maps.L.shape
     F = pixel_features(maps)
     if F.shape[1] != model["pixel_mu"].shape[0]:
@@ -200,6 +275,8 @@ def pixel_classes(maps: _Maps, model: dict[str, Any]) -> np.ndarray:
     Z = Z.reshape(h, w, -1)
     # light smoothing of the logits before the decision (render noise)
     Z = np.stack([cv2.GaussianBlur(np.ascontiguousarray(Z[..., k]), (0, 0), 0.7) for k in range(Z.shape[2])], -1)
+    if colour_only:
+        return (1 + Z[..., 1:].argmax(-1)).astype(np.int32)
     return Z.argmax(-1).astype(np.int32)
 
 
@@ -212,6 +289,8 @@ def _threshold_fg(maps: _Maps, settings: dict[str, Any]) -> np.ndarray:
 
 
 _K3 = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
+# on own renders (exact object mask) a blob at least this convex (area / convex hull area) is never split
+RENDER_SOLIDITY = 0.95
 
 
 def _fill_holes(m: np.ndarray) -> np.ndarray:
@@ -342,6 +421,22 @@ def _components(mask: np.ndarray) -> list[tuple[tuple[slice, slice], np.ndarray]
     return out
 
 
+def _components_downscaled(mask: np.ndarray, f: int, shape: tuple[int, int]
+                           ) -> list[tuple[tuple[slice, slice], np.ndarray]]:
+    """Connected components of a full-resolution mask, each downscaled to working resolution on its own."""
+    out = []
+    for (ys, xs), comp in _components(mask):
+        y0, x0 = ys.start // f, xs.start // f
+        y1, x1 = min(-(-ys.stop // f), shape[0]), min(-(-xs.stop // f), shape[1])
+        full = np.zeros(((y1 - y0) * f, (x1 - x0) * f), bool)
+        sub = comp[: full.shape[0] - (ys.start - y0 * f), : full.shape[1] - (xs.start - x0 * f)]
+        full[ys.start - y0 * f: ys.start - y0 * f + sub.shape[0], xs.start - x0 * f: xs.start - x0 * f + sub.shape[1]] = sub
+        small = _downscale_mask(full, f, (y1 - y0, x1 - x0))
+        if small.any():
+            out.append(((slice(y0, y1), slice(x0, x1)), small))
+    return out
+
+
 def segment(maps: _Maps, settings: dict[str, Any], model: dict[str, Any] | None = None
             ) -> list[tuple[tuple[slice, slice], np.ndarray]]:
     """Object masks as ``(crop slices, bool mask in the crop)`` at working resolution."""
@@ -349,29 +444,36 @@ def segment(maps: _Maps, settings: dict[str, Any], model: dict[str, Any] | None 
     min_area = settings["min_area_frac"] * H * W
     use_pix = model is not None and "pixel_W" in model
     if use_pix:
-        cls = pixel_classes(maps, model)
+        cls = pixel_classes(maps, model, colour_only=maps.exact_fg is not None)
         fg = (cls > 0)
     else:
         fg = _threshold_fg(maps, settings)
-    fg = cv2.morphologyEx(fg.astype(np.uint8), cv2.MORPH_OPEN, _K3)
-    fg = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, _K3, iterations=2).astype(bool)
-    fg = _fill_holes(fg)
+    if maps.exact_fg is not None:
+        # components of the exact mask at full resolution (downscaling first would join near neighbours)
+        blobs = _components_downscaled(maps.exact_fg, maps.scale, (H, W))
+    else:
+        fg = cv2.morphologyEx(fg.astype(np.uint8), cv2.MORPH_OPEN, _K3)
+        fg = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, _K3, iterations=2).astype(bool)
+        blobs = _components(_fill_holes(fg))
     out = []
-    for sl, comp in _components(fg):
+    for sl, comp in blobs:
         if comp.sum() < min_area:
             continue
         pieces = [comp]
         if use_pix:
             pieces = _colour_pieces(comp, cls[sl], min_area, settings)
-        pieces = [q for p in pieces for q in _defect_split(p, min_area, settings)]
-        for piece in pieces:
-            for part in _split(piece, settings["neck_ratio"]):
-                if part.sum() < min_area:
-                    continue
-                ys, xs = np.nonzero(part)
-                s2 = (slice(sl[0].start + ys.min(), sl[0].start + ys.max() + 1),
-                      slice(sl[1].start + xs.min(), sl[1].start + xs.max() + 1))
-                out.append((s2, part[ys.min(): ys.max() + 1, xs.min(): xs.max() + 1]))
+        # every CLEVR silhouette is convex and the renderer keeps objects apart: with an exact mask, a convex
+        # single-colour blob is one object (not cut at the concavities of its shading or highlights)
+        whole = maps.exact_fg is not None and len(pieces) == 1 and comp.sum() >= RENDER_SOLIDITY * _hull_area(comp)
+        parts = [comp] if whole else [q for piece in pieces for p in _defect_split(piece, min_area, settings)
+                                      for q in _split(p, settings["neck_ratio"])]
+        for part in parts:
+            if part.sum() < min_area:
+                continue
+            ys, xs = np.nonzero(part)
+            s2 = (slice(sl[0].start + ys.min(), sl[0].start + ys.max() + 1),
+                  slice(sl[1].start + xs.min(), sl[1].start + xs.max() + 1))
+            out.append((s2, part[ys.min(): ys.max() + 1, xs.min(): xs.max() + 1]))
     return out
 
 
@@ -449,7 +551,12 @@ def _full_crop(maps: _Maps, sl: tuple[slice, slice], mask: np.ndarray, model: di
     ratio = sm / np.maximum(bgF, 1e-3)
     up = cv2.resize(mask.astype(np.float32), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
     mF = up > 0.5
-    if model is not None and "pixel_W" in model and mF.sum() > 16:
+    if maps.exact_fg is not None:
+        ref = maps.exact_fg[y0:y1, x0:x1] & (up > 0.05)
+        if ref.any():
+            n, lab, st, _ = cv2.connectedComponentsWithStats(ref.astype(np.uint8), connectivity=8)
+            mF = lab == (1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))) if n > 2 else ref
+    elif model is not None and "pixel_W" in model and mF.sum() > 16:
         L = ratio.mean(-1)
         gx = cv2.Sobel(L, cv2.CV_32F, 1, 0, ksize=3)
         gy = cv2.Sobel(L, cv2.CV_32F, 0, 1, ksize=3)
@@ -737,14 +844,17 @@ def _fallback_color(f: np.ndarray) -> np.ndarray:
     return _softmax(-d * 400)
 
 
-def analyse(rgb: np.ndarray, model: dict[str, Any] | None = None, with_features: bool = True, **settings: Any
-            ) -> tuple[_Maps, list, np.ndarray]:
+def analyse(rgb: np.ndarray, model: dict[str, Any] | None = None, with_features: bool = True,
+            own_render: bool | None = None, **settings: Any) -> tuple[_Maps, list, np.ndarray]:
     """Maps, object masks (working resolution) and feature matrix of an RGB uint8 image.
 
     ``model=None`` segments with fixed thresholds (no pixel classifier); training uses that to bootstrap.
+    ``own_render`` (detected with `is_own_render` when None): use the renderer's exact ground as background.
     """
     cfg = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS}}
-    maps = _maps(rgb)
+    if own_render is None:
+        own_render = is_own_render(rgb)
+    maps = _maps(rgb, _render_ground(rgb.shape[1], rgb.shape[0]) if own_render else None)
     objs = segment(maps, cfg, model)
     if not with_features:
         return maps, objs, np.zeros((0, 0))
@@ -793,9 +903,10 @@ def _extract(rgb: np.ndarray, **settings: Any) -> Scene:
     domain = load_catalog().domain
     H, W = rgb.shape[:2]
     model = load_model(cfg.get("model_path"))
-    if model is not None and any(k.startswith("render_") for k in model) and is_own_render(rgb):
+    own = is_own_render(rgb)
+    if model is not None and any(k.startswith("render_") for k in model) and own:
         model = render_view(model)
-    maps, objs, X = analyse(rgb, model, **cfg)
+    maps, objs, X = analyse(rgb, model, own_render=own, **cfg)
     if not objs:
         return Scene((W, H), (), domain)
     if model is not None and "meta_n_features" in model and X.shape[1] != int(model["meta_n_features"]):
