@@ -2,11 +2,14 @@
 
     python benchmarks/clevr_perception.py [DATA_DIR] [--split test|train|all] [--jobs 2] [--worst 10] [--json out.json]
     python benchmarks/clevr_perception.py --rendered 300 [--seed 2001] [--min-objects 3] [--max-objects 9]
+    python benchmarks/clevr_perception.py --oracle varied|raw
 
 ``--rendered N``: instead of CLEVR, N fresh scenes drawn by the project's renderer (``logicval_hf.render``,
 random layouts as in train_clevr.rendered_scenes; every 4th at 320x240); truth is the drawn scene (tight boxes,
 attributes; regions from the drawn box centres). The seed must differ from the training seed (RENDER_SEED).
-``--model FILE`` measures another model file.
+``--oracle varied|raw``: the main job's oracle images of the default benchmark's SAT specs (witnesses with
+their free attributes varied, as ``logicval run`` draws them, or the solver's raw witnesses); truth = the drawn
+scene. ``--model FILE`` measures another model file.
 
 DATA_DIR defaults to ../shared/data/clevr_dev relative to the repository root. The split comes from
 logicval_hf/perception/clevr_dev_split.json; the backend's heads were trained on "train" only, so figures on
@@ -64,6 +67,28 @@ def evaluate_rendered(n: int, seed: int, jobs: int, min_objects: int = 3, max_ob
     preds = extract_scenes([s["_rgb"] for s in scenes], backend="clevr", n_jobs=jobs, **settings)
     elapsed = time.perf_counter() - t0
     return score(scenes, preds, elapsed, f"rendered(n={n}, seed={seed}, {min_objects}-{max_objects} objects)", jobs)
+
+
+def evaluate_oracle(witness: str, jobs: int, **settings) -> dict:
+    """The main job's oracle images of every SAT spec of the default benchmark (``witness="varied"``: the
+    default oracle, free attributes re-drawn; ``"raw"``: the solver's witness as is); truth = the drawn scene."""
+    from logicval_hf.benchmark import cached_benchmark
+    from logicval_hf.generators import OracleGenerator
+
+    gen = OracleGenerator(vary_witness=witness == "varied")
+    scenes = []
+    for row in cached_benchmark().all_rows():
+        if row["label"] != "SAT":
+            continue
+        image, drawn, _ = gen.generate(row)
+        W, H = image.size
+        objs = [{"pixel_coords": [*o.center, 0.0], **{a: o.attributes[a] for a in ATTRS}} for o in drawn.objects]
+        scenes.append({"image_filename": f"{row['id']}.png", "image_width": W, "image_height": H,
+                       "objects": objs, "_rgb": np.asarray(image), "_scene": drawn})
+    t0 = time.perf_counter()
+    preds = extract_scenes([s["_rgb"] for s in scenes], backend="clevr", n_jobs=jobs, **settings)
+    elapsed = time.perf_counter() - t0
+    return score(scenes, preds, elapsed, f"oracle images of the {len(scenes)} SAT specs ({witness} witnesses)", jobs)
 
 
 def score(scenes: list[dict], preds: list, elapsed: float, split: str, jobs: int) -> dict:
@@ -148,17 +173,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=RENDER_SEED + 1000,
                     help=f"layout/render seed of --rendered (default {RENDER_SEED + 1000}; training uses {RENDER_SEED})")
     ap.add_argument("--model", help="model file (default: the shipped clevr_model.npz)")
+    ap.add_argument("--oracle", choices=["varied", "raw"],
+                    help="instead of CLEVR: the main job's oracle images of the SAT specs (varied or raw witnesses)")
     ap.add_argument("--min-objects", type=int, default=3)
     ap.add_argument("--max-objects", type=int, default=9)
     args = ap.parse_args(argv)
     settings = {"model_path": args.model} if args.model else {}
-    if args.rendered:
+    if args.oracle:
+        r = evaluate_oracle(args.oracle, args.jobs, **settings)
+    elif args.rendered:
         if args.seed == RENDER_SEED:
             ap.error(f"--seed {RENDER_SEED} is the training seed; pick another")
         r = evaluate_rendered(args.rendered, args.seed, args.jobs, args.min_objects, args.max_objects, **settings)
     else:
         r = evaluate(args.data, args.split, args.jobs, **settings)
-    name = "renders" if args.rendered else args.data.name
+    name = "renders" if args.rendered or args.oracle else args.data.name
     print(f"clevr backend on {name} split={r['split']}: {r['images']} images, "
           f"{r['objects_true']} true objects, {r['objects_pred']} predicted")
     print(f"  count accuracy            {r['count_accuracy']:.3f}")
