@@ -134,14 +134,9 @@ def _png_bytes(image: Any) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # Benchmark rows (cached on disk for resumed runs)
 # ---------------------------------------------------------------------------------------------
-def _code_fingerprint() -> str:
-    """Hash of the package's sources, catalog and ASP programs: a cached benchmark is reused only if equal."""
-    root = Path(__file__).resolve().parent
+def _files_hash(files: Iterable[Path]) -> str:
+    """Short hash of the package version and the names and contents of ``files`` (unreadable ones skipped)."""
     h = hashlib.sha256(__version__.encode())
-    files = [root / f"{m}.py" for m in _BENCHMARK_MODULES] + sorted((root / "data").glob("*.json"))
-    asp = root.parent / "asp"
-    if asp.is_dir():
-        files += sorted(asp.rglob("*.lp"))
     for f in files:
         with contextlib.suppress(OSError):
             h.update(f.name.encode())
@@ -149,16 +144,21 @@ def _code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def _code_fingerprint() -> str:
+    """Hash of the package's sources, catalog and ASP programs: a cached benchmark is reused only if equal."""
+    root = Path(__file__).resolve().parent
+    files = [root / f"{m}.py" for m in _BENCHMARK_MODULES] + sorted((root / "data").glob("*.json"))
+    asp = root.parent / "asp"
+    if asp.is_dir():
+        files += sorted(asp.rglob("*.lp"))
+    return _files_hash(files)
+
+
 @functools.lru_cache(maxsize=1)
 def generator_fingerprint() -> str:
     """Hash of the generators' and renderer's sources: a generated image is reused only when it matches."""
     root = Path(__file__).resolve().parent
-    h = hashlib.sha256(__version__.encode())
-    for name in _GENERATOR_MODULES:
-        with contextlib.suppress(OSError):
-            h.update(name.encode())
-            h.update((root / f"{name}.py").read_bytes())
-    return h.hexdigest()[:16]
+    return _files_hash(root / f"{m}.py" for m in _GENERATOR_MODULES)
 
 
 def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: bool = True) -> list[dict]:

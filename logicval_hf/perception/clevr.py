@@ -151,6 +151,7 @@ def _maps(rgb: np.ndarray, ground: np.ndarray | None = None) -> _Maps:
     if f > 1:
         img = cv2.resize(full, (W // f, H // f), interpolation=cv2.INTER_AREA)
     sm = cv2.GaussianBlur(img, (0, 0), 0.8)
+    exact = None
     if ground is None:
         bg, _ = estimate_background(img)
     else:
@@ -165,7 +166,7 @@ def _maps(rgb: np.ndarray, ground: np.ndarray | None = None) -> _Maps:
     gx = cv2.Sobel(L, cv2.CV_32F, 1, 0, ksize=3)
     gy = cv2.Sobel(L, cv2.CV_32F, 0, 1, ksize=3)
     grad = np.hypot(gx, gy) / 8
-    return _Maps(sm, bg, ratio, L, chroma, grad, f, full, exact_fg=exact if ground is not None else None)
+    return _Maps(sm, bg, ratio, L, chroma, grad, f, full, exact_fg=exact)
 
 
 def _highpass(x: np.ndarray) -> np.ndarray:
@@ -181,16 +182,16 @@ def render_foreground(rgb: np.ndarray, ground: np.ndarray) -> np.ndarray:
     pixel where that local correlation is low (the window straddling an outline puts the outline half-way),
     or where its colour is not a neutral scaling of the ground.
     """
-    a = rgb.astype(np.float32).mean(-1)
-    g = ground.astype(np.float32).mean(-1)
-    ratio = rgb.astype(np.float32) / np.maximum(ground.astype(np.float32), 1.0)
+    rgbf, groundf = rgb.astype(np.float32), ground.astype(np.float32)
+    a, g = rgbf.mean(-1), groundf.mean(-1)
+    ratio = rgbf / np.maximum(groundf, 1.0)
     chroma = np.abs(ratio - ratio.mean(-1, keepdims=True)).max(-1)
+    exact = (rgb != ground).any(-1)
     # object pixels may equal the ground by chance: "changed" only has to hold somewhere near
-    changed = cv2.dilate((rgb != ground).any(-1).astype(np.uint8), _K3, iterations=2).astype(bool)
+    changed = cv2.dilate(exact.astype(np.uint8), _K3, iterations=2).astype(bool)
     # Outlines: the image divided by the ground is rough on objects (the ground's noise is missing there) and
     # smooth on (shadowed) ground; divided by a blurred ground it is the other way round. That test is exact
     # at outlines but fails on shading edges inside grey objects, where both are rough.
-    exact = (rgb != ground).any(-1)
     la, lg = a / np.maximum(g, 1.0), a / np.maximum(cv2.GaussianBlur(g, (0, 0), 3.0), 1.0)
     outline = exact & ((_local_power(_highpass(la)) > 1.3 * _local_power(_highpass(lg))) | (chroma > 0.04))
     # Interiors: the correlation of the image's fine detail with the ground's, in windows that leave out the
@@ -424,14 +425,13 @@ def _components(mask: np.ndarray) -> list[tuple[tuple[slice, slice], np.ndarray]
 def _components_downscaled(mask: np.ndarray, f: int, shape: tuple[int, int]
                            ) -> list[tuple[tuple[slice, slice], np.ndarray]]:
     """Connected components of a full-resolution mask, each downscaled to working resolution on its own."""
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
     out = []
-    for (ys, xs), comp in _components(mask):
-        y0, x0 = ys.start // f, xs.start // f
-        y1, x1 = min(-(-ys.stop // f), shape[0]), min(-(-xs.stop // f), shape[1])
-        full = np.zeros(((y1 - y0) * f, (x1 - x0) * f), bool)
-        sub = comp[: full.shape[0] - (ys.start - y0 * f), : full.shape[1] - (xs.start - x0 * f)]
-        full[ys.start - y0 * f: ys.start - y0 * f + sub.shape[0], xs.start - x0 * f: xs.start - x0 * f + sub.shape[1]] = sub
-        small = _downscale_mask(full, f, (y1 - y0, x1 - x0))
+    for i in range(1, n):
+        x, y, w, h, _a = stats[i]
+        y0, x0 = y // f, x // f
+        y1, x1 = min(-(-(y + h) // f), shape[0]), min(-(-(x + w) // f), shape[1])
+        small = _downscale_mask(lab[y0 * f: y1 * f, x0 * f: x1 * f] == i, f, (y1 - y0, x1 - x0))
         if small.any():
             out.append(((slice(y0, y1), slice(x0, x1)), small))
     return out
@@ -443,15 +443,12 @@ def segment(maps: _Maps, settings: dict[str, Any], model: dict[str, Any] | None 
     H, W = maps.L.shape
     min_area = settings["min_area_frac"] * H * W
     use_pix = model is not None and "pixel_W" in model
-    if use_pix:
-        cls = pixel_classes(maps, model, colour_only=maps.exact_fg is not None)
-        fg = (cls > 0)
-    else:
-        fg = _threshold_fg(maps, settings)
+    cls = pixel_classes(maps, model, colour_only=maps.exact_fg is not None) if use_pix else None
     if maps.exact_fg is not None:
         # components of the exact mask at full resolution (downscaling first would join near neighbours)
         blobs = _components_downscaled(maps.exact_fg, maps.scale, (H, W))
     else:
+        fg = (cls > 0) if use_pix else _threshold_fg(maps, settings)
         fg = cv2.morphologyEx(fg.astype(np.uint8), cv2.MORPH_OPEN, _K3)
         fg = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, _K3, iterations=2).astype(bool)
         blobs = _components(_fill_holes(fg))
@@ -535,6 +532,12 @@ def _profile(v: np.ndarray, k: int = 8) -> np.ndarray:
     return np.interp(idx, np.arange(len(v)) + 0.5, v)
 
 
+def _largest_piece(mask: np.ndarray) -> np.ndarray:
+    """The largest 8-connected piece of a non-empty bool mask (the mask itself when it has one piece)."""
+    n, lab, st, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    return lab == (1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))) if n > 2 else mask
+
+
 def _full_crop(maps: _Maps, sl: tuple[slice, slice], mask: np.ndarray, model: dict[str, Any] | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Full-resolution crop of one object: (float RGB, ratio to background, bool mask). With a pixel model
@@ -554,8 +557,7 @@ def _full_crop(maps: _Maps, sl: tuple[slice, slice], mask: np.ndarray, model: di
     if maps.exact_fg is not None:
         ref = maps.exact_fg[y0:y1, x0:x1] & (up > 0.05)
         if ref.any():
-            n, lab, st, _ = cv2.connectedComponentsWithStats(ref.astype(np.uint8), connectivity=8)
-            mF = lab == (1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))) if n > 2 else ref
+            mF = _largest_piece(ref)
     elif model is not None and "pixel_W" in model and mF.sum() > 16:
         L = ratio.mean(-1)
         gx = cv2.Sobel(L, cv2.CV_32F, 1, 0, ksize=3)
@@ -568,10 +570,7 @@ def _full_crop(maps: _Maps, sl: tuple[slice, slice], mask: np.ndarray, model: di
         ref = _fill_holes(fg & (up > 0.05))
         # keep the largest piece; fall back to the upsampled mask when refinement loses too much
         if ref.sum() > 0.6 * mF.sum():
-            n, lab, st, _ = cv2.connectedComponentsWithStats(ref.astype(np.uint8), connectivity=8)
-            if n > 2:
-                ref = lab == (1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA])))
-            mF = ref
+            mF = _largest_piece(ref)
     if not mF.any():
         mF = np.ones(mF.shape, bool)
     return sm, ratio, mF
