@@ -23,7 +23,7 @@ import html
 import io
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .benchmark import PACKAGE_NAMES
 from .catalog import load_catalog
@@ -64,6 +64,13 @@ class Section:
             [list(r) for r in rows], level, image
 
 
+def _verdict_rows(gens: Mapping[str, Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]]
+                  ) -> list[list[str]]:
+    """Table rows: per generator, the metric's verdicts then the known truth's (when there is one)."""
+    return [[g, who] + cells(agg) for g, e in gens.items()
+            for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])) if agg is not None]
+
+
 def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[str, Any]]],
              plots: Mapping[str, str] | None = None) -> list[Section]:
     """The report's content, independent of the output format."""
@@ -86,39 +93,25 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
         "change that breaks exactly one constraint or only the count).", level=1))
 
     # 1. success per package
-    rows = []
-    for g, e in gens.items():
-        m = e["metric"]
-        rows.append([g, "metric"] + [_fmt(m["by_package"].get(p, {}).get("score")) for p in packages]
-                    + [_fmt(m["logicval_score"])])
-        if e["truth"] is not None:
-            t = e["truth"]
-            rows.append([g, "known truth"] + [_fmt(t["by_package"].get(p, {}).get("score")) for p in packages]
-                        + [_fmt(t["logicval_score"])])
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_package"].get(p, {}).get("score")) for p in packages]
+                         + [_fmt(agg["logicval_score"])])
     out.append(Section("Success rate per package", "Fraction of images whose verdict is ok (paper Table 3). "
                        "Package sizes: " + ", ".join(f"{p} {summary['packages'][p]}" for p in packages) + ".",
                        ["generator", "verdicts"] + packages + ["all"], rows, image=plots.get("by_package")))
 
     # 2. per class on 1SAT
-    rows = []
-    for g, e in gens.items():
-        for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])):
-            if agg is None:
-                continue
-            rows.append([g, who] + [_fmt(agg["by_class"].get(c, {}).get("score")) for c in classes])
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_class"].get(c, {}).get("score")) for c in classes])
     out.append(Section("1SAT success per constraint class",
                        "Single-constraint SAT specifications, strict verdict (paper Figure 2).",
                        ["generator", "verdicts"] + classes, rows, image=plots.get("by_class")))
 
     # 3. count-relaxed
-    rows = []
-    for g, e in gens.items():
-        for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])):
-            if agg is None:
-                continue
-            one = agg["by_package"].get("1SAT", {})
-            rows.append([g, who, _fmt(one.get("score")), _fmt(one.get("relaxed_score")), _fmt(agg["sat_score"]),
-                         _fmt(agg["sat_relaxed_score"]), _fmt(agg["count_accuracy"])])
+    def relaxed(agg: Mapping[str, Any]) -> list[str]:
+        one = agg["by_package"].get("1SAT", {})
+        return [_fmt(one.get("score")), _fmt(one.get("relaxed_score")), _fmt(agg["sat_score"]),
+                _fmt(agg["sat_relaxed_score"]), _fmt(agg["count_accuracy"])]
+
+    rows = _verdict_rows(gens, relaxed)
     out.append(Section("Count-relaxed success",
                        "Strict verdict vs. the verdict with the object count ignored (paper §5.4); count accuracy: "
                        "fraction of SAT images with exactly n objects.",
@@ -127,13 +120,8 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
 
     # 4. UNSAT abstention
     unsat = [p for p in packages if p.endswith("UNSAT")]
-    rows = []
-    for g, e in gens.items():
-        for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])):
-            if agg is None:
-                continue
-            rows.append([g, who] + [_fmt(agg["abstention_by_package"].get(p, {}).get("rate")) for p in unsat]
-                        + [_fmt(agg["abstention_rate"]), _fmt(agg["false_abstention_rate"])])
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["abstention_by_package"].get(p, {}).get("rate")) for p in unsat]
+                         + [_fmt(agg["abstention_rate"]), _fmt(agg["false_abstention_rate"])])
     out.append(Section("UNSAT abstention",
                        "Fraction of UNSAT specifications answered with an empty scene (paper §5.2); false "
                        "abstention: empty scenes for SAT specifications.",
@@ -141,24 +129,14 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
 
     # 5. per operator / per class over all constraints
     ops = ["exists", "forall", "implies", "count"]
-    rows = []
-    for g, e in gens.items():
-        for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])):
-            if agg is None:
-                continue
-            by_op = agg["constraint_success_by_operator"]
-            rows.append([g, who] + [_fmt(by_op.get(o, {}).get("rate")) for o in ops])
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["constraint_success_by_operator"].get(o, {}).get("rate"))
+                                            for o in ops])
     out.append(Section("Constraint success per logical operator",
                        "Every constraint of every SAT specification, object count ignored; a constraint counts "
                        "for each operator its template uses.",
                        ["generator", "verdicts"] + [OPERATOR_SYMBOLS[o] for o in ops], rows))
-    rows = []
-    for g, e in gens.items():
-        for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])):
-            if agg is None:
-                continue
-            cs = agg["constraint_success_by_class"]
-            rows.append([g, who] + [_fmt(cs.get(c, {}).get("rate")) for c in classes])
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["constraint_success_by_class"].get(c, {}).get("rate"))
+                                            for c in classes])
     out.append(Section("Constraint success per class (all SAT packages)",
                        "Every constraint of every SAT specification, object count ignored.",
                        ["generator", "verdicts"] + classes, rows))

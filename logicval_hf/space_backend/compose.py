@@ -90,23 +90,28 @@ def slot_help(slot: Slot, n: int, catalog: Catalog) -> str:
     return slot.type
 
 
+def _literal_dict(v: Any) -> Mapping[str, Any]:
+    """An attribute or relation literal as its JSON dict (parsed literals have ``to_dict``)."""
+    return v.to_dict() if hasattr(v, "to_dict") else v
+
+
 def encode_value(slot: Slot, v: Any) -> str:
     """Menu value of a slot value (JSON form or parsed)."""
     if slot.type == "attr":
-        d = v.to_dict() if hasattr(v, "to_dict") else v
+        d = _literal_dict(v)
         return f"{d['prop']}{'!=' if d['negated'] else '='}{d['value']}"
     if slot.type == "rel":
-        d = v.to_dict() if hasattr(v, "to_dict") else v
+        d = _literal_dict(v)
         return f"not {d['rel']}" if d["negated"] else d["rel"]
     return str(v)
 
 
 def display_value(slot: Slot, v: Any) -> str:
     if slot.type == "attr":
-        d = v.to_dict() if hasattr(v, "to_dict") else v
+        d = _literal_dict(v)
         return f"{'not ' if d['negated'] else ''}{d['value']} ({d['prop']})"
     if slot.type == "rel":
-        d = v.to_dict() if hasattr(v, "to_dict") else v
+        d = _literal_dict(v)
         phrase = REL_PHRASES.get(d["rel"], d["rel"])
         return f"not {phrase}" if d["negated"] else phrase
     if slot.type == "theta":
