@@ -332,7 +332,7 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
         atomic_write_bytes(out / "plots" / f"{name}.png", buf.getvalue())
         written[name] = f"plots/{name}.png"
 
-    def pick(key: str, sub: str, groups: Sequence[str], field: str = "score"):
+    def pick(key: str, groups: Sequence[str], field: str = "score"):
         series, truth = {}, {}
         for g, e in gens.items():
             series[g] = [e["metric"][key].get(x, {}).get(field) for x in groups]
@@ -340,14 +340,14 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
         return series, truth
 
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    s, t = pick("by_class", "score", classes)
+    s, t = pick("by_class", classes)
     _bars(ax, classes, s, t)
     ax.set_title("1SAT success per constraint class (bars: metric, ticks: known truth)")
     ax.set_ylabel("success rate")
     save(fig, "by_class")
 
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    s, t = pick("by_package", "score", packages)
+    s, t = pick("by_package", packages)
     _bars(ax, packages, s, t)
     ax.set_title("Success per package (bars: metric, ticks: known truth)")
     ax.set_ylabel("success rate")
