@@ -58,7 +58,7 @@ def main() -> None:
 
     from logicval_hf import Scene, SceneObject, load_catalog
     from logicval_hf.perception.neural import build_pipeline, load_clip, load_detector
-    from logicval_hf.render import render_scene
+    from logicval_hf.generation.render import render_scene
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -10,7 +10,7 @@ import random
 import time
 
 from logicval_hf import Scene, SceneObject, load_catalog
-from logicval_hf.render import render_scene
+from logicval_hf.generation.render import render_scene
 
 
 def random_scene(rng: random.Random, k: int) -> Scene:

@@ -16,10 +16,10 @@ import time
 import clingo
 
 from logicval_hf import Scene, SceneObject, Spec, load_catalog
-from logicval_hf.encoding import scene_facts
-from logicval_hf.params import random_constraint
-from logicval_hf.programs import constraint_rules, solve_program, vocabulary
-from logicval_hf.solver import Solver
+from logicval_hf.asp.encoding import scene_facts
+from logicval_hf.contract.params import random_constraint
+from logicval_hf.asp.programs import constraint_rules, solve_program, vocabulary
+from logicval_hf.asp.solver import Solver
 
 
 def random_specs(k: int, rng: random.Random) -> list[Spec]:

@@ -1,108 +1,167 @@
-"""Measure the ``clevr`` perception backend on the CLEVR dev images against their official ground truth.
+"""Measure a perception backend on real CLEVR images (or on held-out renders) against their official scenes.
 
-    python benchmarks/clevr_perception.py [DATA_DIR] [--split test|train|all] [--jobs 2] [--worst 10] [--json out.json]
-    python benchmarks/clevr_perception.py --rendered 300 [--seed 2001] [--min-objects 3] [--max-objects 9]
-    python benchmarks/clevr_perception.py --oracle varied|raw
+    python benchmarks/clevr_perception.py [DATA_DIR] [--backend clevr] [--json out.json]
+    python benchmarks/clevr_perception.py --renders ../shared/data/clevr_blender [--holdout-fraction 0.05]
+    python benchmarks/clevr_perception.py --oracle varied [--jpeg 90]
 
-``--rendered N``: instead of CLEVR, N fresh scenes drawn by the project's renderer (``logicval_hf.render``,
-random layouts as in train_clevr.rendered_scenes; every 4th at 320x240); truth is the drawn scene (tight boxes,
-attributes; regions from the drawn box centres). The seed must differ from the training seed (RENDER_SEED).
-``--oracle varied|raw``: the main job's oracle images of the default benchmark's SAT specs (witnesses with
-their free attributes varied, as ``logicval run`` draws them, or the solver's raw witnesses); truth = the drawn
-scene. ``--model FILE`` measures another model file.
+DATA_DIR defaults to ../shared/data/clevr_dev relative to the repository root: all 170 real images (100
+CLEVR v1.0 train images at 480x320, 70 images of the official generator at 320x240). No perception model
+of this project is trained or tuned on them.
 
-DATA_DIR defaults to ../shared/data/clevr_dev relative to the repository root. The split comes from
-logicval_hf/perception/clevr_dev_split.json; the backend's heads were trained on "train" only, so figures on
-"test" are held-out figures.
+``--renders DIR``: a folder of renders in the CLEVR layout (``images/``, ``scenes/*.json`` or
+``scenes.json``) instead; by default only its last ``--holdout-fraction`` by file name, which is exactly the
+part the scene parser's training holds out (``--holdout-fraction 1`` = the whole folder, e.g. a fresh
+``logicval render-clevr --randomise`` folder). ``--oracle varied|raw``: the main job's oracle images of the
+default benchmark's SAT specs (truth = the drawn scene); ``--jpeg Q`` re-encodes every image as JPEG at
+quality Q first (any mode).
 
-Matching: predicted box centres are matched to the true ``pixel_coords`` (projected 3D centres) by the
-Hungarian method; pairs farther apart than 8 % of the image width count as unmatched.
-Truth regions come from ``pixel_coords`` (regions.md §6 rule applied to the true centre); predicted regions from
-the predicted box centre.
+Matching: predicted box centres are matched to the true centres (``pixel_coords``, the projected 3D centre)
+by the Hungarian method; pairs farther apart than 8 % of the image width count as unmatched. Truth regions
+come from ``pixel_coords`` (regions.md §6), predicted regions from the predicted box centre.
 
-Printed: count accuracy, per-attribute accuracy on matched objects (and detection precision / recall), region
-accuracy, exact scene-graph rate (right count and every object's colour, shape, material and region right),
-images/s (wall clock over the whole split, image decoding included, with --jobs worker processes), and the
+Printed (and written with ``--json``): count accuracy; detection recall / precision; per-attribute accuracy on
+matched objects; region accuracy on matched objects; exact scene-graph rate (right count and every object's
+colour, shape, material and region right) overall and by object count; verdict agreement on sampled
+constraints (``--constraints`` per image, drawn uniformly over the catalog's templates with
+`logicval_hf.contract.params.random_constraint` at ``n`` = the true count clipped to the catalog's range,
+seeded: ``verify(spec, truth)`` vs ``verify(spec, predicted)``, relaxed count, and strict count for images whose
+true count is inside the range); images/s batched (one ``extract_scenes`` call: the backend's
+``extract_batch``) vs a per-image loop (``extract_scene`` per image), images decoded beforehand in both; the
 worst images.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
-import os
+import random
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from logicval_hf.perception import extract_scenes  # noqa: E402
-from logicval_hf.perception.train_clevr import (  # noqa: E402
-    ATTRS, RENDER_SEED, load_split, match, match_radius, rendered_scenes,
-)
-from logicval_hf.spatial import region_of  # noqa: E402
+from logicval_hf import Scene, SceneObject  # noqa: E402
+from logicval_hf.perception import BACKENDS, extract_scenes, load_image, register_backend  # noqa: E402
+
+ATTRS = ("color", "shape", "material")
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_dev"
+# the learned parser under its own name until it is wired in as "clevr"
+if "scene_parser" not in BACKENDS:
+    register_backend("scene_parser", "logicval_hf.perception.scene_parser:extract")
 
 
-def evaluate(data: Path, split: str, jobs: int, **settings) -> dict:
-    scenes = load_split(data, split)
-    paths = [data / "images" / s["image_filename"] for s in scenes]
-    t0 = time.perf_counter()
-    preds = extract_scenes(paths, backend="clevr", n_jobs=jobs, **settings)
-    elapsed = time.perf_counter() - t0
-    return score(scenes, preds, elapsed, split, jobs)
+def region_of(cx: float, cy: float, w: float, h: float) -> str:
+    from logicval_hf.contract.spatial import region_of as rg
+
+    return rg(cx, cy, w, h)
 
 
-def evaluate_rendered(n: int, seed: int, jobs: int, min_objects: int = 3, max_objects: int = 9,
-                      small_every: int = 4, **settings) -> dict:
-    """Fresh scenes drawn by the project's renderer (``train_clevr.rendered_scenes(n, seed, ...)``); truth =
-    the drawn scene (tight boxes, attributes); truth regions from the drawn box centres. Pick a ``seed`` the
-    model was not trained on (training uses seed ``RENDER_SEED`` of train_clevr.py)."""
-    scenes = rendered_scenes(n, seed, min_objects, max_objects, small_every)
-    t0 = time.perf_counter()
-    preds = extract_scenes([s["_rgb"] for s in scenes], backend="clevr", n_jobs=jobs, **settings)
-    elapsed = time.perf_counter() - t0
-    return score(scenes, preds, elapsed, f"rendered(n={n}, seed={seed}, {min_objects}-{max_objects} objects)", jobs)
+def match(pred: np.ndarray, true: np.ndarray, max_dist: float) -> list[tuple[int, int]]:
+    """Hungarian matching of predicted to true centres; pairs beyond ``max_dist`` are dropped."""
+    from scipy.optimize import linear_sum_assignment
+
+    if len(pred) == 0 or len(true) == 0:
+        return []
+    d = np.linalg.norm(pred[:, None, :] - true[None, :, :], axis=2)
+    r, c = linear_sum_assignment(d)
+    return [(int(i), int(j)) for i, j in zip(r, c) if d[i, j] <= max_dist]
 
 
-def evaluate_oracle(witness: str, jobs: int, **settings) -> dict:
-    """The main job's oracle images of every SAT spec of the default benchmark (``witness="varied"``: the
-    default oracle, free attributes re-drawn; ``"raw"``: the solver's witness as is); truth = the drawn scene."""
-    from logicval_hf.benchmark import cached_benchmark
-    from logicval_hf.generators import OracleGenerator
+def match_radius(width: float) -> float:
+    return 0.08 * width
+
+
+# ---- data -----------------------------------------------------------------------------------------------
+def load_clevr(data: Path) -> list[dict[str, Any]]:
+    scenes = json.loads((data / "scenes.json").read_text())
+    scenes = scenes.get("scenes", scenes) if isinstance(scenes, dict) else scenes
+    out = []
+    for s in scenes:
+        rgb = load_image(data / "images" / s["image_filename"])
+        s = dict(s, image_height=rgb.shape[0], image_width=rgb.shape[1], _rgb=rgb)
+        out.append(s)
+    return out
+
+
+def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
+    """The held-out part of a render folder, split as the scene parser's training splits it."""
+    from logicval_hf.training.train_scene_parser import load_folder, split_holdout
+
+    recs = load_folder(folder)
+    _, held = split_holdout(recs, fraction) if fraction < 1 else ([], recs)
+    cls = {a: None for a in ATTRS}
+    from logicval_hf.training.train_scene_parser import classes
+
+    cls = classes()
+    out = []
+    for r in held:
+        objs = [{"pixel_coords": [float(c[0]), float(c[1]), 0.0],
+                 **{a: cls[a][int(lab[k])] for k, a in enumerate(ATTRS)},
+                 "size": cls["size"][int(lab[3])] if lab[3] >= 0 else "-"}
+                for c, lab in zip(r.centres, r.labels)]
+        out.append({"image_filename": r.name, "image_width": r.rgb.shape[1], "image_height": r.rgb.shape[0],
+                    "objects": objs, "_rgb": r.rgb})
+    return out
+
+
+def load_oracle(witness: str) -> list[dict[str, Any]]:
+    from logicval_hf.benchmark.sampler import cached_benchmark
+    from logicval_hf.generation.builtin import OracleGenerator
 
     gen = OracleGenerator(vary_witness=witness == "varied")
-    scenes = []
+    out = []
     for row in cached_benchmark().all_rows():
         if row["label"] != "SAT":
             continue
         image, drawn, _ = gen.generate(row)
         W, H = image.size
         objs = [{"pixel_coords": [*o.center, 0.0], **{a: o.attributes[a] for a in ATTRS}} for o in drawn.objects]
-        scenes.append({"image_filename": f"{row['id']}.png", "image_width": W, "image_height": H,
-                       "objects": objs, "_rgb": np.asarray(image), "_scene": drawn})
-    t0 = time.perf_counter()
-    preds = extract_scenes([s["_rgb"] for s in scenes], backend="clevr", n_jobs=jobs, **settings)
-    elapsed = time.perf_counter() - t0
-    return score(scenes, preds, elapsed, f"oracle images of the {len(scenes)} SAT specs ({witness} witnesses)", jobs)
+        out.append({"image_filename": f"{row['id']}.png", "image_width": W, "image_height": H, "objects": objs,
+                    "_rgb": np.asarray(image.convert("RGB"))})
+    return out
 
 
-def score(scenes: list[dict], preds: list, elapsed: float, split: str, jobs: int) -> dict:
+def jpeg(rgb: np.ndarray, quality: int) -> np.ndarray:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
+    buf.seek(0)
+    return np.asarray(Image.open(buf).convert("RGB"))
+
+
+def truth_scene(s: dict[str, Any]) -> Scene:
+    """The official scene as a scene graph: boxes centred on ``pixel_coords`` (so regions and relations are
+    those of the projected centres)."""
+    W, H = s["image_width"], s["image_height"]
+    objs = []
+    for o in s["objects"]:
+        cx, cy = o["pixel_coords"][:2]
+        cx, cy = min(max(float(cx), 0.0), W - 1e-3), min(max(float(cy), 0.0), H - 1e-3)
+        objs.append(SceneObject({a: o[a] for a in ATTRS}, (cx - 1, cy - 1, cx + 1, cy + 1)))
+    return Scene((W, H), tuple(objs))
+
+
+# ---- scoring --------------------------------------------------------------------------------------------
+def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
     n_img = len(scenes)
     count_ok = exact = 0
     n_true = n_pred = n_match = 0
-    attr_ok = Counter()
+    attr_ok: Counter = Counter()
     region_ok = 0
     confusions = {a: Counter() for a in ATTRS}
     per_image = []
     for s, p in zip(scenes, preds):
         W, H = s["image_width"], s["image_height"]
         truth = s["objects"]
-        tc = np.array([o["pixel_coords"][:2] for o in truth], float)
+        tc = np.array([o["pixel_coords"][:2] for o in truth], float).reshape(-1, 2)
         pc = np.array([o.center for o in p.objects], float).reshape(-1, 2)
         pairs = match(pc, tc, match_radius(W))
         n_true += len(truth)
@@ -120,7 +179,7 @@ def score(scenes: list[dict], preds: list, elapsed: float, split: str, jobs: int
                     confusions[a][(tv, pv)] += 1
                     errors.append(f"obj@{tuple(truth[j]['pixel_coords'][:2])} {a}: {tv} -> {pv}")
             tr = region_of(*tc[j], W, H)
-            pr = p.region(i)
+            pr = region_of(*p.objects[i].center, W, H)
             if tr == pr:
                 region_ok += 1
             else:
@@ -130,83 +189,165 @@ def score(scenes: list[dict], preds: list, elapsed: float, split: str, jobs: int
             count_ok += 1
         else:
             errors.insert(0, f"count: {len(truth)} true, {len(p.objects)} predicted")
-        missed = [j for j in range(len(truth)) if j not in {b for _, b in pairs}]
-        for j in missed:
-            o = truth[j]
-            errors.append(f"missed {o['color']} {o['material']} {o['shape']} ({o.get('size', '-')}) @{tuple(o['pixel_coords'][:2])}")
-        extra = [i for i in range(len(p.objects)) if i not in {a for a, _ in pairs}]
-        for i in extra:
-            errors.append(f"spurious box {[round(v) for v in p.objects[i].bbox]} score={p.objects[i].score}")
+        matched_t = {b for _, b in pairs}
+        for j in range(len(truth)):
+            if j not in matched_t:
+                o = truth[j]
+                errors.append(f"missed {o['color']} {o['material']} {o['shape']} ({o.get('size', '-')}) "
+                              f"@{tuple(o['pixel_coords'][:2])}")
+        matched_p = {a for a, _ in pairs}
+        for i in range(len(p.objects)):
+            if i not in matched_p:
+                errors.append(f"spurious box {[round(v) for v in p.objects[i].bbox]} score={p.objects[i].score}")
         exact += all_right
-        per_image.append({"image": s["image_filename"], "n_true": len(truth), "n_pred": len(p.objects),
-                          "n_errors": len(errors), "exact": all_right, "errors": errors})
-    res = {
-        "split": split, "images": n_img, "objects_true": n_true, "objects_pred": n_pred,
-        "count_accuracy": count_ok / n_img,
+        per_image.append({"image": s["image_filename"], "size": f"{W}x{H}", "n_true": len(truth),
+                          "n_pred": len(p.objects), "n_errors": len(errors), "exact": all_right, "errors": errors})
+    res: dict[str, Any] = {
+        "images": n_img, "objects_true": n_true, "objects_pred": n_pred,
+        "count_accuracy": count_ok / max(n_img, 1),
         "detection_recall": n_match / max(n_true, 1), "detection_precision": n_match / max(n_pred, 1),
         "attribute_accuracy_on_matched": {a: attr_ok[a] / max(n_match, 1) for a in ATTRS},
         "region_accuracy_on_matched": region_ok / max(n_match, 1),
-        "exact_scene_graph_rate": exact / n_img,
-        "images_per_second": n_img / elapsed, "jobs": jobs,
+        "exact_scene_graph_rate": exact / max(n_img, 1),
         "confusions": {a: {f"{t}->{q}": c for (t, q), c in confusions[a].most_common(8)} for a in ATTRS},
-        "per_image": per_image,
     }
-    # by scene size
-    by_n = {}
+    by_n: dict[int, list[int]] = {}
+    by_size: dict[str, list[int]] = {}
     for r in per_image:
-        b = by_n.setdefault(r["n_true"], [0, 0])
-        b[0] += 1
-        b[1] += r["exact"]
+        for d, k in ((by_n, r["n_true"]), (by_size, r["size"])):
+            b = d.setdefault(k, [0, 0])
+            b[0] += 1
+            b[1] += r["exact"]
     res["exact_by_object_count"] = {str(k): f"{v[1]}/{v[0]}" for k, v in sorted(by_n.items())}
+    res["exact_by_image_size"] = {k: f"{v[1]}/{v[0]}" for k, v in sorted(by_size.items())}
+    res["per_image"] = per_image
     return res
 
 
-def main(argv: list[str] | None = None) -> None:
+def verdict_agreement(scenes: list[dict[str, Any]], preds: list[Scene], per_image: int, seed: int) -> dict[str, Any]:
+    """Sampled single-constraint specs, verified on the truth scene and on the perceived scene."""
+    import logicval_hf as lv
+    from logicval_hf.contract.params import random_constraint
+
+    cat = lv.load_catalog()
+    lo, hi = cat.domain.n_range if hasattr(cat.domain, "n_range") else (3, 9)
+    templates = sorted(cat.templates)
+    rng = random.Random(seed)
+    relaxed = strict = n_strict = total = 0
+    disagreements = []
+    for s, p in zip(scenes, preds):
+        truth = truth_scene(s)
+        k = len(truth.objects)
+        n = min(max(k, lo), hi)
+        for _ in range(per_image):
+            c = random_constraint(rng.choice(templates), n, rng, cat)
+            spec = {"n": n, "constraints": [c.to_dict()]}
+            label = lv.solve(spec).label
+            vt = lv.verify(spec, truth, count="relaxed", label=label)
+            vp = lv.verify(spec, p, count="relaxed", label=label)
+            total += 1
+            relaxed += vt.ok == vp.ok
+            if vt.ok != vp.ok and len(disagreements) < 20:
+                disagreements.append({"image": s["image_filename"], "constraint": c.to_dict(),
+                                      "truth": vt.ok, "perceived": vp.ok})
+            if lo <= k <= hi:
+                n_strict += 1
+                st = lv.verify(spec, truth, count="strict", label=label)
+                sp = lv.verify(spec, p, count="strict", label=label)
+                strict += st.ok == sp.ok
+    return {"constraints": total, "agreement_relaxed": relaxed / max(total, 1),
+            "constraints_strict": n_strict, "agreement_strict": strict / max(n_strict, 1),
+            "seed": seed, "disagreements": disagreements}
+
+
+def speed(images: list[np.ndarray], backend: str, settings: dict[str, Any]) -> dict[str, float]:
+    from logicval_hf.perception import extract_scene
+
+    extract_scenes(images[:2], backend=backend, **settings)  # warm-up: model load
+    t0 = time.perf_counter()
+    extract_scenes(images, backend=backend, **settings)
+    batched = len(images) / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    for im in images:
+        extract_scene(im, backend=backend, **settings)
+    loop = len(images) / (time.perf_counter() - t0)
+    return {"batched": batched, "per_image_loop": loop}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("data", nargs="?", type=Path, default=REPO.parent / "shared" / "data" / "clevr_dev")
-    ap.add_argument("--split", default="test", choices=["test", "train", "all"])
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--worst", type=int, default=10)
+    ap.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA,
+                    help="CLEVR-layout folder with scenes.json and images/ (default ../shared/data/clevr_dev)")
+    ap.add_argument("--backend", default="clevr", help="perception backend (default clevr)")
+    ap.add_argument("--renders", type=Path, help="measure on this render folder (its held-out part) instead")
+    ap.add_argument("--holdout-fraction", type=float, default=0.05,
+                    help="with --renders: the last share of the folder by name (the training hold-out; 1 = all)")
+    ap.add_argument("--oracle", choices=["varied", "raw"], help="measure on the main job's oracle images instead")
+    ap.add_argument("--jpeg", type=int, metavar="Q", help="re-encode every image as JPEG at quality Q first")
+    ap.add_argument("--model", help="model file for the backend (passed as model_path)")
+    ap.add_argument("--threshold", type=float, help="detection threshold for the backend")
+    ap.add_argument("--constraints", type=int, default=5, help="sampled constraints per image (0 = skip)")
+    ap.add_argument("--seed", type=int, default=0, help="constraint sampling seed")
+    ap.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
+    ap.add_argument("--worst", type=int, default=10, help="worst images printed")
     ap.add_argument("--json", type=Path, help="write the full result (per image) here")
-    ap.add_argument("--rendered", type=int, metavar="N",
-                    help="instead of CLEVR: N fresh scenes drawn by logicval_hf.render (3-9 objects)")
-    ap.add_argument("--seed", type=int, default=RENDER_SEED + 1000,
-                    help=f"layout/render seed of --rendered (default {RENDER_SEED + 1000}; training uses {RENDER_SEED})")
-    ap.add_argument("--model", help="model file (default: the shipped clevr_model.npz)")
-    ap.add_argument("--oracle", choices=["varied", "raw"],
-                    help="instead of CLEVR: the main job's oracle images of the SAT specs (varied or raw witnesses)")
-    ap.add_argument("--min-objects", type=int, default=3)
-    ap.add_argument("--max-objects", type=int, default=9)
     args = ap.parse_args(argv)
-    settings = {"model_path": args.model} if args.model else {}
+    settings: dict[str, Any] = {}
+    if args.model:
+        settings["model_path"] = args.model
+    if args.threshold is not None:
+        settings["threshold"] = args.threshold
+
     if args.oracle:
-        r = evaluate_oracle(args.oracle, args.jobs, **settings)
-    elif args.rendered:
-        if args.seed == RENDER_SEED:
-            ap.error(f"--seed {RENDER_SEED} is the training seed; pick another")
-        r = evaluate_rendered(args.rendered, args.seed, args.jobs, args.min_objects, args.max_objects, **settings)
+        scenes, name = load_oracle(args.oracle), f"oracle images ({args.oracle} witnesses)"
+    elif args.renders:
+        scenes = load_renders(args.renders, args.holdout_fraction)
+        name = f"{args.renders} (held-out {args.holdout_fraction:g})"
     else:
-        r = evaluate(args.data, args.split, args.jobs, **settings)
-    name = "renders" if args.rendered or args.oracle else args.data.name
-    print(f"clevr backend on {name} split={r['split']}: {r['images']} images, "
-          f"{r['objects_true']} true objects, {r['objects_pred']} predicted")
-    print(f"  count accuracy            {r['count_accuracy']:.3f}")
+        scenes, name = load_clevr(args.data), str(args.data)
+    if args.jpeg:
+        for s in scenes:
+            s["_rgb"] = jpeg(s["_rgb"], args.jpeg)
+        name += f", JPEG q{args.jpeg}"
+    images = [s["_rgb"] for s in scenes]
+    preds = extract_scenes(images, backend=args.backend, **settings)
+    r = score(scenes, preds)
+    r = {"data": name, "backend": args.backend, "settings": settings, **r}
+    if args.constraints:
+        r["verdicts"] = verdict_agreement(scenes, preds, args.constraints, args.seed)
+    if not args.no_speed:
+        r["speed_images_per_s"] = speed(images, args.backend, settings)
+        full = [im for im in images if im.shape[:2] == (320, 480)]
+        if full and len(full) != len(images):
+            r["speed_images_per_s"]["batched_480x320_only"] = speed(full, args.backend, settings)["batched"]
+
+    print(f"backend {args.backend!r} on {name}: {r['images']} images, {r['objects_true']} true objects, "
+          f"{r['objects_pred']} predicted")
+    print(f"  count accuracy             {r['count_accuracy']:.3f}")
     print(f"  detection recall/precision {r['detection_recall']:.3f} / {r['detection_precision']:.3f}")
     for a, v in r["attribute_accuracy_on_matched"].items():
-        print(f"  {a:9s} acc (matched)    {v:.3f}")
-    print(f"  region acc (matched)      {r['region_accuracy_on_matched']:.3f}")
-    print(f"  exact scene-graph rate    {r['exact_scene_graph_rate']:.3f}   by #objects: {r['exact_by_object_count']}")
-    print(f"  speed                     {r['images_per_second']:.1f} images/s with {r['jobs']} worker(s)")
+        print(f"  {a:9s} acc (matched)     {v:.3f}")
+    print(f"  region acc (matched)       {r['region_accuracy_on_matched']:.3f}")
+    print(f"  exact scene-graph rate     {r['exact_scene_graph_rate']:.3f}   by #objects: {r['exact_by_object_count']}"
+          f"   by size: {r['exact_by_image_size']}")
+    if "verdicts" in r:
+        v = r["verdicts"]
+        print(f"  verdict agreement          {v['agreement_relaxed']:.3f} relaxed ({v['constraints']} constraints), "
+              f"{v['agreement_strict']:.3f} strict ({v['constraints_strict']})")
+    if "speed_images_per_s" in r:
+        sp = r["speed_images_per_s"]
+        print("  speed (images/s)           " + ", ".join(f"{k} {v:.1f}" for k, v in sp.items()))
     for a, c in r["confusions"].items():
         if c:
             print(f"  {a} confusions (true->pred): {c}")
-    worst = sorted(r["per_image"], key=lambda x: -x["n_errors"])[: args.worst]
-    print(f"worst {len(worst)} images:")
+    worst = [w for w in sorted(r["per_image"], key=lambda x: -x["n_errors"]) if w["n_errors"]][: args.worst]
+    if worst:
+        print(f"worst {len(worst)} images:")
     for w in worst:
-        if w["n_errors"]:
-            print(f"  {w['image']} ({w['n_true']} true, {w['n_pred']} pred): " + "; ".join(w["errors"][:6]))
+        print(f"  {w['image']} ({w['n_true']} true, {w['n_pred']} pred): " + "; ".join(w["errors"][:6]))
     if args.json:
-        args.json.write_text(json.dumps(r, indent=1))
+        args.json.write_text(json.dumps(r, indent=1, default=str))
+    return r
 
 
 if __name__ == "__main__":

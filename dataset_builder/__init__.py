@@ -1,1 +1,1 @@
-"""Thin shell around `logicval_hf.hub_builder` for building and publishing the LogicVal dataset folder."""
+"""Thin shell around `logicval_hf.benchmark.dataset` for building and publishing the LogicVal dataset folder."""

@@ -2,7 +2,7 @@
 
     python dataset_builder/build.py --out logicval [--seed 509]      # same as `logicval build-dataset`
 
-A thin shell: the sampler is `logicval_hf.benchmark`, the folder and card writer `logicval_hf.hub_builder`.
+A thin shell: the sampler is `logicval_hf.benchmark.sampler`, the folder and card writer `logicval_hf.benchmark.dataset`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from logicval_hf.benchmark import DEFAULT_SEED
-from logicval_hf.hub_builder import write_dataset
+from logicval_hf.benchmark.sampler import DEFAULT_SEED
+from logicval_hf.benchmark.dataset import write_dataset
 
 
 def build(out: str | Path = "logicval", seed: int = DEFAULT_SEED, progress: bool = True) -> dict[str, Any]:

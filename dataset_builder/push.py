@@ -2,7 +2,7 @@
 
     HF_TOKEN=... python dataset_builder/push.py logicval --repo-id owner/logicval [--dry-run]
 
-Same as `logicval push-dataset`; the work is done by `logicval_hf.hub_builder.push_dataset`
+Same as `logicval push-dataset`; the work is done by `logicval_hf.benchmark.dataset.push_dataset`
 (``HfApi().create_repo(..., exist_ok=True)`` then ``HfApi().upload_folder(repo_type="dataset")``).
 """
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from logicval_hf.hub_builder import push_dataset
+from logicval_hf.benchmark.dataset import push_dataset
 
 
 def push(folder: str | Path, repo_id: str = "owner/logicval", token: str | None = None,

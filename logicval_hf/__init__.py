@@ -1,24 +1,24 @@
 """LogicVal-HF: text-to-image evaluation as constraint satisfaction (ASP specs, clingo labels, scene graphs)."""
 
-from .catalog import Catalog, Domain, Slot, Template, load_catalog
-from .errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
-from .scene import Scene, SceneObject
-from .spec import AttrLit, Constraint, RelLit, Spec
+from logicval_hf.contract.catalog import Catalog, Domain, Slot, Template, load_catalog
+from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
+from logicval_hf.contract.scene import Scene, SceneObject
+from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
 
 __version__ = "0.1.0"
 
 # Entry points resolved on first use, so `import logicval_hf` stays light.
 _LAZY = {
-    "solve": ("solver", "solve"),
-    "verify": ("solver", "verify"),
-    "verify_many": ("solver", "verify_many"),
-    "Solver": ("solver", "Solver"),
-    "SolveResult": ("solver", "SolveResult"),
-    "Verdict": ("solver", "Verdict"),
+    "solve": ("asp.solver", "solve"),
+    "verify": ("asp.solver", "verify"),
+    "verify_many": ("asp.solver", "verify_many"),
+    "Solver": ("asp.solver", "Solver"),
+    "SolveResult": ("asp.solver", "SolveResult"),
+    "Verdict": ("asp.solver", "Verdict"),
     "extract_scene": ("perception", "extract_scene"),
     "extract_scenes": ("perception", "extract_scenes"),
-    "ground_captions": ("captions", "ground_captions"),
-    "probability": ("probabilistic", "probability"),
+    "ground_captions": ("training.captions", "ground_captions"),
+    "probability": ("scoring.probabilistic", "probability"),
 }
 
 

@@ -3,8 +3,8 @@
 
 For one model (FLUX.1-dev or Qwen-Image, from a LOCAL diffusers folder: no hub access is assumed), it
 
-1. renders ``--scenes`` CLEVR-style scenes at 480x320 (`logicval_hf.render`), captions them
-   (`logicval_hf.lora_data.build_pairs`) and builds a tiny split (1 held-out pair per class, one batch);
+1. renders ``--scenes`` CLEVR-style scenes at 480x320 (`logicval_hf.generation.render`), captions them
+   (`logicval_hf.training.lora_data.build_pairs`) and builds a tiny split (1 held-out pair per class, one batch);
 2. runs the real ``train_lora.py`` for ``--steps`` optimizer steps at 1024x688 (rank 16, alpha 16, lr 1e-4,
    batch size 1, bf16, gradient checkpointing unless ``--no_gradient_checkpointing``), with one held-out
    evaluation on ``--heldout_limit`` pairs at the end;
@@ -48,9 +48,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def _render_split(workdir: Path, count: int, seed: int = 0) -> Path:
-    from logicval_hf.benchmark import random_scene
-    from logicval_hf.lora_data import build_pairs, split_pairs, write_split
-    from logicval_hf.render import render_scene
+    from logicval_hf.benchmark.sampler import random_scene
+    from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split
+    from logicval_hf.generation.render import render_scene
 
     images = workdir / "clevr" / "images"
     images.mkdir(parents=True, exist_ok=True)
@@ -128,8 +128,8 @@ def main(argv=None) -> dict:
     torch.cuda.empty_cache()
 
     if not args.no_generate:
-        from logicval_hf.captions import ground_captions
-        from logicval_hf.t2i import DiffusersGenerator
+        from logicval_hf.training.captions import ground_captions
+        from logicval_hf.generation.t2i import DiffusersGenerator
 
         torch.cuda.reset_peak_memory_stats()
         t = time.perf_counter()

@@ -2,9 +2,9 @@
 """LoRA fine-tuning of FLUX.1-dev or Qwen-Image on CLEVR images captioned with constraints that hold.
 
 The LogicVal paper (Appendix F): every CLEVR training image is paired with captions "There are N objects in
-the scene. <a C1..C9 constraint that holds in it>" (`logicval_hf.captions`); the pairs are split into a
+the scene. <a C1..C9 constraint that holds in it>" (`logicval_hf.training.captions`); the pairs are split into a
 fixed, class-balanced held-out set of 99 images and batches of about 2,000 pairs that are balanced over the
-(class, template) pairs (`logicval_hf.lora_data`). Training runs batch after batch, each batch continuing
+(class, template) pairs (`logicval_hf.training.lora_data`). Training runs batch after batch, each batch continuing
 from the weights the previous one ended with; every ``--heldout_every`` (50) optimizer steps and at the end
 of every batch the loss on the held-out set is computed (fixed noise and timesteps), and the checkpoint with
 the lowest held-out loss is kept in ``<output_dir>/best`` and recorded in ``<output_dir>/selection.json``.
@@ -21,7 +21,7 @@ Outputs in ``--output_dir``:
 
 Example::
 
-    python -m logicval_hf.lora_data --scenes CLEVR_v1.0/scenes/CLEVR_train_scenes.json \\
+    python -m logicval_hf.training.lora_data --scenes CLEVR_v1.0/scenes/CLEVR_train_scenes.json \\
         --images CLEVR_v1.0/images/train --out clevr_lora_data
     accelerate launch lora_training/train_lora.py --model_type flux \\
         --pretrained_model_name_or_path black-forest-labs/FLUX.1-dev \\
@@ -47,7 +47,7 @@ if str(_ROOT) not in sys.path:  # run from a checkout without installing the pac
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    from logicval_hf import lora as L
+    from logicval_hf.training import lora as L
 
     p = argparse.ArgumentParser(description="LoRA fine-tuning of FLUX.1-dev / Qwen-Image on constraint-captioned "
                                             "CLEVR (LogicVal, Appendix F).",
@@ -62,7 +62,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     g = p.add_argument_group("data")
     g.add_argument("--data_dir", default=None,
-                   help="folder written by `python -m logicval_hf.lora_data` (heldout.jsonl, batch_###.jsonl)")
+                   help="folder written by `python -m logicval_hf.training.lora_data` (heldout.jsonl, batch_###.jsonl)")
     g.add_argument("--scenes", default=None,
                    help="CLEVR scenes JSON; with --image_dir, build the split here (into <output_dir>/data)")
     g.add_argument("--image_dir", default=None,
@@ -158,7 +158,7 @@ def _select_batches(spec: str, n: int) -> list[int]:
 
 
 def _load_split(args: argparse.Namespace, output_dir: Path):
-    from logicval_hf.lora_data import build_pairs, read_split, split_pairs, write_split
+    from logicval_hf.training.lora_data import build_pairs, read_split, split_pairs, write_split
 
     if args.data_dir:
         return read_split(args.data_dir), (args.image_dir or None)
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from diffusers.optimization import get_scheduler
     from tqdm.auto import tqdm
 
-    from logicval_hf import lora as L
+    from logicval_hf.training import lora as L
 
     if not args.verbose:  # the pipelines warn on every prompt longer than CLIP's 77 tokens
         import diffusers

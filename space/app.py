@@ -8,7 +8,7 @@ Run locally::
 
 The module exposes ``demo`` (built by `build_demo` from the environment) and launches it only under
 ``__main__`` with `launch_kwargs` (authentication, upload cap). See ``space/README.md`` for every setting.
-All logic lives in ``logicval_hf.space_backend``; the handlers here only convert between the UI and it.
+All logic lives in ``logicval_hf.space``; the handlers here only convert between the UI and it.
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ import gradio as gr
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
-from logicval_hf.benchmark import PACKAGE_NAMES
-from logicval_hf.catalog import load_catalog
-from logicval_hf.render import render_scene
-from logicval_hf.scene import Scene
-from logicval_hf.space_backend import annotate as ann
-from logicval_hf.space_backend import check as chk
-from logicval_hf.space_backend import common
-from logicval_hf.space_backend import compose as cmp
-from logicval_hf.space_backend import explore as exp
-from logicval_hf.spec import Spec
+from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.generation.render import render_scene
+from logicval_hf.contract.scene import Scene
+from logicval_hf.space import annotate as ann
+from logicval_hf.space import check as chk
+from logicval_hf.space import common
+from logicval_hf.space import compose as cmp
+from logicval_hf.space import explore as exp
+from logicval_hf.contract.spec import Spec
 
 log = logging.getLogger("logicval.space")
 

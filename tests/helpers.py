@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from logicval_hf import Scene, SceneObject, Spec, load_catalog
-from logicval_hf.params import random_constraint
+from logicval_hf.contract.params import random_constraint
 
 CATALOG = load_catalog()
 DOMAIN = CATALOG.domain

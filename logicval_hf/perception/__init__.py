@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..scene import Scene
+from logicval_hf.contract.scene import Scene
 
 __all__ = [
     "BACKENDS", "MAX_PIXELS", "PerceptionError", "extract_scene", "extract_scenes", "load_image",

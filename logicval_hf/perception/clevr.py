@@ -17,7 +17,7 @@ Pipeline (numpy, scipy, OpenCV; images of 480x320 are processed at half resoluti
    silhouette profiles, outline curvature, ellipse fit, top-edge line-vs-arc fit, shading profiles, a small
    HOG) feed softmax-regression heads for colour, shape, material and "is an object" (rejects shadows, floor
    patches). Probabilities are softmax outputs and sum to 1. Weights: ``clevr_model.npz`` next to this file,
-   trained by ``python -m logicval_hf.perception.train_clevr`` (data, split, seed: ``clevr_model.md``).
+   trained by ``python -m logicval_hf.training.train_clevr`` (data, split, seed: ``clevr_model.md``).
 
 **The project's own renders** (`is_own_render`: the renderer's ground, with its fixed noise pattern, shows
 exactly on enough pixels) are read with that exact ground as the background and an exact object mask
@@ -41,8 +41,8 @@ import cv2
 import numpy as np
 from scipy import ndimage as ndi
 
-from ..catalog import load_catalog
-from ..scene import Scene, SceneObject
+from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.contract.scene import Scene, SceneObject
 
 MODEL_PATH = Path(__file__).with_name("clevr_model.npz")
 
@@ -174,7 +174,7 @@ def _highpass(x: np.ndarray) -> np.ndarray:
 
 
 def render_foreground(rgb: np.ndarray, ground: np.ndarray) -> np.ndarray:
-    """Object pixels (full resolution, bool) of an image drawn by ``logicval_hf.render`` on its known ground.
+    """Object pixels (full resolution, bool) of an image drawn by ``logicval_hf.generation.render`` on its known ground.
 
     The renderer's ground carries a fixed faint noise pattern; shadows scale it by a smoothly varying factor
     and objects replace it with smooth shading. So the image's fine detail is strongly correlated with the
@@ -270,7 +270,7 @@ def pixel_classes(maps: _Maps, model: dict[str, Any], colour_only: bool = False)
     F = pixel_features(maps)
     if F.shape[1] != model["pixel_mu"].shape[0]:
         raise ValueError(f"clevr model: pixel classifier expects {model['pixel_mu'].shape[0]} features, the code "
-                         f"computes {F.shape[1]}; retrain with python -m logicval_hf.perception.train_clevr")
+                         f"computes {F.shape[1]}; retrain with python -m logicval_hf.training.train_clevr")
     X = (F - model["pixel_mu"]) / model["pixel_sd"]
     Z = np.tanh(X @ model["pixel_W1"] + model["pixel_b1"]) @ model["pixel_W"] + model["pixel_b"]
     Z = Z.reshape(h, w, -1)
@@ -809,7 +809,7 @@ def render_view(model: dict[str, Any]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=8)
 def _render_ground(W: int, H: int) -> np.ndarray:
-    from ..render import _background, _to_image
+    from logicval_hf.generation.render import _background, _to_image
 
     return np.asarray(_to_image(_background(W, H)))
 
@@ -818,7 +818,7 @@ RENDER_GROUND_FRACTION = 0.2
 
 
 def is_own_render(rgb: np.ndarray) -> bool:
-    """True when ``rgb`` was drawn by ``logicval_hf.render`` (lossless): at least `RENDER_GROUND_FRACTION` of
+    """True when ``rgb`` was drawn by ``logicval_hf.generation.render`` (lossless): at least `RENDER_GROUND_FRACTION` of
     its pixels equal, exactly, that renderer's ground at this size (which carries a fixed faint noise pattern,
     a fingerprint no photograph or Blender render matches). Such images are read with `render_view` of the
     model (pixel classifier and heads trained on renders); every other image with the parts trained on real
@@ -910,7 +910,7 @@ def _extract(rgb: np.ndarray, **settings: Any) -> Scene:
         return Scene((W, H), (), domain)
     if model is not None and "meta_n_features" in model and X.shape[1] != int(model["meta_n_features"]):
         raise ValueError(f"clevr model: heads expect {int(model['meta_n_features'])} object features, the code "
-                         f"computes {X.shape[1]}; retrain with python -m logicval_hf.perception.train_clevr")
+                         f"computes {X.shape[1]}; retrain with python -m logicval_hf.training.train_clevr")
     heads = predict_heads(model, X) if model is not None else {}
     names = {a: [str(v) for v in model[f"{a}_classes"]] for a in ("color", "shape", "material")
              if model is not None and f"{a}_classes" in model}

@@ -8,7 +8,7 @@ Usage::
     scenes = load_scenes("annotations.jsonl")                       # {id: Scene}
 
 Unlike the pixel backends, ``extract`` takes its input *raw* (it carries ``raw_input = True``): there is no
-image to load. `logicval_hf.evaluation.compute` already passes scene-graph predictions through as given;
+image to load. `logicval_hf.scoring.evaluation.compute` already passes scene-graph predictions through as given;
 this module makes the same thing available as a named backend. Importing it registers ``"given"`` in
 `logicval_hf.perception.BACKENDS` unless a backend of that name is already there.
 """
@@ -20,9 +20,9 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..catalog import Domain
-from ..errors import SceneError
-from ..scene import Scene
+from logicval_hf.contract.catalog import Domain
+from logicval_hf.errors import SceneError
+from logicval_hf.contract.scene import Scene
 
 __all__ = ["extract", "to_scene", "load_scenes"]
 
@@ -116,7 +116,7 @@ def load_scenes(path: str | Path, key: str = "id", scene_key: str | None = None,
 
 
 def _register() -> None:
-    from . import BACKENDS, register_backend
+    from logicval_hf.perception import BACKENDS, register_backend
 
     if "given" not in BACKENDS:
         register_backend("given", extract)

@@ -46,8 +46,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..catalog import Domain, load_catalog
-from ..scene import Scene, SceneObject
+from logicval_hf.contract.catalog import Domain, load_catalog
+from logicval_hf.contract.scene import Scene, SceneObject
 
 __all__ = [
     "DEFAULTS", "MODEL_SETTINGS", "VIEW_SCALES", "VIEW_SPECS", "TEMPLATES", "NeuralPipeline", "Detection",
@@ -232,7 +232,7 @@ def render_view(rgb: np.ndarray, bbox: Sequence[float], scale: float, background
 
 def default_detector_prompt(domain: Domain | None = None) -> str:
     """``"a cube. a sphere. a cylinder."`` from the domain's shape values (``"an object."`` without shapes)."""
-    from ..verbalise import NOUN_ATTRIBUTE, with_article
+    from logicval_hf.contract.verbalise import NOUN_ATTRIBUTE, with_article
 
     domain = domain or load_catalog().domain
     shapes = domain.attributes.get(NOUN_ATTRIBUTE, ())
@@ -267,7 +267,7 @@ def _as_pil(rgb: np.ndarray):
 
 def _check_rgb(rgb: Any, what: str) -> np.ndarray:
     if not isinstance(rgb, np.ndarray) or rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
-        from . import load_image
+        from logicval_hf.perception import load_image
 
         return load_image(rgb, what)
     return rgb

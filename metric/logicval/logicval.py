@@ -3,8 +3,8 @@
 # Licensed under the MIT License.
 """LogicVal: text-to-image evaluation as logical constraint satisfaction over CLEVR scenes.
 
-A thin `evaluate` wrapper: the work is done by `logicval_hf.evaluation.compute` (perception + clingo
-verification + scoring) and `logicval_hf.probabilistic` (uncertainty-aware scores).
+A thin `evaluate` wrapper: the work is done by `logicval_hf.scoring.evaluation.compute` (perception + clingo
+verification + scoring) and `logicval_hf.scoring.probabilistic` (uncertainty-aware scores).
 """
 
 import io
@@ -17,16 +17,16 @@ import evaluate
 import numpy as np
 
 from logicval_hf.errors import SpecError
-from logicval_hf.evaluation import compute as logicval_compute
-from logicval_hf.evaluation import parse_reference
+from logicval_hf.scoring.evaluation import compute as logicval_compute
+from logicval_hf.scoring.evaluation import parse_reference
 from logicval_hf.perception import BACKENDS
 from logicval_hf.perception import MAX_PIXELS
 from logicval_hf.perception import PerceptionError
 from logicval_hf.perception import load_image
-from logicval_hf.probabilistic import probability
-from logicval_hf.scene import Scene
-from logicval_hf.solver import default_solver
-from logicval_hf.spec import Spec
+from logicval_hf.scoring.probabilistic import probability
+from logicval_hf.contract.scene import Scene
+from logicval_hf.asp.solver import default_solver
+from logicval_hf.contract.spec import Spec
 
 
 logger = evaluate.logging.get_logger(__name__)
@@ -72,7 +72,7 @@ Args:
     per_sample (`bool`, optional): include every sample's verdicts and scene graph (default `True`).
     probabilistic (`bool` or `dict`, optional): also compute the probability that each scene satisfies
         its specification under the perceived attribute probabilities (default `False`); a dict passes
-        settings to `logicval_hf.probabilistic.probability` (`max_exact`, `samples`, `seed`, `epsilon`).
+        settings to `logicval_hf.scoring.probabilistic.probability` (`max_exact`, `samples`, `seed`, `epsilon`).
     backend_settings (`dict`, optional): keyword settings for the perception backend.
 
 Returns:

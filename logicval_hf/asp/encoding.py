@@ -1,0 +1,402 @@
+"""Compile the contract's JSON logic language (dsl.md §3) into ASP rules in the paper's violation-atom style.
+
+A constraint with index ``i`` compiles to rules whose only interface is the atom ``violated(i)``: it is
+derived iff the formula or the anti-vacuity clause fails on the scene described by ``object/1``,
+``hasProperty/3`` and ``hasRelationship/3``. The formula is negated and pushed down to the literals
+(negation normal form), so a universal becomes a counterexample rule, as in
+
+    violated(0) :- object(X), hasProperty(X,color,red), not hasProperty(X,shape,cube).
+
+Two renderings share one compiler:
+
+* *instantiated* (`compile_constraint`): slot values are written into the rules (what solving and
+  verification use, and what a dataset row shows);
+* *parametric* (`compile_template`): slot references become ``lit(C,a1,X)`` / ``rlit(C,r1,X,Y)`` atoms,
+  counts and comparators come from ``count_param/3`` and ``theta_param/3`` facts, and every rule is guarded
+  by ``constraint(C,"<template id>")``; these are the checked-in ``asp/templates/*.lp`` files.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from logicval_hf.contract.catalog import Domain, Template
+from logicval_hf.contract.spatial import AXIS_RELATION, INVERSE, RELATION_GEOMETRY, region_cell
+from logicval_hf.contract.spec import AttrLit, Constraint, RelLit
+
+_FLIP_THETA = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_ASP_THETA = {"=": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+# ---------------------------------------------------------------------------------------------
+# Negation normal form
+# ---------------------------------------------------------------------------------------------
+def negate(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The negation of a formula, pushed down so that only atoms carry ``not``."""
+    op = node["op"]
+    if op == "true":
+        return {"op": "false"}
+    if op == "false":
+        return {"op": "true"}
+    if op in ("attr", "rel", "eq", "cmp"):
+        return {"op": "not", "arg": dict(node)}
+    if op == "not":
+        return nnf(node["arg"])
+    if op == "and":
+        return {"op": "or", "args": [negate(a) for a in node["args"]]}
+    if op == "or":
+        return {"op": "and", "args": [negate(a) for a in node["args"]]}
+    if op == "implies":
+        return {"op": "and", "args": [nnf(node["if"]), negate(node["then"])]}
+    if op in ("exists", "forall"):
+        flipped = "forall" if op == "exists" else "exists"
+        return {**node, "op": flipped, "body": negate(node["body"])}
+    raise ValueError(f"unknown formula op {op!r}")
+
+
+def nnf(node: Mapping[str, Any]) -> dict[str, Any]:
+    """Negation normal form of a formula (``implies`` rewritten, ``not`` only on atoms)."""
+    op = node["op"]
+    if op == "not":
+        return negate(node["arg"])
+    if op in ("and", "or"):
+        return {"op": op, "args": [nnf(a) for a in node["args"]]}
+    if op == "implies":
+        return {"op": "or", "args": [negate(node["if"]), nnf(node["then"])]}
+    if op in ("exists", "forall"):
+        return {**node, "body": nnf(node["body"])}
+    return dict(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# How slot values appear in rules
+# ---------------------------------------------------------------------------------------------
+class _Instantiated:
+    """Slot values written into the rules; ``scene`` prefixes scene atoms with a scene argument (batches)."""
+
+    parametric = False
+
+    def __init__(self, params: Mapping[str, Any], scene: str = ""):
+        self.params = params
+        self.s = f"{scene}," if scene else ""
+
+    def _value(self, ref: Any) -> Any:
+        if isinstance(ref, str) and ref.startswith("$"):
+            return self.params[ref[1:]]
+        return ref
+
+    def attr(self, lit: Any, var: str, positive: bool) -> list[str]:
+        v = self._value(lit)
+        if isinstance(v, Mapping):
+            v = AttrLit(v["prop"], v["value"], bool(v.get("negated", False)))
+        atom = f"hasProperty({self.s}{var},{v.prop},{v.value})"
+        return [atom if positive != v.negated else f"not {atom}"]
+
+    def rel(self, lit: Any, a: str, b: str, positive: bool) -> list[str]:
+        v = self._value(lit)
+        if isinstance(v, Mapping):
+            v = RelLit(v["rel"], bool(v.get("negated", False)))
+        atom = f"hasRelationship({self.s}{a},{v.rel},{b})"
+        return [atom if positive != v.negated else f"not {atom}"]
+
+    def const(self, value: Any) -> tuple[list[str], str]:
+        return [], str(int(self._value(value)))
+
+    def theta(self, theta: str, lhs: str, rhs: str, positive: bool) -> list[str]:
+        t = self._value(theta)
+        t = t if positive else _FLIP_THETA[t]
+        return [f"{lhs} {_ASP_THETA[t]} {rhs}"]
+
+
+class _Parametric:
+    """Slot values read from parameter facts of constraint ``C``."""
+
+    parametric = True
+
+    def attr(self, lit: Any, var: str, positive: bool) -> list[str]:
+        if isinstance(lit, str):
+            atom = f"lit(C,{lit[1:].lower()},{var})"
+            return [atom if positive else f"not {atom}"]
+        return _Instantiated({}).attr(lit, var, positive)
+
+    def rel(self, lit: Any, a: str, b: str, positive: bool) -> list[str]:
+        if isinstance(lit, str):
+            atom = f"rlit(C,{lit[1:].lower()},{a},{b})"
+            return [atom if positive else f"not {atom}"]
+        return _Instantiated({}).rel(lit, a, b, positive)
+
+    def const(self, value: Any) -> tuple[list[str], str]:
+        if isinstance(value, str) and value.startswith("$"):
+            var = f"P{value[1:].upper()}"
+            return [f"count_param(C,{value[1:].lower()},{var})"], var
+        return [], str(int(value))
+
+    def theta(self, theta: str, lhs: str, rhs: str, positive: bool) -> list[str]:
+        if isinstance(theta, str) and theta.startswith("$"):
+            atom = f"compare(TH,{lhs},{rhs})"
+            return [f"theta_param(C,{theta[1:].lower()},TH)", atom if positive else f"not {atom}"]
+        return _Instantiated({}).theta(theta, lhs, rhs, positive)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiler
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Compiler:
+    prefix: str  # names auxiliary predicates, e.g. "c0" or "c5_pair_relA_propC"
+    values: Any  # _Instantiated | _Parametric
+    guard: list[str]  # literals every rule body starts with (parametric: constraint(C, id))
+    head_args: list[str]  # leading head arguments (parametric: ["C"])
+    scene_arg: str = ""  # batched programs: every object atom is object(S,X)
+    rules: list[str] = field(default_factory=list)
+    _aux: int = 0
+    _fresh: int = 0
+
+    def _new_aux(self, kind: str) -> str:
+        self._aux += 1
+        return f"{self.prefix}_{kind}{self._aux}"
+
+    def _new_var(self, base: str) -> str:
+        self._fresh += 1
+        return f"{base.upper()}{self._fresh}"
+
+    def atom(self, name: str, args: Sequence[str]) -> str:
+        args = [*self.head_args, *args]
+        return f"{name}({','.join(args)})" if args else name
+
+    def rule(self, head: str, body: Sequence[str]) -> None:
+        body = [*self.guard, *body]
+        self.rules.append(f"{head} :- {', '.join(body)}." if body else f"{head}.")
+
+    # -- blocks -------------------------------------------------------------------------------
+    def _bind(self, node: Mapping[str, Any], env: dict[str, str]) -> tuple[dict[str, str], list[str], list[str]]:
+        """Bind a quantifier block's variables: new env, object/1 literals and distinctness literals."""
+        outer = dict(env)
+        env = dict(env)
+        new = []
+        for v in node["vars"]:
+            name = v.upper() if v.upper() not in env.values() else self._new_var(v)
+            env[v] = name
+            new.append(name)
+        objs = [self.obj(v) for v in new]
+        dist = []
+        if node.get("distinct"):
+            dist += [f"{a} != {b}" for a, b in itertools.combinations(new, 2)]
+        for u in node.get("distinct_from", []):
+            if u not in outer:
+                raise ValueError(f"distinct_from names {u!r}, which is not bound by an outer block")
+            dist += [f"{v} != {outer[u]}" for v in new]
+        return env, objs, dist
+
+    def _bound_objs(self, env: Mapping[str, str]) -> list[str]:
+        return [self.obj(v) for v in env.values()]
+
+    def obj(self, var: str) -> str:
+        return f"object({self.scene_arg},{var})" if self.scene_arg else f"object({var})"
+
+    # -- formulas (NNF) -> body literals --------------------------------------------------------
+    def lits(self, node: Mapping[str, Any], env: dict[str, str]) -> list[str]:
+        op = node["op"]
+        if op == "true":
+            return []
+        if op == "false":
+            return ["#false"]
+        if op == "not":
+            return self.atom_lits(node["arg"], env, positive=False)
+        if op in ("attr", "rel", "eq", "cmp"):
+            return self.atom_lits(node, env, positive=True)
+        if op == "and":
+            out: list[str] = []
+            for a in node["args"]:
+                out += self.lits(a, env)
+            return out
+        if op == "or":
+            args = node["args"]
+            if len(args) == 1:
+                return self.lits(args[0], env)
+            head = self.atom(self._new_aux("or"), list(env.values()))
+            if not args:
+                return ["#false"]
+            for a in args:
+                self.rule(head, [*self._bound_objs(env), *self.lits(a, env)])
+            return [head]
+        if op == "exists":
+            inner, objs, dist = self._bind(node, env)
+            head = self.atom(self._new_aux("ex"), list(env.values()))
+            self.rule(head, [*self._bound_objs(env), *objs, *dist, *self.lits(node["body"], inner)])
+            return [head]
+        if op == "forall":
+            inner, objs, dist = self._bind(node, env)
+            head = self.atom(self._new_aux("cex"), list(env.values()))
+            self.rule(head, [*self._bound_objs(env), *objs, *dist, *self.lits(negate(node["body"]), inner)])
+            return [f"not {head}"]
+        raise ValueError(f"unexpected op {op!r} in negation normal form")
+
+    def atom_lits(self, node: Mapping[str, Any], env: Mapping[str, str], positive: bool) -> list[str]:
+        op = node["op"]
+        if op == "attr":
+            return self.values.attr(node["lit"], env[node["var"]], positive)
+        if op == "rel":
+            a, b = (env[v] for v in node["args"])
+            return self.values.rel(node["lit"], a, b, positive)
+        if op == "eq":
+            a, b = (env[v] for v in node["args"])
+            return [f"{a} {'=' if positive else '!='} {b}"]
+        if op == "cmp":
+            pre: list[str] = []
+            sides = []
+            for term in (node["lhs"], node["rhs"]):
+                p, expr = self.term(term, env)
+                pre += p
+                sides.append(expr)
+            if all(not s.startswith("#count") for s in sides):
+                return [*pre, *self.values.theta(node["theta"], sides[0], sides[1], positive)]
+            names = []
+            for s in sides:
+                if s.startswith("#count"):
+                    var = self._new_var("N")
+                    pre.append(f"{var} = {s}")
+                    names.append(var)
+                else:
+                    names.append(s)
+            return [*pre, *self.values.theta(node["theta"], names[0], names[1], positive)]
+        raise ValueError(f"not an atom: {op!r}")
+
+    def term(self, node: Mapping[str, Any], env: dict[str, str]) -> tuple[list[str], str]:
+        if node["op"] == "const":
+            return self.values.const(node["value"])
+        if node["op"] == "count":
+            inner, objs, dist = self._bind(node, env)
+            new = [inner[v] for v in node["vars"]]
+            cond = [*objs, *dist, *self.lits(nnf(node["where"]), inner)]
+            return [], f"#count{{ {','.join(new)} : {', '.join(cond)} }}"
+        raise ValueError(f"unknown term op {node['op']!r}")
+
+    # -- top level ------------------------------------------------------------------------------
+    def violation(self, formula: Mapping[str, Any], head: str) -> None:
+        """Rules deriving ``head`` exactly when ``formula`` fails."""
+        self._emit(negate(formula), head)
+
+    def _emit(self, node: Mapping[str, Any], head: str) -> None:
+        if node["op"] == "or":
+            for a in node["args"]:
+                self._emit(a, head)
+        elif node["op"] == "exists":
+            inner, objs, dist = self._bind(node, {})
+            self.rule(head, [*objs, *dist, *self.lits(node["body"], inner)])
+        else:
+            self.rule(head, self.lits(node, {}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------------------------
+def _comment(text: str) -> str:
+    return "\n".join(f"% {line}" if line else "%" for line in text.splitlines())
+
+
+def compile_constraint(constraint: Constraint, index: int, prefix: str | None = None, batched: bool = False) -> str:
+    """Instantiated ASP rules for one constraint: ``violated(index)`` iff it fails (formula or anti-vacuity).
+
+    With ``batched``, every scene atom carries a leading scene argument ``S`` (``object(S,X)``,
+    ``hasProperty(S,X,P,V)``, ...), rules are guarded by ``scene(S)`` and the head is ``violated(S,index)``,
+    so one grounding evaluates the constraint on many scenes.
+    """
+    t = constraint.template
+    if batched:
+        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params, "S"), ["scene(S)"], ["S"], "S")
+        head = f"violated(S,{index})"
+    else:
+        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params), [], [])
+        head = f"violated({index})"
+    comp.rules.append(f"% constraint {index}: {t.id}  {_describe(constraint)}")
+    comp.violation(t.formula, head)
+    if t.anti_vacuity is not None:
+        comp.rules.append(f"% constraint {index}: anti-vacuity")
+        comp.violation(t.anti_vacuity, head)
+    return "\n".join(comp.rules) + "\n"
+
+
+def _describe(c: Constraint) -> str:
+    parts = []
+    for s in c.template.slots:
+        v = c.params[s.name]
+        if isinstance(v, AttrLit):
+            parts.append(f"{s.name}={'not ' if v.negated else ''}{v.prop}:{v.value}")
+        elif isinstance(v, RelLit):
+            parts.append(f"{s.name}={'not ' if v.negated else ''}{v.rel}")
+        else:
+            parts.append(f"{s.name}={v}")
+    return " ".join(parts)
+
+
+def template_predicate(template: Template) -> str:
+    return f"{template.cls.lower()}_{template.name}"
+
+
+def compile_template(template: Template) -> str:
+    """Parametric ASP rules for a template: ``violated(C)`` for every constraint ``C`` of this template."""
+    guard = [f'constraint(C,"{template.id}")']
+    comp = _Compiler(template_predicate(template), _Parametric(), guard, ["C"])
+    slots = ", ".join(f"{s.name}:{s.type}{' (negated)' if s.negated else ''}" for s in template.slots)
+    comp.rules.append(_comment(f"{template.id}: {template.nl['long']}\nslots: {slots}"))
+    comp.violation(template.formula, "violated(C)")
+    if template.anti_vacuity is not None:
+        comp.rules.append(_comment(f"anti-vacuity: {template.nl.get('anti_vacuity', '')}"))
+        comp.violation(template.anti_vacuity, "violated(C)")
+    return "\n".join(comp.rules) + "\n"
+
+
+def parameter_facts(constraint: Constraint, index: int) -> str:
+    """Facts that instantiate the parametric template program for one constraint."""
+    facts = [f'constraint({index},"{constraint.template_id}").']
+    for s in constraint.template.slots:
+        v = constraint.params[s.name]
+        name = s.name.lower()
+        if isinstance(v, AttrLit):
+            facts.append(f"attr_param({index},{name},{v.prop},{v.value},{'neg' if v.negated else 'pos'}).")
+        elif isinstance(v, RelLit):
+            facts.append(f"rel_param({index},{name},{v.rel},{'neg' if v.negated else 'pos'}).")
+        elif s.type == "count":
+            facts.append(f"count_param({index},{name},{v}).")
+        else:
+            facts.append(f'theta_param({index},{name},"{v}").')
+    return "\n".join(facts) + "\n"
+
+
+def vocabulary_program(domain: Domain) -> str:
+    """ASP facts for a domain's vocabulary and the geometry of its regions and relations (from the catalog)."""
+    lines = ["% Vocabulary, generated from the catalog's domain block (logicval_hf.asp.encoding.vocabulary_program)."]
+    for a, values in domain.attributes.items():
+        lines.append(f"attribute({a}).")
+        lines.append(" ".join(f"property({a},{v})." for v in values))
+    lines.append(" ".join(f"relation({r})." for r in domain.relations))
+    if "region" in domain.attributes:
+        cells = [(r, *region_cell(r)) for r in domain.attributes["region"]]
+        lines.append(" ".join(f"region_col({r},{c})." for r, c, _ in cells))
+        lines.append(" ".join(f"region_row({r},{w})." for r, _, w in cells))
+    axes = {}
+    for rel, (axis, _sign) in RELATION_GEOMETRY.items():
+        if rel in domain.relations:
+            axes.setdefault(axis, AXIS_RELATION[axis])
+    lines.append(" ".join(f"axis_relation({ax},{r},{INVERSE[r]})." for ax, r in sorted(axes.items())))
+    return "\n".join(lines) + "\n"
+
+
+def scene_facts(scene: Any, scene_id: int | None = None) -> str:
+    """A scene as ASP facts: ``object/1``, ``hasProperty/3`` (region included) and ``hasRelationship/3``.
+
+    With ``scene_id``, every fact carries it as a first argument (and ``scene(id)`` is added), for batches.
+    """
+    s = "" if scene_id is None else f"{scene_id},"
+    lines = [] if scene_id is None else [f"scene({scene_id})."]
+    for i, obj in enumerate(scene.objects):
+        props = [f"hasProperty({s}{i},{p},{v})." for p, v in obj.attributes.items()]
+        props.append(f"hasProperty({s}{i},region,{scene.region(i)}).")
+        lines.append(f"object({s}{i}). " + " ".join(props))
+    rels = [f"hasRelationship({s}{a},{r},{b})." for a, r, b in scene.relations()]
+    if rels:
+        lines.append(" ".join(rels))
+    return "\n".join(lines) + "\n"

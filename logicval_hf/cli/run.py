@@ -1,0 +1,102 @@
+"""``logicval run``: the whole loop offline in one command (benchmark -> images -> verdicts -> report).
+
+Wire it into ``logicval_hf/cli.py`` next to the dataset subcommands::
+
+    from logicval_hf.cli.run import add_subcommands as add_run_subcommands
+    add_run_subcommands(sub)
+
+It also runs on its own: ``python -m logicval_hf.cli.run run --limit 2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from logicval_hf.benchmark.sampler import DEFAULT_SEED
+
+__all__ = ["add_subcommands", "cmd_run", "main"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from logicval_hf.job.run import DEFAULT_GENERATORS, run
+
+    summary = run(
+        out_dir=args.out,
+        generators=args.generator or list(DEFAULT_GENERATORS),
+        seed=args.seed,
+        backend=args.backend,
+        resume=not args.no_resume,
+        progress=not args.quiet,
+        limit=args.limit,
+        jobs=args.jobs,
+    )
+    print(_headline(summary, args.out))
+    return 0
+
+
+def _headline(summary: dict[str, Any], out: str) -> str:
+    def f(x: Any) -> str:
+        return "–" if x is None else f"{x:.3f}"
+
+    lines = [f"LogicVal run: {summary['n_specs']} specs, backend {summary['backend']}, "
+             f"{summary['timings'].get('total', 0.0):.1f} s"]
+    for name, e in summary["generators"].items():
+        m = e["metric"]
+        line = (f"  {name:<10} score {f(m['logicval_score'])}  relaxed {f(m['relaxed_score'])}  "
+                f"abstention {f(m['abstention_rate'])}")
+        if e["agreement"] is not None:
+            a = e["agreement"]
+            line += f"  | truth {f(e['truth']['logicval_score'])}  agreement {f(a['accuracy'])}" \
+                    f" (FP {a['fp']}, FN {a['fn']})"
+        if e["missing"] or e["unreadable"]:
+            line += f"  | failed generations: {len(e['missing'])} missing, {len(e['unreadable'])} unreadable"
+        lines.append(line)
+    lines.append(f"report: {out}/report.md, {out}/report.html, {out}/summary.json")
+    return "\n".join(lines)
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Register ``run`` on an ``argparse`` subparsers object."""
+    from logicval_hf.job.run import DEFAULT_OUT
+
+    r = subparsers.add_parser(
+        "run", help="generate images for every benchmark spec, score them offline and write a report",
+        description="Build the benchmark, generate one image per spec with each generator (oracle: the solver's "
+                    "witness; naive: random objects; perturbed: the witness with one constraint broken) or take a "
+                    "folder of images named by benchmark id, score them with the perception backend and the "
+                    "solver, and write report.md, report.html, plots and summary.json.")
+    r.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default {DEFAULT_OUT})")
+    r.add_argument("--generator", action="extend", nargs="+", metavar="NAME|PATH",
+                   help="oracle, naive, perturbed, or a folder of images named <id>.png/.jpg (repeatable; "
+                        "default: oracle naive perturbed)")
+    r.add_argument("--backend", default="clevr", help="perception backend (default clevr, weight-free)")
+    r.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"benchmark seed (default {DEFAULT_SEED})")
+    r.add_argument("--no-resume", action="store_true",
+                   help="regenerate and re-score every image instead of reusing the files in DIR")
+    r.add_argument("--limit", type=_positive_int, metavar="K", help="only K specs per package (quick runs)")
+    r.add_argument("--jobs", type=_positive_int, metavar="J", help="worker processes (default min(2, CPUs))")
+    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.set_defaults(func=cmd_run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
+    from logicval_hf.cli.main import standalone_main
+
+    return standalone_main(add_subcommands, argv, "LogicVal main job.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The template contract: load ``catalog.json`` into typed objects and validate constraints and specs.
+
+Everything domain-specific (attribute names and values, relations, comparators, the range of n) is read
+from the catalog's ``domain`` block; nothing here names a colour or a shape.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from logicval_hf.errors import SpecError
+
+# Attributes that are derived from geometry rather than perceived (regions.md §6).
+DERIVED_ATTRIBUTES = ("region",)
+# Keys of the domain block that are not object attributes.
+_NON_ATTRIBUTE_KEYS = ("relations", "theta", "n_range")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The vocabulary of one domain: attributes with their values, relations, comparators and scene sizes."""
+
+    attributes: Mapping[str, tuple[str, ...]]
+    relations: tuple[str, ...]
+    thetas: tuple[str, ...]
+    n_min: int
+    n_max: int
+
+    @classmethod
+    def from_dict(cls, block: Mapping[str, Any]) -> "Domain":
+        attrs = {k: tuple(v) for k, v in block.items() if k not in _NON_ATTRIBUTE_KEYS}
+        lo, hi = block["n_range"]
+        return cls(attrs, tuple(block["relations"]), tuple(block["theta"]), int(lo), int(hi))
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.attributes.items()), self.relations, self.thetas, self.n_min, self.n_max))
+
+    @property
+    def perceived_attributes(self) -> tuple[str, ...]:
+        """Attributes an object carries by itself (everything but the geometry-derived ones)."""
+        return tuple(a for a in self.attributes if a not in DERIVED_ATTRIBUTES)
+
+    def values(self, attribute: str) -> tuple[str, ...]:
+        try:
+            return self.attributes[attribute]
+        except KeyError:
+            raise SpecError(f"unknown attribute {attribute!r}; expected one of {sorted(self.attributes)}") from None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A typed template parameter (dsl.md §2)."""
+
+    name: str
+    type: str  # attr | rel | count | theta
+    negated: bool | None = None
+    props: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    min: int | None = None
+    max: int | str | None = None
+    overflow: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Slot":
+        return cls(
+            name=d["name"],
+            type=d["type"],
+            negated=d.get("negated"),
+            props=tuple(d.get("props", ())),
+            values=tuple(d.get("values", ())),
+            min=d.get("min"),
+            max=d.get("max"),
+            overflow=d.get("overflow"),
+        )
+
+    def count_max(self, n: int) -> int:
+        """The largest regular K at scene size n (``max`` may be an integer, "n", "n-1" or "n-2")."""
+        m = self.max
+        if isinstance(m, int):
+            return m
+        if m == "n":
+            return n
+        if isinstance(m, str) and m.startswith("n-"):
+            return n - int(m[2:])
+        raise ValueError(f"slot {self.name}: unreadable max {m!r}")
+
+    def count_range(self, n: int, ceiling: int) -> tuple[int, int]:
+        """Valid K at scene size n, overflow included (``ceiling`` is the domain's largest n)."""
+        hi = self.count_max(n)
+        if self.overflow == "unsat":
+            hi = max(hi, ceiling)
+        return int(self.min), hi
+
+
+@dataclass(frozen=True)
+class Template:
+    """One of the catalog's templates (dsl.md §1)."""
+
+    id: str
+    cls: str
+    name: str
+    slots: tuple[Slot, ...]
+    slot_constraints: tuple[Mapping[str, Any], ...]
+    formula: Mapping[str, Any]
+    anti_vacuity: Mapping[str, Any] | None
+    nl: Mapping[str, str]
+    subquestions: tuple[Mapping[str, Any], ...]
+    note: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Template":
+        return cls(
+            id=d["id"],
+            cls=d["class"],
+            name=d["name"],
+            slots=tuple(Slot.from_dict(s) for s in d["slots"]),
+            slot_constraints=tuple(d.get("slot_constraints", ())),
+            formula=d["formula"],
+            anti_vacuity=d.get("anti_vacuity"),
+            nl=d["nl"],
+            subquestions=tuple(d.get("subquestions", ())),
+            note=d.get("note"),
+        )
+
+    def slot(self, name: str) -> Slot:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The whole contract: the domain and the templates, looked up by id."""
+
+    version: str
+    domain: Domain
+    templates: Mapping[str, Template]
+    raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Catalog":
+        templates = {t["id"]: Template.from_dict(t) for t in d["templates"]}
+        return cls(str(d.get("version", "")), Domain.from_dict(d["domain"]), templates, d)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(sorted({t.cls for t in self.templates.values()}, key=lambda c: int(c[1:])))
+
+    def template(self, template_id: Any) -> Template:
+        """Look a template up by id; unknown ids raise a `SpecError` that suggests close matches."""
+        if not isinstance(template_id, str):
+            raise SpecError(f"template id must be a string, got {type(template_id).__name__}")
+        try:
+            return self.templates[template_id]
+        except KeyError:
+            near = difflib.get_close_matches(template_id, list(self.templates), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise SpecError(f"unknown template {template_id!r}{hint}") from None
+
+    def by_class(self, cls: str) -> list[Template]:
+        return [t for t in self.templates.values() if t.cls == cls]
+
+
+def catalog_path() -> Path:
+    """Path of the catalog shipped inside the package (an unchanged copy of the contract)."""
+    return Path(str(resources.files("logicval_hf.contract").joinpath("catalog.json")))
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: str) -> Catalog:
+    with open(path, encoding="utf-8") as fh:
+        return Catalog.from_dict(json.load(fh))
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """Load a catalog (default: the shipped CLEVR contract). Cached per path."""
+    return _load(str(path or catalog_path()))

@@ -1,0 +1,202 @@
+"""Scene graphs: objects with attributes and bounding boxes; regions and relations derived from box centres.
+
+JSON form (the same in and out)::
+
+    {"image_size": [W, H],
+     "objects": [{"color": "red", "shape": "cube", "material": "metal", "bbox": [x0, y0, x1, y1]}, ...]}
+
+Optional per object: ``"score"`` (detection confidence) and ``"probs"`` (``{attribute: {value: p}}``, from
+perception). Regions and relations follow regions.md §6: the centre decides the quadrant (a centre on a
+midline goes right / front), ``left(a, b)`` iff ``cx(a) < cx(b)``, ``behind(a, b)`` iff ``cy(a) < cy(b)``;
+equal coordinates give no relation on that axis.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from logicval_hf.contract.catalog import Domain, load_catalog
+from logicval_hf.errors import SceneError
+from logicval_hf.contract.spatial import RELATION_GEOMETRY, region_of
+
+_OPTIONAL_KEYS = ("score", "probs")
+
+
+def _number(path: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise SceneError(f"{path}: must be a finite number, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One object: its attribute values (e.g. colour, shape, material) and its box ``[x0, y0, x1, y1]``."""
+
+    attributes: Mapping[str, str]
+    bbox: tuple[float, float, float, float]
+    score: float | None = None
+    probs: Mapping[str, Mapping[str, float]] | None = None
+
+    def __getitem__(self, attribute: str) -> str:
+        return self.attributes[attribute]
+
+    @property
+    def center(self) -> tuple[float, float]:
+        x0, y0, x1, y1 = self.bbox
+        return (x0 + x1) / 2, (y0 + y1) / 2
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = dict(self.attributes)
+        d["bbox"] = list(self.bbox)
+        if self.score is not None:
+            d["score"] = self.score
+        if self.probs is not None:
+            d["probs"] = {a: dict(p) for a, p in self.probs.items()}
+        return d
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A scene graph over an image of ``image_size = (W, H)`` pixels."""
+
+    image_size: tuple[float, float]
+    objects: tuple[SceneObject, ...] = ()
+    domain: Domain = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.domain is None:
+            object.__setattr__(self, "domain", load_catalog().domain)
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: Any, domain: Domain | None = None) -> "Scene":
+        """Parse and validate scene JSON (a dict or a JSON string)."""
+        domain = domain or load_catalog().domain
+        if isinstance(d, (str, bytes)):
+            try:
+                d = json.loads(d)
+            except json.JSONDecodeError as e:
+                raise SceneError(f"scene: not valid JSON ({e})") from None
+        if not isinstance(d, Mapping):
+            raise SceneError(f"scene: must be a JSON object, got {type(d).__name__}")
+        extra = [k for k in d if k not in ("image_size", "objects")]
+        missing = [k for k in ("image_size", "objects") if k not in d]
+        if missing or extra:
+            raise SceneError(f"scene: expected keys ['image_size', 'objects'] (missing {missing}, unknown {extra})")
+        size = d["image_size"]
+        if not isinstance(size, (list, tuple)) or len(size) != 2:
+            raise SceneError(f"scene.image_size: must be [W, H], got {size!r}")
+        w, h = (_number(f"scene.image_size[{i}]", v) for i, v in enumerate(size))
+        if w <= 0 or h <= 0:
+            raise SceneError(f"scene.image_size: width and height must be positive, got {list(size)}")
+        objs = d["objects"]
+        if not isinstance(objs, (list, tuple)):
+            raise SceneError(f"scene.objects: must be a list, got {type(objs).__name__}")
+        parsed = tuple(cls._parse_object(f"scene.objects[{i}]", o, (w, h), domain) for i, o in enumerate(objs))
+        return cls((w, h), parsed, domain)
+
+    @staticmethod
+    def _parse_object(path: str, o: Any, size: tuple[float, float], domain: Domain) -> SceneObject:
+        if not isinstance(o, Mapping):
+            raise SceneError(f"{path}: must be a JSON object, got {type(o).__name__}")
+        names = domain.perceived_attributes
+        allowed = (*names, "bbox", *_OPTIONAL_KEYS)
+        extra = [k for k in o if k not in allowed]
+        if extra:
+            raise SceneError(f"{path}: unknown keys {extra}; an object has {list(allowed)}")
+        attrs = {}
+        for a in names:
+            if a not in o:
+                raise SceneError(f"{path}: missing {a!r}")
+            v = o[a]
+            if v not in domain.attributes[a]:
+                raise SceneError(f"{path}.{a}: {v!r} is not a {a}; expected one of {list(domain.attributes[a])}")
+            attrs[a] = v
+        if "bbox" not in o:
+            raise SceneError(f"{path}: missing 'bbox' ([x0, y0, x1, y1] in pixels)")
+        box = o["bbox"]
+        if not isinstance(box, (list, tuple)) or len(box) != 4:
+            raise SceneError(f"{path}.bbox: must be [x0, y0, x1, y1], got {box!r}")
+        x0, y0, x1, y1 = (_number(f"{path}.bbox[{i}]", v) for i, v in enumerate(box))
+        if not (x1 > x0 and y1 > y0):
+            raise SceneError(f"{path}.bbox: needs x1 > x0 and y1 > y0, got {list(box)}")
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        if not (0 <= cx <= size[0] and 0 <= cy <= size[1]):
+            raise SceneError(f"{path}.bbox: centre ({cx}, {cy}) lies outside the {size[0]}x{size[1]} image")
+        score = o.get("score")
+        if score is not None:
+            score = _number(f"{path}.score", score)
+        probs = o.get("probs")
+        if probs is not None:
+            probs = Scene._parse_probs(f"{path}.probs", probs, domain)
+        return SceneObject(attrs, (x0, y0, x1, y1), score, probs)
+
+    @staticmethod
+    def _parse_probs(path: str, probs: Any, domain: Domain) -> dict[str, dict[str, float]]:
+        if not isinstance(probs, Mapping):
+            raise SceneError(f"{path}: must map attributes to {{value: probability}}")
+        out = {}
+        for a, dist in probs.items():
+            if a not in domain.perceived_attributes:
+                raise SceneError(f"{path}: unknown attribute {a!r}")
+            if not isinstance(dist, Mapping):
+                raise SceneError(f"{path}.{a}: must map values to probabilities")
+            clean = {}
+            for v, p in dist.items():
+                if v not in domain.attributes[a]:
+                    raise SceneError(f"{path}.{a}: {v!r} is not a {a}")
+                p = _number(f"{path}.{a}.{v}", p)
+                if not 0 <= p <= 1:
+                    raise SceneError(f"{path}.{a}.{v}: probability {p} is outside [0, 1]")
+                clean[v] = float(p)
+            out[a] = clean
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Scene":
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_dict(json.load(fh))
+
+    @classmethod
+    def empty(cls, image_size: tuple[float, float] = (480, 320)) -> "Scene":
+        return cls(tuple(image_size), ())
+
+    # ---- output -------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"image_size": list(self.image_size), "objects": [o.to_dict() for o in self.objects]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    # ---- derived facts (regions.md §6) --------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def __iter__(self) -> Iterator[SceneObject]:
+        return iter(self.objects)
+
+    def region(self, i: int) -> str:
+        cx, cy = self.objects[i].center
+        return region_of(cx, cy, *self.image_size)
+
+    def regions(self) -> list[str]:
+        return [self.region(i) for i in range(len(self.objects))]
+
+    def holds(self, rel: str, a: int, b: int) -> bool:
+        """``rel(a, b)`` under the box-centre rule (strict; ties give no relation; irreflexive)."""
+        axis, sign = RELATION_GEOMETRY[rel]
+        k = 0 if axis == "x" else 1
+        return sign * (self.objects[a].center[k] - self.objects[b].center[k]) > 0
+
+    def relations(self) -> list[tuple[int, str, int]]:
+        """All true ``(a, rel, b)`` triples."""
+        n = len(self.objects)
+        return [(a, r, b) for r in RELATION_GEOMETRY for a in range(n) for b in range(n) if self.holds(r, a, b)]
+
+    def attribute(self, i: int, attribute: str) -> str:
+        """Attribute value of object i, regions included."""
+        return self.region(i) if attribute == "region" else self.objects[i].attributes[attribute]

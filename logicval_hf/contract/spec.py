@@ -1,0 +1,271 @@
+"""Constraints and specs: contract JSON in, typed and validated objects out, the same JSON back.
+
+A constraint is ``{"template": "C8/rel_exact", "params": {...}}``; a spec is ``{"n": 5, "constraints": [...]}``
+(dsl.md §1-2). Every slot rule of dsl.md §2 is checked; a violation raises `SpecError` (a `ValueError`)
+whose message starts with the path of the offending field.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Union
+
+from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
+from logicval_hf.errors import SpecError
+from logicval_hf.contract.spatial import axis_of
+
+ALLOWED_M = (1, 3, 6)
+
+
+@dataclass(frozen=True)
+class AttrLit:
+    """An attribute literal: ``prop == value``, flipped when ``negated``."""
+
+    prop: str
+    value: str
+    negated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prop": self.prop, "value": self.value, "negated": self.negated}
+
+    def denotes(self, values: tuple[str, ...]) -> frozenset[str]:
+        """The attribute values an object may have for this literal to hold."""
+        return frozenset(v for v in values if v != self.value) if self.negated else frozenset([self.value])
+
+
+@dataclass(frozen=True)
+class RelLit:
+    """A relation literal ``rel(a, b)``, flipped when ``negated``."""
+
+    rel: str
+    negated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rel": self.rel, "negated": self.negated}
+
+
+ParamValue = Union[AttrLit, RelLit, int, str]
+
+
+def _fail(path: str, msg: str) -> SpecError:
+    return SpecError(f"{path}: {msg}")
+
+
+def _check_keys(path: str, d: Any, required: tuple[str, ...], what: str) -> None:
+    if not isinstance(d, Mapping):
+        raise _fail(path, f"{what} must be a JSON object with keys {list(required)}, got {type(d).__name__}")
+    missing = [k for k in required if k not in d]
+    extra = [k for k in d if k not in required]
+    if missing:
+        raise _fail(path, f"{what} is missing {missing} (expected keys {list(required)})")
+    if extra:
+        raise _fail(path, f"{what} has unknown keys {extra} (expected keys {list(required)})")
+
+
+def _parse_param(path: str, slot: Slot, raw: Any, catalog: Catalog) -> ParamValue:
+    dom = catalog.domain
+    if slot.type == "attr":
+        _check_keys(path, raw, ("prop", "value", "negated"), "an attribute literal")
+        prop, value, neg = raw["prop"], raw["value"], raw["negated"]
+        if prop not in slot.props:
+            raise _fail(path + ".prop", f"{prop!r} is not allowed here; slot {slot.name} takes {list(slot.props)}")
+        if value not in dom.attributes[prop]:
+            raise _fail(path + ".value", f"{value!r} is not a {prop}; expected one of {list(dom.attributes[prop])}")
+        if not isinstance(neg, bool):
+            raise _fail(path + ".negated", f"must be true or false, got {neg!r}")
+        if neg != bool(slot.negated):
+            raise _fail(path + ".negated", f"slot {slot.name} has fixed polarity negated={str(bool(slot.negated)).lower()}")
+        return AttrLit(prop, value, neg)
+    if slot.type == "rel":
+        _check_keys(path, raw, ("rel", "negated"), "a relation literal")
+        rel, neg = raw["rel"], raw["negated"]
+        if rel not in slot.values:
+            raise _fail(path + ".rel", f"{rel!r} is not a relation; expected one of {list(slot.values)}")
+        if not isinstance(neg, bool):
+            raise _fail(path + ".negated", f"must be true or false, got {neg!r}")
+        if neg != bool(slot.negated):
+            raise _fail(path + ".negated", f"slot {slot.name} has fixed polarity negated={str(bool(slot.negated)).lower()}")
+        return RelLit(rel, neg)
+    if slot.type == "count":
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise _fail(path, f"count must be an integer, got {raw!r}")
+        lo = int(slot.min)
+        if raw < lo or raw > dom.n_max:
+            raise _fail(path, f"count {raw} is out of range {lo}..{dom.n_max}")
+        return int(raw)
+    if slot.type == "theta":
+        if raw not in slot.values:
+            raise _fail(path, f"comparator {raw!r} is not allowed; slot {slot.name} takes {list(slot.values)}")
+        return raw
+    raise _fail(path, f"unknown slot type {slot.type!r} in the catalog")
+
+
+def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamValue], catalog: Catalog) -> None:
+    dom = catalog.domain
+    for rule in template.slot_constraints:
+        kind, names = rule["kind"], rule["slots"]
+        where = f"{path}: slot rule {kind} on {names}"
+        if kind == "distinct_sets":
+            a, b = ({params[s] for s in grp} for grp in names)
+            if a == b:
+                raise SpecError(f"{where}: the two groups name the same literals")
+            continue
+        lits = [params[s] for s in names]
+        pairs = [(i, j) for i in range(len(lits)) for j in range(i + 1, len(lits))]
+        if kind == "distinct_props":
+            for i, j in pairs:
+                if lits[i].prop == lits[j].prop:
+                    raise SpecError(f"{where}: {names[i]} and {names[j]} both constrain {lits[i].prop}")
+        elif kind == "distinct_literals":
+            for i, j in pairs:
+                if (lits[i].prop, lits[i].value) == (lits[j].prop, lits[j].value):
+                    raise SpecError(f"{where}: {names[i]} and {names[j]} are the same literal {lits[i].value}")
+        elif kind == "different_axis":
+            if axis_of(lits[0].rel) == axis_of(lits[1].rel):
+                raise SpecError(f"{where}: {lits[0].rel} and {lits[1].rel} lie on the same axis")
+        elif kind == "distinct_values":
+            if lits[0].rel == lits[1].rel:
+                raise SpecError(f"{where}: both relations are {lits[0].rel}")
+        elif kind == "no_cover":
+            by_prop: dict[str, set[str]] = {}
+            for lit in lits:
+                by_prop.setdefault(lit.prop, set()).update(lit.denotes(dom.values(lit.prop)))
+            for prop, vals in by_prop.items():
+                if vals >= set(dom.values(prop)):
+                    raise SpecError(f"{where}: the literals cover every {prop}, so the disjunction always holds")
+        elif kind == "not_equivalent":
+            a, b = lits
+            if a.prop == b.prop and a.denotes(dom.values(a.prop)) == b.denotes(dom.values(b.prop)):
+                raise SpecError(f"{where}: {names[0]} and {names[1]} denote the same objects")
+        elif kind == "distinct_props_or_same_literal":
+            a, b = lits
+            if a.prop == b.prop and a.value != b.value:
+                raise SpecError(f"{where}: two different values of {a.prop} make the comparison always true")
+        else:
+            raise SpecError(f"{where}: unknown slot-rule kind in the catalog")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A template instantiated with parameter values."""
+
+    template: Template
+    params: Mapping[str, ParamValue]
+
+    @property
+    def template_id(self) -> str:
+        return self.template.id
+
+    @property
+    def cls(self) -> str:
+        return self.template.cls
+
+    @classmethod
+    def from_dict(
+        cls, d: Any, n: int | None = None, catalog: Catalog | None = None, path: str = "constraint"
+    ) -> "Constraint":
+        """Parse and validate one constraint; with ``n`` given, counts are checked against that scene size."""
+        catalog = catalog or load_catalog()
+        _check_keys(path, d, ("template", "params"), "a constraint")
+        try:
+            template = catalog.template(d["template"])
+        except SpecError as e:
+            raise _fail(path + ".template", str(e)) from None
+        raw = d["params"]
+        names = [s.name for s in template.slots]
+        _check_keys(path + ".params", raw, tuple(names), f"params of {template.id}")
+        params = {s.name: _parse_param(f"{path}.params.{s.name}", s, raw[s.name], catalog) for s in template.slots}
+        _check_slot_rules(path + ".params", template, params, catalog)
+        c = cls(template, params)
+        if n is not None:
+            c.check_counts(n, catalog, path)
+        return c
+
+    def check_counts(self, n: int, catalog: Catalog | None = None, path: str = "constraint") -> None:
+        catalog = catalog or load_catalog()
+        for slot in self.template.slots:
+            if slot.type != "count":
+                continue
+            k = self.params[slot.name]
+            lo, hi = slot.count_range(n, catalog.domain.n_max)
+            if not lo <= k <= hi:
+                why = "overflow 'unsat' allows up to the largest n" if slot.overflow == "unsat" else (
+                    f"max is {slot.max}, overflow {slot.overflow!r}")
+                raise _fail(f"{path}.params.{slot.name}", f"count {k} is out of range {lo}..{hi} at n={n} ({why})")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for slot in self.template.slots:
+            v = self.params[slot.name]
+            out[slot.name] = v.to_dict() if isinstance(v, (AttrLit, RelLit)) else v
+        return {"template": self.template.id, "params": out}
+
+    def key(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A scene size n and 1, 3 or 6 constraints from distinct classes."""
+
+    n: int
+    constraints: tuple[Constraint, ...]
+
+    @classmethod
+    def from_dict(cls, d: Any, catalog: Catalog | None = None, allowed_m: tuple[int, ...] | None = ALLOWED_M) -> "Spec":
+        """Parse and validate a spec. ``allowed_m=None`` accepts any number of constraints from 1 to 9."""
+        catalog = catalog or load_catalog()
+        if isinstance(d, (str, bytes)):
+            try:
+                d = json.loads(d)
+            except json.JSONDecodeError as e:
+                raise SpecError(f"spec: not valid JSON ({e})") from None
+        _check_keys("spec", d, ("n", "constraints"), "a spec")
+        n = d["n"]
+        dom = catalog.domain
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise SpecError(f"spec.n: must be an integer, got {n!r}")
+        if not dom.n_min <= n <= dom.n_max:
+            raise SpecError(f"spec.n: {n} is outside {dom.n_min}..{dom.n_max}")
+        raw = d["constraints"]
+        if not isinstance(raw, list) or not raw:
+            raise SpecError("spec.constraints: must be a non-empty list of constraints")
+        if allowed_m is not None and len(raw) not in allowed_m:
+            raise SpecError(f"spec.constraints: {len(raw)} constraints; a spec has {' or '.join(map(str, allowed_m))}")
+        cons = tuple(
+            Constraint.from_dict(c, n=n, catalog=catalog, path=f"spec.constraints[{i}]") for i, c in enumerate(raw)
+        )
+        seen: dict[str, int] = {}
+        for i, c in enumerate(cons):
+            if c.cls in seen:
+                raise SpecError(
+                    f"spec.constraints[{i}].template: class {c.cls} already used by constraints[{seen[c.cls]}]; "
+                    "a spec's constraints come from distinct classes"
+                )
+            seen[c.cls] = i
+        return cls(n, cons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "constraints": [c.to_dict() for c in self.constraints]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    def key(self) -> str:
+        """Canonical string of the spec (for caching and de-duplication)."""
+        return self._key
+
+    @functools.cached_property
+    def _key(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def m(self) -> int:
+        return len(self.constraints)
+
+
+def as_spec(spec: Any, catalog: Catalog | None = None) -> Spec:
+    """Accept a `Spec`, a dict or a JSON string."""
+    return spec if isinstance(spec, Spec) else Spec.from_dict(spec, catalog=catalog)

@@ -1,0 +1,1 @@
+"""The main job (`logicval run`): benchmark -> images -> scene graphs -> verdicts -> report."""

@@ -1,0 +1,398 @@
+"""The main job's report: paper-style tables (Markdown and HTML), PNG plots and ``summary.json``.
+
+Everything is rendered from the summary that `logicval_hf.job.run.run` assembles (one entry per generator with
+the metric's scores, the known-truth scores and the agreement between the two), so the Markdown, the HTML and
+the JSON always say the same thing. Tables:
+
+1. success rate per package (paper Table 3), the metric's verdicts and, for the built-in generators, the
+   known truth;
+2. 1SAT success per constraint class C1-C9 (Figure 2);
+3. count-relaxed success (§5.4, Figure 4);
+4. UNSAT abstention (§5.2) and false abstention on SAT specs;
+5. constraint success per logical operator (∃, ∀, →, count) and per class over all SAT constraints;
+6. agreement between the metric and the known truth (accuracy, confusion counts, per package; §6 / Table 6)
+   and the worst disagreements by id;
+7. what the perturbed generator changed, failed generations of image folders, timings per stage.
+
+Every file is written atomically (temporary name, then rename).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+from logicval_hf.contract.catalog import load_catalog
+
+__all__ = ["SUMMARY_KEYS", "VOLATILE_KEYS", "GENERATOR_KEYS", "sections", "to_markdown", "to_html", "write_plots",
+           "write_report"]
+
+#: top-level keys of summary.json
+SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "image_size", "limit", "n_specs",
+                "packages", "generators", "jobs", "timings", "cpu_seconds", "work")
+#: keys that change from run to run (wall/CPU time, what was redone or reused); the rest is reproducible
+VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
+#: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders)
+GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement")
+OPERATOR_SYMBOLS = {"exists": "∃", "forall": "∀", "implies": "→", "count": "count"}
+
+
+def _fmt(x: Any, digits: int = 2) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _classes() -> list[str]:
+    return list(load_catalog().classes)
+
+
+class Section:
+    """A titled block of text and/or one table (headers + rows of cells)."""
+
+    def __init__(self, title: str, text: str = "", headers: Sequence[str] = (), rows: Sequence[Sequence[Any]] = (),
+                 level: int = 2, image: str | None = None):
+        self.title, self.text, self.headers, self.rows, self.level, self.image = title, text, list(headers), \
+            [list(r) for r in rows], level, image
+
+
+def _verdict_rows(gens: Mapping[str, Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]]
+                  ) -> list[list[str]]:
+    """Table rows: per generator, the metric's verdicts then the known truth's (when there is one)."""
+    return [[g, who] + cells(agg) for g, e in gens.items()
+            for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])) if agg is not None]
+
+
+def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[str, Any]]],
+             plots: Mapping[str, str] | None = None) -> list[Section]:
+    """The report's content, independent of the output format."""
+    plots = plots or {}
+    gens: Mapping[str, Mapping[str, Any]] = summary["generators"]
+    packages = [p for p in PACKAGE_NAMES if summary["packages"].get(p)]
+    classes = _classes()
+    out: list[Section] = []
+    builtin = [g for g, e in gens.items() if e["truth"] is not None]
+    lim = f", the first {summary['limit']} per package" if summary.get("limit") else ""
+    out.append(Section(
+        "LogicVal report",
+        f"{summary['n_specs']} specifications (benchmark seed {summary['seed']}{lim}), perception backend "
+        f"`{summary['backend']}`, images {summary['image_size'][0]}x{summary['image_size'][1]}. "
+        "A verdict is *ok* when the perceived scene has exactly n objects and satisfies every constraint; "
+        "for an UNSAT specification, when the scene is empty (abstention). "
+        "*Known truth* is the solver's verdict on the scene the generator intended (oracle: the solver's "
+        "witness with the attributes the constraints leave free re-drawn at random, each change checked by the "
+        "solver, or the empty scene for UNSAT; naive: n random objects; perturbed: the oracle scene with one "
+        "change that breaks exactly one constraint or only the count).", level=1))
+
+    # 1. success per package
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_package"].get(p, {}).get("score")) for p in packages]
+                         + [_fmt(agg["logicval_score"])])
+    out.append(Section("Success rate per package", "Fraction of images whose verdict is ok (paper Table 3). "
+                       "Package sizes: " + ", ".join(f"{p} {summary['packages'][p]}" for p in packages) + ".",
+                       ["generator", "verdicts"] + packages + ["all"], rows, image=plots.get("by_package")))
+
+    # 2. per class on 1SAT
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_class"].get(c, {}).get("score")) for c in classes])
+    out.append(Section("1SAT success per constraint class",
+                       "Single-constraint SAT specifications, strict verdict (paper Figure 2).",
+                       ["generator", "verdicts"] + classes, rows, image=plots.get("by_class")))
+
+    # 3. count-relaxed
+    def relaxed(agg: Mapping[str, Any]) -> list[str]:
+        one = agg["by_package"].get("1SAT", {})
+        return [_fmt(one.get("score")), _fmt(one.get("relaxed_score")), _fmt(agg["sat_score"]),
+                _fmt(agg["sat_relaxed_score"]), _fmt(agg["count_accuracy"])]
+
+    rows = _verdict_rows(gens, relaxed)
+    out.append(Section("Count-relaxed success",
+                       "Strict verdict vs. the verdict with the object count ignored (paper §5.4); count accuracy: "
+                       "fraction of SAT images with exactly n objects.",
+                       ["generator", "verdicts", "1SAT strict", "1SAT relaxed", "SAT strict", "SAT relaxed",
+                        "count accuracy"], rows))
+
+    # 4. UNSAT abstention
+    unsat = [p for p in packages if p.endswith("UNSAT")]
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["abstention_by_package"].get(p, {}).get("rate")) for p in unsat]
+                         + [_fmt(agg["abstention_rate"]), _fmt(agg["false_abstention_rate"])])
+    out.append(Section("UNSAT abstention",
+                       "Fraction of UNSAT specifications answered with an empty scene (paper §5.2); false "
+                       "abstention: empty scenes for SAT specifications.",
+                       ["generator", "verdicts"] + unsat + ["all UNSAT", "false abstention (SAT)"], rows))
+
+    # 5. per operator / per class over all constraints
+    ops = ["exists", "forall", "implies", "count"]
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["constraint_success_by_operator"].get(o, {}).get("rate"))
+                                            for o in ops])
+    out.append(Section("Constraint success per logical operator",
+                       "Every constraint of every SAT specification, object count ignored; a constraint counts "
+                       "for each operator its template uses.",
+                       ["generator", "verdicts"] + [OPERATOR_SYMBOLS[o] for o in ops], rows))
+    rows = _verdict_rows(gens, lambda agg: [_fmt(agg["constraint_success_by_class"].get(c, {}).get("rate"))
+                                            for c in classes])
+    out.append(Section("Constraint success per class (all SAT packages)",
+                       "Every constraint of every SAT specification, object count ignored.",
+                       ["generator", "verdicts"] + classes, rows))
+
+    # 6. agreement
+    if builtin:
+        rows = []
+        for g in builtin:
+            a, e = gens[g]["agreement"], gens[g]
+            rows.append([g, a["n"], _fmt(a["accuracy"]), _fmt(a["relaxed_accuracy"]), a["tp"], a["fp"], a["fn"],
+                         a["tn"], _fmt(e["metric"]["logicval_score"]), _fmt(e["truth"]["logicval_score"]),
+                         _fmt(a["scene_exact_rate"])])
+        allp = [(gens[g]["agreement"]) for g in builtin]
+        n = sum(a["n"] for a in allp)
+        agree = sum(a["tp"] + a["tn"] for a in allp)
+        rows.append(["all", n, _fmt(agree / n if n else None), "", sum(a["tp"] for a in allp),
+                     sum(a["fp"] for a in allp), sum(a["fn"] for a in allp), sum(a["tn"] for a in allp), "", "", ""])
+        out.append(Section(
+            "Agreement with the known truth",
+            "The metric's strict verdict against the solver's verdict on the intended scene (positive = ok). "
+            "FP: the metric accepts an image whose intended scene fails; FN: it rejects a correct one. "
+            "Scene exact: the perceived scene has the intended objects with the intended colour, shape, "
+            "material and region (paper Table 7).",
+            ["generator", "images", "accuracy", "relaxed accuracy", "TP", "FP", "FN", "TN", "metric score",
+             "truth score", "scene exact"], rows))
+        rows = []
+        for g in builtin:
+            bp = gens[g]["agreement"]["by_package"]
+            rows.append([g] + [f"{_fmt(bp[p]['accuracy'])} ({bp[p]['fp']} FP, {bp[p]['fn']} FN)" if p in bp else "–"
+                               for p in packages])
+        out.append(Section("Agreement per package", "Accuracy, with the false positives and negatives.",
+                           ["generator"] + packages, rows, image=plots.get("agreement")))
+        for g in builtin:
+            ws = worst.get(g, [])
+            total = gens[g]["agreement"]["disagreements"]
+            if not ws:
+                out.append(Section(f"Worst disagreements: {g}", "None: the metric agrees with the truth on every "
+                                   "image.", level=3))
+                continue
+            rows = [[d["id"], d["package"], d["kind"], d["intended_objects"], _fmt(d["perceived_objects"]),
+                     d["scene_errors"], d["diff"], d.get("generation") or ""] for d in ws]
+            out.append(Section(
+                f"Worst disagreements: {g}",
+                f"{total} disagreement(s); the {len(ws)} with the largest scene-graph error (missed, extra and "
+                "misread objects) are shown, all are in `disagreements.json`. Images: "
+                f"`images/{g}/<id>.png`, perceived scenes: `verdicts/{g}/<id>.json`.",
+                ["id", "package", "kind", "intended objects", "perceived objects", "scene errors", "difference",
+                 "generation"], rows, level=3))
+
+    # 7. perturbations, failed generations, timings
+    for g, e in gens.items():
+        if e.get("perturbations"):
+            rows = [[k.split("/")[0], k.split("/")[1], v] for k, v in e["perturbations"].items()]
+            inexact = e.get("inexact_perturbations") or []
+            out.append(Section(f"Perturbations made by {g}",
+                               "Kind of the single change and what it broke (a constraint, only the count, or the "
+                               "abstention of an UNSAT spec). " + (f"Not exactly one broken item: {', '.join(inexact)}."
+                                                                  if inexact else "Every change broke exactly one "
+                                                                  "item, checked by the solver."),
+                               ["change", "broken", "images"], rows, level=3))
+    folders = [g for g, e in gens.items() if e["kind"] == "folder"]
+    if folders:
+        rows = []
+        for g in folders:
+            e = gens[g]
+            miss, bad = e["missing"], e["unreadable"]
+            rows.append([g, e["folder"], e["n_images"], len(miss), ", ".join(miss[:30]) + (" ..." if len(miss) > 30
+                                                                                            else ""),
+                         ", ".join(bad[:30])])
+        out.append(Section("Failed generations",
+                           "Image folders: ids without an image (or with an unreadable one) count as failed "
+                           "generations, i.e. as not ok under both count modes.",
+                           ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids"],
+                           rows))
+    t, c = summary["timings"], summary.get("cpu_seconds", {})
+    rows = [[k, f"{v:.1f}", f"{c[k]:.1f}" if k in c else "–"] for k, v in t.items()]
+    out.append(Section("Timings", f"Seconds per stage: wall clock, and CPU time of this process and its "
+                       f"{summary.get('jobs', 1)} worker process(es) (CPU > wall: the workers ran in parallel; "
+                       "CPU < wall: the machine was busy with other work).",
+                       ["stage", "wall s", "CPU s"], rows))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown / HTML
+# ---------------------------------------------------------------------------------------------
+def _md_cell(x: Any) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(secs: Sequence[Section]) -> str:
+    lines: list[str] = []
+    for s in secs:
+        lines.append("#" * s.level + " " + s.title)
+        lines.append("")
+        if s.text:
+            lines.append(s.text)
+            lines.append("")
+        if s.image:
+            lines.append(f"![{s.title}]({s.image})")
+            lines.append("")
+        if s.headers:
+            lines.append("| " + " | ".join(_md_cell(h) for h in s.headers) + " |")
+            lines.append("|" + "|".join("---" for _ in s.headers) + "|")
+            for r in s.rows:
+                lines.append("| " + " | ".join(_md_cell(c) for c in r) + " |")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:75em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f3f3f3}td.t,th:first-child{text-align:left}img{max-width:100%}code{background:#f3f3f3}"""
+
+
+def _inline(text: str) -> str:
+    """Escape, then turn `code` spans and *emphasis* into HTML."""
+    import re
+
+    t = html.escape(text)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", t)
+
+
+def _numeric(cell: Any) -> bool:
+    text = str(cell).strip()
+    return text in ("", "–") or text.replace(".", "", 1).replace("-", "", 1).isdigit()
+
+
+def to_html(secs: Sequence[Section]) -> str:
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>LogicVal report</title>',
+             f"<style>{_CSS}</style></head><body>"]
+    for s in secs:
+        parts.append(f"<h{s.level}>{html.escape(s.title)}</h{s.level}>")
+        if s.text:
+            parts.append(f"<p>{_inline(s.text)}</p>")
+        if s.image:
+            parts.append(f'<p><img src="{html.escape(s.image)}" alt="{html.escape(s.title)}"></p>')
+        if s.headers:
+            parts.append("<table><thead><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in s.headers)
+                         + "</tr></thead><tbody>")
+            for r in s.rows:
+                parts.append("<tr>" + "".join(
+                    f"<td>{html.escape(str(c))}</td>" if _numeric(c) else f'<td class="t">{html.escape(str(c))}</td>'
+                    for c in r) + "</tr>")
+            parts.append("</tbody></table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Plots
+# ---------------------------------------------------------------------------------------------
+def _bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float | None]],
+          truth: Mapping[str, Sequence[float | None]] | None = None) -> None:
+    k = max(1, len(series))
+    width = 0.8 / k
+    for j, (name, vals) in enumerate(series.items()):
+        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(groups))]
+        ax.bar(xs, [v if v is not None else 0.0 for v in vals], width, label=name)
+        if truth and truth.get(name) is not None:
+            tv = truth[name]
+            ax.scatter([x for x, v in zip(xs, tv) if v is not None], [v for v in tv if v is not None],
+                       marker="_", s=120, color="black", zorder=3,
+                       label="known truth" if j == 0 else None)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups)
+    ax.set_ylim(0, 1.05)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+
+
+def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
+    """PNG bar charts (matplotlib, Agg) under ``out/plots``; ``{name: relative path}`` (empty without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib is in the data/test extras
+        return {}
+    from logicval_hf.job.run import atomic_write_bytes
+
+    gens = summary["generators"]
+    packages = [p for p in PACKAGE_NAMES if summary["packages"].get(p)]
+    classes = _classes()
+    written: dict[str, str] = {}
+
+    def save(fig: Any, name: str) -> None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        atomic_write_bytes(out / "plots" / f"{name}.png", buf.getvalue())
+        written[name] = f"plots/{name}.png"
+
+    def pick(key: str, groups: Sequence[str], field: str = "score"):
+        series, truth = {}, {}
+        for g, e in gens.items():
+            series[g] = [e["metric"][key].get(x, {}).get(field) for x in groups]
+            truth[g] = [e["truth"][key].get(x, {}).get(field) for x in groups] if e["truth"] else None
+        return series, truth
+
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    s, t = pick("by_class", classes)
+    _bars(ax, classes, s, t)
+    ax.set_title("1SAT success per constraint class (bars: metric, ticks: known truth)")
+    ax.set_ylabel("success rate")
+    save(fig, "by_class")
+
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    s, t = pick("by_package", packages)
+    _bars(ax, packages, s, t)
+    ax.set_title("Success per package (bars: metric, ticks: known truth)")
+    ax.set_ylabel("success rate")
+    save(fig, "by_package")
+
+    builtin = [g for g, e in gens.items() if e["agreement"] is not None]
+    if builtin:
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+        series = {g: [gens[g]["agreement"]["by_package"].get(p, {}).get("accuracy") for p in packages]
+                  for g in builtin}
+        _bars(ax, packages, series)
+        ax.set_title("Agreement of the metric with the known truth, per package")
+        ax.set_ylabel("accuracy")
+        save(fig, "agreement")
+    return written
+
+
+def write_report(out: str | Path, summary: dict[str, Any], worst: Mapping[str, Sequence[Mapping[str, Any]]],
+                 timings_start: float | None = None, total_start: float | None = None,
+                 cpu_start: tuple[float, float] | None = None) -> dict[str, Path]:
+    """Write plots, ``report.md``, ``report.html`` and ``summary.json`` into ``out``; return their paths.
+
+    ``timings_start`` / ``total_start`` (``time.perf_counter()`` values) add the report stage and the total to
+    ``summary["timings"]``; ``cpu_start`` (``(report start, run start)`` CPU readings of this process) adds
+    the report stage to ``summary["cpu_seconds"]`` and its total (the sum of the stages, workers included).
+    """
+    from logicval_hf.job.run import _cpu
+
+    from logicval_hf.job.run import atomic_write_json, atomic_write_text
+
+    out = Path(out)
+    plots = write_plots(out, summary)
+    now = time.perf_counter()
+    if timings_start is not None:
+        summary["timings"]["report"] = now - timings_start
+    if total_start is not None:
+        summary["timings"]["total"] = now - total_start
+    if cpu_start is not None and "cpu_seconds" in summary:
+        cs = summary["cpu_seconds"]
+        cs["report"] = _cpu() - cpu_start[0]
+        cs["total"] = sum(v for k, v in cs.items() if k != "total")  # workers are not our children (forkserver)
+    secs = sections(summary, worst, plots)
+    paths = {"report.md": out / "report.md", "report.html": out / "report.html", "summary.json": out / "summary.json"}
+    atomic_write_text(paths["report.md"], to_markdown(secs))
+    atomic_write_text(paths["report.html"], to_html(secs))
+    atomic_write_json(paths["summary.json"], summary, indent=1)
+    paths.update({k: out / v for k, v in plots.items()})
+    return paths

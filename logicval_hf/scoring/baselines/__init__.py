@@ -1,0 +1,27 @@
+"""Baseline alignment metrics of the paper (§4.3, Appendix E), behind one interface.
+
+    from logicval_hf.scoring.baselines import CLIPScore, VLMJudge, SoftTIFA, OpenAIChatVLM, TransformersVLM
+
+    clip = CLIPScore.from_transformers("zer0int/LongCLIP-GmP-ViT-L-14")     # or .from_open_clip(...)
+    gpt = OpenAIChatVLM("gpt-4o")                                          # key from $OPENAI_API_KEY
+    judge, tifa = VLMJudge(gpt), SoftTIFA(gpt, aggregate="gm")
+    scores = tifa.score(images, rows)              # rows of logicval_hf.benchmark.sampler (or specs / prompts)
+    results = tifa.evaluate(images, rows)          # BaselineResult(score, details) per image
+
+Each metric is a `BaselineMetric`: ``score(images, items) -> list[float | None]`` and ``evaluate(images,
+items) -> list[BaselineResult]``. Heavy dependencies (torch, open_clip, transformers) are imported when a
+model is built, not on import.
+"""
+
+from logicval_hf.scoring.baselines.base import BaselineError, BaselineMetric, BaselineResult, prompt_text
+from logicval_hf.scoring.baselines.clipscore import CLIPScore, convert_longclip_state_dict
+from logicval_hf.scoring.baselines.soft_tifa import QUESTION_TEMPLATE, SoftTIFA, candidate_probs, score_subquestions
+from logicval_hf.scoring.baselines.vlm import OpenAIChatVLM, TransformersVLM, VLMBackend, VLMRequestError, VLMResponseError
+from logicval_hf.scoring.baselines.vlm_judge import JUDGE_PROMPT, VLMJudge, parse_judge_answer
+
+__all__ = [
+    "BaselineError", "BaselineMetric", "BaselineResult", "CLIPScore", "JUDGE_PROMPT", "OpenAIChatVLM",
+    "QUESTION_TEMPLATE", "SoftTIFA", "TransformersVLM", "VLMBackend", "VLMJudge", "VLMRequestError",
+    "VLMResponseError", "candidate_probs", "convert_longclip_state_dict", "parse_judge_answer", "prompt_text",
+    "score_subquestions",
+]

@@ -1,0 +1,109 @@
+"""From verdicts to scores: the LogicVal score, the count-relaxed score, UNSAT abstention and breakdowns.
+
+A *record* is one scored image: the spec it was generated for (with its benchmark package and label) and
+the verdicts under both count modes. `aggregate` turns records into the paper's tables:
+
+* ``logicval_score``: fraction of images whose verdict is ok (strict: exactly n objects, every constraint;
+  UNSAT specs: the empty scene);
+* ``relaxed_score``: the same with the object count ignored (paper §5.4);
+* ``abstention_rate``: on UNSAT specs, the fraction of empty scenes (paper §5.2);
+* breakdowns per package, per class and per template (single-constraint specs, as in the paper's Figure 2
+  and Appendix H.2), per constraint class over all constraints, and per logical operator (∃, ∀, →, count).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from logicval_hf.contract.catalog import Template, load_catalog
+from logicval_hf.asp.solver import Verdict
+from logicval_hf.contract.spec import Spec
+
+OPERATORS = ("exists", "forall", "implies", "count")
+
+
+@functools.lru_cache(maxsize=None)
+def operators_of(template_id: str) -> tuple[str, ...]:
+    """Logical operators a template's formula uses (∃, ∀, →, count), in a fixed order."""
+    t: Template = load_catalog().template(template_id)
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            op = node.get("op")
+            if op in ("exists", "forall", "implies", "count"):
+                found.add(op)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(t.formula)
+    return tuple(op for op in OPERATORS if op in found)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One scored image."""
+
+    spec: Spec
+    label: str
+    strict: Verdict
+    relaxed: Verdict
+    package: str | None = None
+    id: str | None = None
+
+    @property
+    def abstained(self) -> bool:
+        return self.strict.n_objects == 0
+
+
+def _rate(xs: Sequence[bool]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _group(records: Iterable[Record], key) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        for k in key(r):
+            groups.setdefault(k, []).append(r)
+    return {
+        k: {"n": len(rs), "score": _rate([r.strict.ok for r in rs]), "relaxed_score": _rate([r.relaxed.ok for r in rs])}
+        for k, rs in sorted(groups.items())
+    }
+
+
+def aggregate(records: Sequence[Record]) -> dict[str, Any]:
+    """The headline scores and breakdowns of a list of records (see the module docstring)."""
+    records = list(records)
+    sat = [r for r in records if r.label == "SAT"]
+    unsat = [r for r in records if r.label == "UNSAT"]
+    single_sat = [r for r in sat if r.spec.m == 1]
+    per_constraint: dict[str, list[bool]] = {}
+    per_operator: dict[str, list[bool]] = {}
+    for r in sat:
+        bad = set(r.relaxed.violated)
+        for i, c in enumerate(r.spec.constraints):
+            ok = i not in bad
+            per_constraint.setdefault(c.cls, []).append(ok)
+            for op in operators_of(c.template_id):
+                per_operator.setdefault(op, []).append(ok)
+    return {
+        "n_samples": len(records),
+        "logicval_score": _rate([r.strict.ok for r in records]),
+        "relaxed_score": _rate([r.relaxed.ok for r in records]),
+        "sat_score": _rate([r.strict.ok for r in sat]),
+        "sat_relaxed_score": _rate([r.relaxed.ok for r in sat]),
+        "count_accuracy": _rate([r.strict.count_ok for r in sat]),
+        "abstention_rate": _rate([r.abstained for r in unsat]),
+        "false_abstention_rate": _rate([r.abstained for r in sat]),
+        "by_package": _group(records, lambda r: [r.package] if r.package else []),
+        "by_class": _group(single_sat, lambda r: [r.spec.constraints[0].cls]),
+        "by_template": _group(single_sat, lambda r: [r.spec.constraints[0].template_id]),
+        "constraint_success_by_class": {k: {"n": len(v), "rate": _rate(v)} for k, v in sorted(per_constraint.items())},
+        "constraint_success_by_operator": {k: {"n": len(per_operator[k]), "rate": _rate(per_operator[k])}
+                                           for k in OPERATORS if k in per_operator},
+    }

@@ -1,0 +1,276 @@
+"""The Check tab and the ``/check`` endpoint: image + spec -> scene graph, verdicts, failing constraints.
+
+Uploads are checked before anything is decoded: file size (``max_bytes``, the same cap the server enforces
+with ``max_file_size``), "is this an image at all" (PIL reads the header), and the pixel count
+(`logicval_hf.perception.MAX_PIXELS`) from the header only. Errors are `CheckError` (a `ValueError`) with a
+sentence a user can act on.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont, UnidentifiedImageError
+
+from logicval_hf import perception
+from logicval_hf.contract.scene import Scene
+from logicval_hf.asp.solver import Solver, default_solver
+from logicval_hf.contract.spec import Spec
+from logicval_hf.contract.verbalise import constraint_text
+from logicval_hf.space.common import boxes_json, listed, object_label, parse_spec_input
+from logicval_hf.space.explain import explain_constraint
+
+#: default upload cap in bytes (the server's ``max_file_size`` uses the same number)
+DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+#: environment variables that switch the default perception backend to ``neural``
+NEURAL_ENV_PREFIX = "LOGICVAL_NEURAL_"
+
+
+class CheckError(ValueError):
+    """An upload or a check request that cannot be served; the message says why."""
+
+
+def default_backend(environ: Mapping[str, str] | None = None) -> str:
+    """``LOGICVAL_SPACE_BACKEND`` if set; ``neural`` when any ``LOGICVAL_NEURAL_*`` setting is configured;
+    otherwise the weight-free ``clevr`` backend."""
+    env = os.environ if environ is None else environ
+    if env.get("LOGICVAL_SPACE_BACKEND"):
+        return env["LOGICVAL_SPACE_BACKEND"]
+    if any(k.startswith(NEURAL_ENV_PREFIX) and v for k, v in env.items()):
+        return "neural"
+    return "clevr"
+
+
+def backend_choices(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Image backends to offer: the registered ones (``given`` takes scene graphs, not images) and the default."""
+    names = [b for b in perception.BACKENDS if b != "given"]
+    d = default_backend(environ)
+    if d not in names:
+        names.append(d)
+    return sorted(names, key=lambda b: (b != d, b))
+
+
+def _human_bytes(n: float) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KB"
+
+
+def load_upload(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str | None = None) -> np.ndarray:
+    """An uploaded file as an RGB uint8 array, after size, type and pixel-count checks."""
+    if path is None or (isinstance(path, str) and not path.strip()):
+        raise CheckError("no image uploaded: choose a PNG, JPEG or WebP file")
+    p = Path(str(path))
+    name = name or p.name
+    if not p.is_file():
+        raise CheckError(f"{name}: the uploaded file is missing on the server; upload it again")
+    size = p.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise CheckError(f"{name}: file of {_human_bytes(size)} exceeds the upload limit of {_human_bytes(max_bytes)}")
+    if size == 0:
+        raise CheckError(f"{name}: the file is empty")
+    limit = perception.MAX_PIXELS
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(p) as im:
+                w, h = im.size
+                if w * h > limit:
+                    raise CheckError(f"{name}: image of {w}x{h} = {w * h / 1e6:.1f} megapixels exceeds the limit of "
+                                     f"{limit / 1e6:.0f} megapixels; downscale it first")
+                im.load()
+                return perception.load_image(im, what=name)
+    except CheckError:
+        raise
+    except UnidentifiedImageError:
+        raise CheckError(f"{name}: not an image file (expected PNG, JPEG, WebP or another format PIL reads)") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise CheckError(f"{name}: refused, the image is too large to decode safely (megapixel limit "
+                         f"{limit / 1e6:.0f})") from None
+    except perception.PerceptionError as e:
+        raise CheckError(str(e)) from None
+    except (OSError, ValueError, SyntaxError, EOFError) as e:
+        raise CheckError(f"{name}: corrupt or truncated image ({e})") from None
+
+
+def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any]:
+    """The probabilistic score (``logicval_hf.scoring.probabilistic``), or ``p: None`` with the reason it is n/a."""
+    try:
+        from logicval_hf.scoring.probabilistic import probability  # lazy: optional module
+    except Exception as e:  # noqa: BLE001 - any import problem means "not available"
+        return {"p": None, "available": False, "note": f"n/a: logicval_hf.scoring.probabilistic is not available ({e})"}
+    try:
+        r = probability(spec, scene, label=label)
+    except Exception as e:  # noqa: BLE001 - shown to the user, the verdicts still stand
+        return {"p": None, "available": True, "note": f"n/a: {type(e).__name__}: {e}"}
+    out = r.to_dict() if hasattr(r, "to_dict") else {"p": float(r.p)}
+    out["p"] = float(out["p"])
+    out["available"] = True
+    exact = out.get("exact")
+    if exact is None:
+        out["note"] = ""
+    else:
+        out["note"] = "exact" if exact else f"Monte Carlo estimate ± {out.get('stderr', 0):.3f}"
+    return out
+
+
+def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = None,
+                   solver: Solver | None = None) -> dict[str, Any]:
+    """Verdicts (strict and count-relaxed), the failing constraints with the objects involved, the score."""
+    solver = solver or default_solver()
+    meta = dict(meta or {})
+    label = meta.get("label") or solver.solve(spec).label
+    strict = solver.verify(spec, scene, count="strict", label=label)
+    relaxed = solver.verify(spec, scene, count="relaxed", label=label)
+    constraints = []
+    violated = []
+    for i, c in enumerate(spec.constraints):
+        bad = i in strict.violated
+        text = constraint_text(c, spec.n, "short")
+        constraints.append({"index": i, "template": c.template_id, "text": text, "holds": not bad})
+        if bad:
+            ex = explain_constraint(c, scene, spec.n)
+            if ex["holds"]:  # the reference semantics disagrees: report the solver's verdict only
+                ex["explanation"] = "the solver reports this constraint violated"
+            violated.append({"index": i, **ex})
+    notes = []
+    if not strict.count_ok:
+        notes.append(f"the scene has {len(scene)} objects, the spec asks for exactly {spec.n}")
+    if label == "UNSAT":
+        notes.append("the spec is UNSAT: the correct image is an empty scene"
+                     + ("" if len(scene) == 0 else f", this one shows {len(scene)} object(s)"))
+    return {
+        "id": meta.get("id"),
+        "package": meta.get("package"),
+        "label": label,
+        "n": spec.n,
+        "spec": spec.to_dict(),
+        "scene": scene.to_dict(),
+        "objects": boxes_json(scene),
+        "verdict": {"strict": strict.to_dict(), "relaxed": relaxed.to_dict()},
+        "constraints": constraints,
+        "violated": violated,
+        "notes": notes,
+        "probability": probability_of(spec, scene, label),
+    }
+
+
+def check_image(image: Any, spec_input: Any, backend: str | None = None,
+                max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str | None = None) -> dict[str, Any]:
+    """The ``/check`` answer for an uploaded image path and a spec (benchmark id or JSON)."""
+    spec, meta = parse_spec_input(spec_input)
+    rgb = load_upload(image, max_bytes, name)
+    backend = backend or default_backend()
+    try:
+        scene = perception.extract_scene(rgb, backend=backend)
+    except perception.PerceptionError as e:
+        raise CheckError(str(e)) from None
+    out = evaluate_scene(spec, scene, meta)
+    out["backend"] = backend
+    return out
+
+
+# ---- presentation helpers -----------------------------------------------------------------------------------
+def verdict_markdown(result: Mapping[str, Any]) -> str:
+    s, r = result["verdict"]["strict"], result["verdict"]["relaxed"]
+    def mark(ok: bool) -> str:
+        return "✓ satisfied" if ok else "✗ not satisfied"
+    which = f" for {result['id']}" if result.get("id") else ""
+    head = f"### Verdict{which} ({result['label']} spec, n = {result['n']})"
+    prob = result["probability"]
+    p = f"{prob['p']:.3f}" + (f" ({prob['note']})" if prob.get("note") else "") if prob.get("p") is not None \
+        else prob.get("note", "n/a")
+    lines = [head, "",
+             f"- **Strict:** {mark(s['ok'])} — {s['n_objects']} object(s) detected, count "
+             f"{'matches' if s['count_ok'] else 'does not match'} n",
+             f"- **Count-relaxed:** {mark(r['ok'])}",
+             f"- **Probabilistic score:** {p}"]
+    for note in result.get("notes", []):
+        lines.append(f"- _{note}_")
+    return "\n".join(lines)
+
+
+def violations_markdown(result: Mapping[str, Any]) -> str:
+    if not result["violated"]:
+        return "**Every constraint holds on the detected scene.**"
+    lines = ["### Failing constraints", ""]
+    for v in result["violated"]:
+        lines.append(f"**Constraint {v['index'] + 1}** (`{v['template']}`): {v['text']}")
+        lines.append(f"- why: {v['explanation']}")
+        if v["object_labels"]:
+            lines.append(f"- objects involved: {listed(v['object_labels'])}")
+        for lo in v.get("literal_objects", []):
+            lines.append(f"- `{lo['slot']}` ({lo['literal']}): {listed(lo['labels']) or 'no object'}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def violation_rows(result: Mapping[str, Any]) -> list[list[Any]]:
+    return [[v["index"] + 1, v["template"], v["text"], v["explanation"], ", ".join(v["object_labels"])]
+            for v in result["violated"]]
+
+
+#: box colours (dark enough for white label text; no red, which marks objects of failing constraints)
+_PALETTE = [(0, 114, 178), (0, 150, 80), (213, 94, 0), (120, 60, 170), (0, 128, 128), (190, 40, 160),
+            (140, 100, 30), (40, 40, 140), (100, 120, 0), (60, 60, 60)]
+
+
+def _font(size: int) -> Any:
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1
+        return ImageFont.load_default()
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def draw_boxes(image: Any, scene: Scene, highlight: Any = (), min_width: int = 800) -> Image.Image:
+    """The image with every object's box and label (``#i colour material shape``); objects in ``highlight``
+    (those involved in a failing constraint) get a thicker red frame. Small images are upscaled to
+    ``min_width`` first so that the labels stay legible; labels are placed so that they do not overlap."""
+    im = Image.fromarray(image) if isinstance(image, np.ndarray) else image.convert("RGB")
+    if im.width < min_width:
+        f = min_width / im.width
+        im = im.resize((min_width, max(1, round(im.height * f))), Image.BICUBIC)
+    else:
+        im = im.copy()
+    W, H = im.size
+    sx, sy = W / float(scene.image_size[0]), H / float(scene.image_size[1])
+    draw = ImageDraw.Draw(im)
+    fsize = max(12, int(round(min(W, 1.5 * H) / 48)))
+    font = _font(fsize)
+    hl = set(highlight)
+    width = max(2, int(round(min(W, H) / 250)))
+    placed: list[tuple[float, float, float, float]] = []
+    boxes = [(o.bbox[0] * sx, o.bbox[1] * sy, o.bbox[2] * sx, o.bbox[3] * sy) for o in scene.objects]
+    for i, box in enumerate(boxes):
+        col = (220, 20, 20) if i in hl else _PALETTE[i % len(_PALETTE)]
+        draw.rectangle(box, outline=col, width=width * (2 if i in hl else 1))
+    for i, box in enumerate(boxes):
+        col = (220, 20, 20) if i in hl else _PALETTE[i % len(_PALETTE)]
+        text = object_label(scene, i)
+        tb = draw.textbbox((0, 0), text, font=font)
+        tw, th = tb[2] - tb[0] + 6, tb[3] - tb[1] + 6
+        cands = [(box[0], box[1] - th), (box[0], box[3]), (box[0], box[1]), (box[2] - tw, box[1] - th),
+                 (box[2] - tw, box[3])]
+        cands += [(box[0], box[1] - th - k * th) for k in range(1, 4)]
+        cands += [(box[0], box[3] + k * th) for k in range(1, 4)]
+        best = None
+        for x, y in cands:
+            x = min(max(0.0, x), max(0.0, W - tw))
+            y = min(max(0.0, y), max(0.0, H - th))
+            r = (x, y, x + tw, y + th)
+            if not any(_overlaps(r, q) for q in placed):
+                best = r
+                break
+        if best is None:
+            x, y = min(max(0.0, box[0]), max(0.0, W - tw)), min(max(0.0, box[1] - th), max(0.0, H - th))
+            best = (x, y, x + tw, y + th)
+        placed.append(best)
+        draw.rectangle(best, fill=col)
+        draw.text((best[0] + 3, best[1] + 3 - tb[1]), text, fill=(255, 255, 255), font=font)
+    return im

@@ -1,0 +1,71 @@
+"""The Explore tab: one benchmark row with its prompts, program, sub-questions, label, witness or core."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from logicval_hf.benchmark.sampler import DEFAULT_SEED
+from logicval_hf.contract.scene import Scene
+from logicval_hf.space.common import get_row
+
+SUBQUESTION_HEADERS = ["constraint", "question", "type", "expect", "bind"]
+
+
+def explore_row(row_id: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Everything the Explore tab shows for a row, JSON-ready (the witness as a scene dict)."""
+    row = get_row(row_id, seed)
+    texts = [c["text_short"] for c in row["constraints"]]
+    core = row.get("core")
+    return {
+        "id": row["id"],
+        "package": row["package"],
+        "label": row["label"],
+        "n": row["n"],
+        "m": row["m"],
+        "templates": list(row["templates"]),
+        "spec_json": row["spec_json"],
+        "prompt_short": row["prompt_short"],
+        "prompt_long": row["prompt_long"],
+        "full_prompt_short": row["full_prompt_short"],
+        "full_prompt_long": row["full_prompt_long"],
+        "asp_program": row["asp_program"],
+        "subquestions": [{k: sq.get(k) for k in SUBQUESTION_HEADERS} for sq in row["subquestions"]],
+        "witness": row.get("witness"),
+        "core": list(core) if core is not None else None,
+        "core_constraints": [{"index": i, "template": row["templates"][i], "text": texts[i]} for i in (core or ())],
+        "constraints": [{"index": i, "template": c["template"], "text": c["text_short"]}
+                        for i, c in enumerate(row["constraints"])],
+        "chance_rate": row.get("chance_rate"),
+    }
+
+
+def header_markdown(view: dict[str, Any]) -> str:
+    label = view["label"]
+    badge = "**SAT** (satisfiable)" if label == "SAT" else "**UNSAT** (contradictory)"
+    chance = view.get("chance_rate")
+    ch = f" · chance rate {chance:.3f}" if isinstance(chance, (int, float)) else ""
+    return (f"### {view['id']} — {badge}\n"
+            f"n = {view['n']} objects · m = {view['m']} constraint(s) · templates: "
+            f"{', '.join('`' + t + '`' for t in view['templates'])}{ch}")
+
+
+def core_markdown(view: dict[str, Any]) -> str:
+    """The minimal UNSAT core with the core's constraint texts (or the witness note for SAT rows)."""
+    if view["label"] == "SAT":
+        return ("**Satisfiable.** The solver's witness scene is rendered below (one scene that satisfies every "
+                "constraint; its boxes are listed in the table).")
+    lines = ["**Unsatisfiable.** Minimal unsat core (dropping any one of these makes the rest satisfiable):", ""]
+    for c in view["core_constraints"]:
+        lines.append(f"- **Constraint {c['index'] + 1}** (`{c['template']}`): {c['text']}")
+    lines += ["", "The correct image for this prompt is an empty scene."]
+    return "\n".join(lines)
+
+
+def witness_scene(view: dict[str, Any]) -> Scene | None:
+    w = view.get("witness")
+    return Scene.from_dict(w) if w else None
+
+
+def spec_pretty(view: dict[str, Any]) -> str:
+    return json.dumps(json.loads(view["spec_json"]), indent=1)

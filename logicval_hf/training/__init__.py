@@ -1,0 +1,1 @@
+"""Training: the CLEVR caption grounder, LoRA data and fine-tuning, and perception training."""

@@ -1,0 +1,302 @@
+"""The main job: generate -> perceive -> verify -> report, resumable, atomic; image folders; the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+import logicval_hf.job.run as run_mod
+from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS
+from logicval_hf.job.run import _limit_rows, load_rows, resolve_generators, run, scene_diff
+from logicval_hf.cli.run import add_subcommands, main
+
+LIMIT = 2
+GENS = ("oracle", "naive", "perturbed")
+
+
+def _stable(summary: dict) -> dict:
+    """The summary without what legitimately changes between runs (times, redone/reused work)."""
+    return {k: v for k, v in json.loads(json.dumps(summary)).items() if k not in VOLATILE_KEYS}
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "report"
+    summary = run(out, limit=LIMIT, progress=False, jobs=2)
+    return out, summary
+
+
+def test_limit_rows_per_package():
+    rows = load_rows()
+    picked = _limit_rows(rows, 3)
+    assert [sum(r["package"] == p for r in picked) for p in PACKAGE_NAMES] == [3] * 6
+    # evenly spaced through the package, not the first three (which share one template)
+    assert len({r["templates"][0] for r in picked if r["package"] == "1SAT"}) == 3
+    with pytest.raises(ValueError, match="limit"):
+        _limit_rows(rows, 0)
+
+
+def test_outputs_exist_and_are_complete(first):
+    out, summary = first
+    n = LIMIT * len(PACKAGE_NAMES)
+    assert summary["n_specs"] == n
+    for g in GENS:
+        assert len(list((out / "images" / g).glob("*.png"))) == n
+        assert len(list((out / "intended" / g).glob("*.json"))) == n
+        assert len(list((out / "verdicts" / g).glob("*.json"))) == n
+    for name in ("report.md", "report.html", "summary.json", "disagreements.json", "benchmark.json",
+                 "plots/by_class.png", "plots/by_package.png", "plots/agreement.png"):
+        assert (out / name).is_file(), name
+    for png in (out / "plots").glob("*.png"):
+        with Image.open(png) as im:
+            im.verify()
+    # no temporary file left anywhere
+    assert not [p for p in _files(out) if p.name.endswith(".tmp")]
+
+
+def test_summary_json(first):
+    out, summary = first
+    on_disk = json.loads((out / "summary.json").read_text())
+    assert on_disk == json.loads(json.dumps(summary))
+    assert tuple(on_disk) == SUMMARY_KEYS
+    assert list(on_disk["generators"]) == list(GENS)
+    for g, e in on_disk["generators"].items():
+        assert set(GENERATOR_KEYS) <= set(e)
+        m = e["metric"]
+        assert set(m["by_package"]) == set(PACKAGE_NAMES)
+        for key in ("logicval_score", "relaxed_score", "abstention_rate", "by_class", "constraint_success_by_operator",
+                    "abstention_by_package"):
+            assert key in m
+        a = e["agreement"]
+        assert a["tp"] + a["fp"] + a["fn"] + a["tn"] == a["n"] == on_disk["n_specs"]
+        assert a["accuracy"] == pytest.approx((a["tp"] + a["tn"]) / a["n"])
+        assert set(a["by_package"]) == set(PACKAGE_NAMES)
+    gens = on_disk["generators"]
+    assert gens["oracle"]["truth"]["logicval_score"] == 1.0
+    assert gens["perturbed"]["truth"]["logicval_score"] == 0.0
+    assert gens["perturbed"]["inexact_perturbations"] == []
+    assert gens["naive"]["truth"]["abstention_rate"] == 0.0
+    for stage in ("benchmark", "generate/oracle", "perceive/naive", "verify/perturbed", "report", "total"):
+        assert stage in on_disk["timings"] and stage in on_disk["cpu_seconds"]
+
+
+def test_known_truth_is_the_verdict_on_the_intended_scene(first):
+    """Per image: the metric's verdict file and the intended scene agree with the summary's agreement counts."""
+    out, summary = first
+    for g in GENS:
+        fp = fn = 0
+        for f in (out / "intended" / g).glob("*.json"):
+            rec = json.loads(f.read_text())
+            verdict = json.loads((out / "verdicts" / g / f.name).read_text())["verdict"]
+            t, m = rec["metadata"]["truth_ok"], verdict["ok"]
+            fp += (m and not t)
+            fn += (t and not m)
+        a = summary["generators"][g]["agreement"]
+        assert (a["fp"], a["fn"]) == (fp, fn)
+    dis = json.loads((out / "disagreements.json").read_text())
+    assert sum(len(v) for v in dis.values()) == sum(summary["generators"][g]["agreement"]["disagreements"]
+                                                    for g in GENS)
+
+
+def test_report_tables_mention_everything(first):
+    out, summary = first
+    md = (out / "report.md").read_text()
+    html_text = (out / "report.html").read_text()
+    classes = load_catalog().classes
+    for text in (md, html_text):
+        for word in [*PACKAGE_NAMES, *classes, *GENS, "abstention", "relaxed", "Agreement", "∃", "∀", "→"]:
+            assert word in text, word
+    for title in ("Success rate per package", "1SAT success per constraint class", "Count-relaxed success",
+                  "UNSAT abstention", "Constraint success per logical operator", "Agreement with the known truth",
+                  "Timings"):
+        assert f"## {title}" in md
+    for g in GENS:
+        for d in json.loads((out / "disagreements.json").read_text())[g][:run_mod.WORST_SHOWN]:
+            assert d["id"] in md
+
+    class Checker(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.stack, self.bad = [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in ("meta", "img", "br"):
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            if not self.stack or self.stack.pop() != tag:
+                self.bad.append(tag)
+
+    c = Checker()
+    c.feed(html_text)
+    assert not c.bad and not c.stack
+    assert html_text.startswith("<!DOCTYPE html>")
+    # Markdown tables: every row has as many cells as its header
+    lines = md.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|---"):
+            width = lines[i - 1].count(" | ")
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("| "):
+                assert lines[j].replace("\\|", "").count(" | ") == width, lines[j]
+                j += 1
+
+
+def test_resume_skips_work_and_reproduces_the_summary(first):
+    out, summary = first
+    before = {p: p.stat().st_mtime_ns for p in _files(out / "images")}
+    again = run(out, limit=LIMIT, progress=False)
+    for g in GENS:
+        assert again["work"][g] == {"generated": 0, "reused": len(before) // 3, "scored": 0,
+                                    "reused_verdicts": len(before) // 3}
+    assert {p: p.stat().st_mtime_ns for p in _files(out / "images")} == before
+    assert _stable(again) == _stable(summary)
+    assert again["timings"]["benchmark"] < 5  # rows come from out/benchmark.json
+
+
+def test_image_folder_scores_user_images(first, tmp_path):
+    """A folder of images named by id: one id missing, one unreadable -> both are failed generations."""
+    out, summary = first
+    folder = tmp_path / "my_model"
+    folder.mkdir()
+    ids = sorted(p.stem for p in (out / "images" / "oracle").glob("*.png"))
+    missing, broken = ids[0], ids[1]
+    for i in ids[2:]:
+        shutil.copy(out / "images" / "oracle" / f"{i}.png", folder / f"{i}.png")
+    (folder / f"{broken}.png").write_bytes(b"not a png")
+    res = run(tmp_path / "rep", generators=[str(folder)], limit=LIMIT, progress=False)
+    e = res["generators"]["my_model"]
+    assert e["kind"] == "folder" and e["truth"] is None and e["agreement"] is None
+    assert e["missing"] == [missing] and e["unreadable"] == [broken]
+    assert e["n_images"] == len(ids) - 1
+    # the same pixels give the same verdicts as the oracle run; failed generations count as not ok
+    oracle_ok = {i: json.loads((out / "verdicts" / "oracle" / f"{i}.json").read_text())["verdict"]["ok"] for i in ids}
+    expected = sum(oracle_ok[i] for i in ids[2:]) / len(ids)
+    assert e["metric"]["logicval_score"] == pytest.approx(expected)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "Failed generations" in md and missing in md and broken in md
+    # image_folder= is the same as naming the folder as a generator
+    res2 = run(tmp_path / "rep", generators=(), image_folder=folder, limit=LIMIT, progress=False)
+    assert res2["generators"]["my_model"]["metric"] == e["metric"]
+
+
+def test_resolve_generators(tmp_path):
+    (tmp_path / "oracle").mkdir()
+    assert resolve_generators(["oracle", "naive"]) == [("oracle", None), ("naive", None)]
+    got = resolve_generators(["oracle", str(tmp_path / "oracle")])
+    assert got[1] == ("custom", tmp_path / "oracle")
+    with pytest.raises(ValueError, match="neither"):
+        resolve_generators(["dalle"])
+
+
+def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, monkeypatch):
+    out_first, summary = first
+    out = tmp_path / "report"
+    calls = {"n": 0}
+    real = run_mod._png_bytes
+
+    def flaky(image):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real(image)
+
+    monkeypatch.setattr(run_mod, "_png_bytes", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run(out, limit=LIMIT, progress=False, jobs=1)
+    monkeypatch.setattr(run_mod, "_png_bytes", real)
+    files = _files(out)
+    assert len(list((out / "images" / "oracle").glob("*.png"))) == 4
+    assert not [p for p in files if p.name.endswith(".tmp")]
+    for p in files:
+        if p.suffix == ".png":
+            with Image.open(p) as im:
+                im.verify()
+        elif p.suffix == ".json":
+            json.loads(p.read_text())
+    # a temp file from a crash is cleaned up; the resumed run matches an uninterrupted one
+    (out / "images" / "oracle" / ".x.png.abc123.tmp").write_bytes(b"partial")
+    resumed = run(out, limit=LIMIT, progress=False, jobs=1)
+    assert resumed["work"]["oracle"]["reused"] == 4
+    assert not (out / "images" / "oracle" / ".x.png.abc123.tmp").exists()
+    assert _stable(resumed) == _stable(summary)
+
+
+def test_no_resume_redoes_everything(first, tmp_path):
+    out = tmp_path / "r"
+    run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
+    again = run(out, generators=["oracle"], limit=1, progress=False, resume=False, jobs=1)
+    assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)
+    assert again["work"]["oracle"]["scored"] == len(PACKAGE_NAMES)
+
+
+def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
+    """Verdict files are keyed by the backend's code/model hash: a retrained backend re-perceives every image."""
+    out = tmp_path / "r"
+    run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
+    monkeypatch.setattr(run_mod, "backend_fingerprint", lambda backend: "retrained")
+    again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
+    assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0}
+
+
+def test_changed_generator_code_regenerates_images(first, tmp_path, monkeypatch):
+    """Intended-scene records carry the generators' code hash: edited generators or renderer redraw every image."""
+    out = tmp_path / "r"
+    run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
+    rec = json.loads(next((out / "intended" / "oracle").glob("*.json")).read_text())
+    assert rec["generator_fingerprint"] == run_mod.generator_fingerprint()
+    monkeypatch.setattr(run_mod, "generator_fingerprint", lambda: "edited")
+    again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
+    assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)
+    assert again["work"]["oracle"]["reused"] == 0
+
+
+def test_scene_diff():
+    a = {"image_size": [480, 320], "objects": [
+        {"color": "red", "shape": "cube", "material": "metal", "bbox": [10, 10, 50, 50]},
+        {"color": "blue", "shape": "sphere", "material": "rubber", "bbox": [300, 200, 340, 240]}]}
+    assert scene_diff(a, a)["exact"]
+    b = {"image_size": [480, 320], "objects": [
+        {"color": "red", "shape": "cube", "material": "rubber", "bbox": [12, 10, 52, 50]}]}
+    d = scene_diff(a, b)
+    assert (d["missed"], d["extra"], d["attribute_errors"], d["errors"]) == (1, 0, 1, 2)
+    assert "material metal->rubber" in d["text"]
+    assert scene_diff(a, None)["missed"] == 2
+
+
+def test_cli(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    add_subcommands(sub)
+    args = parser.parse_args(["run", "--generator", "oracle", "naive", "--generator", "x", "--limit", "3"])
+    assert args.generator == ["oracle", "naive", "x"] and args.limit == 3 and args.out == "logicval_report"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "--limit", "0"])
+    out = tmp_path / "cli"
+    assert main(["run", "--out", str(out), "--generator", "oracle", "--limit", "1", "--jobs", "1",
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "oracle" in printed and "agreement" in printed and str(out) in printed
+    assert json.loads((out / "summary.json").read_text())["n_specs"] == len(PACKAGE_NAMES)
+    assert main(["run", "--out", str(out), "--generator", str(tmp_path / "nowhere"), "--quiet"]) == 2
+    assert "logicval: error:" in capsys.readouterr().err
+
+
+def test_atomic_write_helpers(tmp_path):
+    p = tmp_path / "a" / "b.json"
+    run_mod.atomic_write_json(p, {"x": 1})
+    assert json.loads(p.read_text()) == {"x": 1}
+    assert os.listdir(p.parent) == ["b.json"]

@@ -1,0 +1,55 @@
+import json
+
+import pytest
+
+from helpers import attr, obj
+from logicval_hf.scoring.evaluation import compute, images_in_folder
+from logicval_hf.generation.render import render_scene
+from logicval_hf.asp.solver import solve
+
+SPEC = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {"A1": attr("color", "red")}}]}
+UNSAT = {"n": 3, "constraints": [{"template": "C8/1prop_atleast", "params": {"A1": attr("color", "red"), "K": 8}}]}
+
+
+def scene(*objs):
+    return {"image_size": [480, 320], "objects": list(objs)}
+
+
+def test_scene_graph_predictions_with_rows_and_json():
+    good = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50), obj("red", "cube", "rubber", 250, 250))
+    rows = [{"id": "a", "package": "1SAT", "label": "SAT", "spec_json": json.dumps(SPEC)}, json.dumps(UNSAT), UNSAT]
+    out = compute([good, json.dumps(scene()), good], rows, backend="given")
+    assert [s["ok"] for s in out["per_sample"]] == [True, True, False]
+    assert out["per_sample"][0]["id"] == "a" and out["per_sample"][1]["label"] == "UNSAT"
+    assert out["abstention_rate"] == 0.5 and out["logicval_score"] == pytest.approx(2 / 3)
+    assert out["by_package"]["1SAT"]["score"] == 1.0
+
+
+def test_rendered_witness_images_through_the_clevr_backend(tmp_path):
+    witness = solve(SPEC).witness
+    img, _ = render_scene(witness)
+    path = tmp_path / "x.png"
+    img.save(path)
+    out = compute([img, str(path)], [SPEC, SPEC])
+    assert len(out["per_sample"]) == 2
+    assert out["per_sample"][0]["scene"] == out["per_sample"][1]["scene"]
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="got 1 predictions for 2 references"):
+        compute([scene()], [SPEC, SPEC], backend="given")
+    with pytest.raises(ValueError, match=r"references\[0\]: spec\.n"):
+        compute([scene()], [{"n": 1, "constraints": []}], backend="given")
+    with pytest.raises(ValueError, match=r"predictions\[0\]: scene\.objects\[0\]\.color"):
+        compute([scene(obj("pink", "cube", "metal", 1, 1))], [SPEC], backend="given")
+    with pytest.raises(ValueError, match="must be lists"):
+        compute("abc", [SPEC])
+
+
+def test_images_in_folder(tmp_path):
+    (tmp_path / "1SAT-0001.png").write_bytes(b"x")
+    (tmp_path / "1SAT-0002.jpg").write_bytes(b"x")
+    found = images_in_folder(tmp_path, ["1SAT-0001", "1SAT-0002", "1SAT-0003"])
+    assert sorted(found) == ["1SAT-0001", "1SAT-0002"]
+    with pytest.raises(ValueError, match="does not exist"):
+        images_in_folder(tmp_path / "nope", [])
