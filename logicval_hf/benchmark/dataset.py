@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,8 @@ import pyarrow.parquet as pq
 import yaml
 
 from logicval_hf import __version__
+from logicval_hf.common.atomic import atomic_path, atomic_write_text
+from logicval_hf.common.markdown import md_table
 from logicval_hf.benchmark.sampler import (
     CHANCE_SCENES,
     DEFAULT_SEED,
@@ -175,18 +176,6 @@ def features(domain: Domain | None = None) -> datasets.Features:
 # ---------------------------------------------------------------------------------------------
 # Writing the folder
 # ---------------------------------------------------------------------------------------------
-def _atomic_write(path: Path, write: Any) -> None:
-    """Write through ``write(tmp_path)`` to a temporary file next to ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def _table(rows: Sequence[Mapping[str, Any]], feats: datasets.Features) -> pa.Table:
     return pa.Table.from_pylist(list(rows), schema=feats.arrow_schema)
 
@@ -216,11 +205,12 @@ def write_dataset(
     for name in PACKAGE_NAMES:
         table = _table(bm.rows[name], feats)
         path = out / "data" / f"{name}.parquet"
-        _atomic_write(path, lambda tmp, t=table: pq.write_table(t, tmp, compression="zstd"))
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp, compression="zstd")
         sizes[name] = {"num_bytes": int(table.nbytes), "num_examples": table.num_rows,
                        "download_size": path.stat().st_size}
     card = dataset_card(bm, sizes)
-    _atomic_write(out / "README.md", lambda tmp: tmp.write_text(card, encoding="utf-8"))
+    atomic_write_text(out / "README.md", card)
     return {
         "folder": str(out),
         "files": dataset_files(out),
@@ -275,12 +265,6 @@ def card_metadata(sizes: Mapping[str, Mapping[str, int]] | None = None) -> dict[
     }
 
 
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def _column_table() -> str:
     feats = features()
 
@@ -303,7 +287,7 @@ def _column_table() -> str:
                 key = f"{name}.{sub}"
                 if key in COLUMNS:
                     rows.append((f"`{key}`", dtype(sf), COLUMNS[key]))
-    return _md_table(["column", "type", "meaning"], rows)
+    return md_table(["column", "type", "meaning"], rows)
 
 
 def _prompt_template() -> str:
@@ -332,7 +316,7 @@ def _stats_sections(bm: Benchmark) -> str:
         mean_c = [x for r in rows for x in r["chance_rates"]]
         per_pkg.append((p.name, p.m, p.label, len(rows), f"{sum(mean_c) / len(mean_c):.3f}" if mean_c else "-",
                         f"{mean:.4f}"))
-    pkg_table = _md_table(["config", "m", "label", "rows", "mean constraint chance rate", "mean spec chance rate"],
+    pkg_table = md_table(["config", "m", "label", "rows", "mean constraint chance rate", "mean spec chance rate"],
                           per_pkg)
     single = [r["chance_rates"][0] for r in bm.rows["1SAT"]]
     near = sum(1 for x in single if x >= 0.9)
@@ -343,18 +327,18 @@ def _stats_sections(bm: Benchmark) -> str:
     for p in PACKAGES:
         cnt = collections.Counter(c for r in bm.rows[p.name] for c in r["classes"])
         cls_rows.append((p.name, *(cnt.get(c, 0) for c in classes)))
-    cls_table = _md_table(["config", *classes], cls_rows)
+    cls_table = md_table(["config", *classes], cls_rows)
     ns = list(range(catalog.domain.n_min, catalog.domain.n_max + 1))
     n_rows = []
     for p in PACKAGES:
         cnt = collections.Counter(r["n"] for r in bm.rows[p.name])
         n_rows.append((p.name, *(cnt.get(n, 0) for n in ns)))
-    n_table = _md_table(["config", *(f"n={n}" for n in ns)], n_rows)
+    n_table = md_table(["config", *(f"n={n}" for n in ns)], n_rows)
     unsat1 = collections.Counter(r["templates"][0] for r in bm.rows["1UNSAT"])
     causes = collections.Counter(
         c or "other (parity)" for r in bm.rows["1UNSAT"]
         for c in unsat_causes(Spec.from_dict(json.loads(r["spec_json"]))))
-    unsat_table = _md_table(["template", "1UNSAT rows"], sorted(unsat1.items(), key=lambda kv: (-kv[1], kv[0])))
+    unsat_table = md_table(["template", "1UNSAT rows"], sorted(unsat1.items(), key=lambda kv: (-kv[1], kv[0])))
     core_sizes = collections.Counter(len(r["core"]) for name in ("3UNSAT", "6UNSAT") for r in bm.rows[name])
     stream_rows = []
     names = {"1SAT": "1SAT (template by template)", "1UNSAT": "1UNSAT (uniform single draws)",
@@ -362,7 +346,7 @@ def _stats_sections(bm: Benchmark) -> str:
     for key, st in bm.streams.items():
         stream_rows.append((names.get(key, key), st["draws"], st["sat"], st["unsat"],
                             f"{st['sat'] / max(1, st['sat'] + st['unsat']):.2f}", st["duplicates"], st["tautologies"]))
-    stream_table = _md_table(["stream", "draws", "SAT", "UNSAT", "SAT rate", "duplicates", "tautologies rejected"],
+    stream_table = md_table(["stream", "draws", "SAT", "UNSAT", "SAT rate", "duplicates", "tautologies rejected"],
                              stream_rows)
     return "\n\n".join([
         "### Packages", pkg_table, chance_note,
@@ -423,7 +407,7 @@ verdict = lv.verify(row["spec_json"], scene_graph_json, label=row["label"])
 
 Six configs (one parquet file each, a single split `{SPLIT}`); all share the same columns.
 
-{_md_table(["config", "m", "label", "rows"], [(p.name, p.m, p.label, p.size) for p in PACKAGES])}
+{md_table(["config", "m", "label", "rows"], [(p.name, p.m, p.label, p.size) for p in PACKAGES])}
 
 ### Columns
 

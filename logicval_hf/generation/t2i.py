@@ -44,7 +44,6 @@ import json
 import os
 import random
 import socket
-import tempfile
 import threading
 import time
 import urllib.error
@@ -52,6 +51,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+from logicval_hf.common.atomic import atomic_path, atomic_write_jsonl
 
 __all__ = [
     "STATUS_OK", "STATUS_REFUSED", "STATUS_FAILED", "LOG_NAME", "DIFFUSERS_SETTINGS", "GenerationRefused",
@@ -449,18 +449,10 @@ def image_seed(seed: int, item_id: str) -> int:
 
 
 def save_png_atomic(image: Any, path: str | Path) -> Path:
-    """Write a PNG to a temporary file in the same folder and rename it (no partial ``<id>.png`` ever)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png.tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            image.save(fh, format="PNG")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write a PNG atomically (no partial ``<id>.png`` ever)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a handle: generators may return image-likes
+        image.save(fh, format="PNG")
+    return Path(path)
 
 
 def read_log(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -480,15 +472,7 @@ def read_log(path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def _write_log(path: Path, records: Mapping[str, Mapping[str, Any]]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for rec in records.values():
-                fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_jsonl(path, records.values())
 
 
 def run_generation(

@@ -318,7 +318,7 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - matplotlib is in the data/test extras
         return {}
-    from logicval_hf.job.run import atomic_write_bytes
+    from logicval_hf.common.atomic import atomic_write_bytes
 
     gens = summary["generators"]
     packages = [p for p in PACKAGE_NAMES if summary["packages"].get(p)]
@@ -374,9 +374,9 @@ def write_report(out: str | Path, summary: dict[str, Any], worst: Mapping[str, S
     ``summary["timings"]``; ``cpu_start`` (``(report start, run start)`` CPU readings of this process) adds
     the report stage to ``summary["cpu_seconds"]`` and its total (the sum of the stages, workers included).
     """
-    from logicval_hf.job.run import _cpu
+    from logicval_hf.common.cpu import cpu_seconds
 
-    from logicval_hf.job.run import atomic_write_json, atomic_write_text
+    from logicval_hf.common.atomic import atomic_write_json, atomic_write_text
 
     out = Path(out)
     plots = write_plots(out, summary)
@@ -387,7 +387,7 @@ def write_report(out: str | Path, summary: dict[str, Any], worst: Mapping[str, S
         summary["timings"]["total"] = now - total_start
     if cpu_start is not None and "cpu_seconds" in summary:
         cs = summary["cpu_seconds"]
-        cs["report"] = _cpu() - cpu_start[0]
+        cs["report"] = cpu_seconds() - cpu_start[0]
         cs["total"] = sum(v for k, v in cs.items() if k != "total")  # workers are not our children (forkserver)
     secs = sections(summary, worst, plots)
     paths = {"report.md": out / "report.md", "report.html": out / "report.html", "summary.json": out / "summary.json"}

@@ -37,12 +37,13 @@ import multiprocessing as mp
 import os
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from logicval_hf import __version__
+from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json, remove_stale_temps
+from logicval_hf.common.cpu import cpu_seconds
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from logicval_hf.contract.spec import Spec, as_spec
@@ -64,33 +65,6 @@ _BENCHMARK_MODULES = ("benchmark/sampler", "contract/params", "contract/spec", "
                       "asp/programs", "asp/solver", "generation/layout", "contract/scene", "contract/spatial",
                       "contract/verbalise")
 _GENERATOR_MODULES = ("generation/builtin", "generation/render", "generation/layout")
-_TMP_RE = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
-
-
-# ---------------------------------------------------------------------------------------------
-# Atomic files
-# ---------------------------------------------------------------------------------------------
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file next to ``path`` and rename it into place (readers never see half)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: str | Path, obj: Any, indent: int | None = None) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=False, ensure_ascii=False) + "\n")
 
 
 def _read_json(path: Path) -> Any | None:
@@ -98,28 +72,6 @@ def _read_json(path: Path) -> Any | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def _remove_stale_temps(root: Path) -> int:
-    """Delete temporary files an interrupted run of ours left behind (``.<name>.<random>.tmp``)."""
-    removed = 0
-    if not root.is_dir():
-        return 0
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            if _TMP_RE.match(f):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(dirpath, f))
-                    removed += 1
-    return removed
-
-
-def _cpu() -> float:
-    """CPU seconds used so far by this process and its finished children (worker pools)."""
-    import resource
-
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
 def _sha1(data: bytes) -> str:
@@ -442,13 +394,13 @@ def _score(name: str, items: Sequence[tuple[dict, Path | None]], out: Path, back
               disable=not progress, leave=False, file=sys.stderr) as bar:
         for start in range(0, len(pending), SCORE_CHUNK):
             chunk = pending[start:start + SCORE_CHUNK]
-            t0, c0 = time.perf_counter(), _cpu()
+            t0, c0 = time.perf_counter(), cpu_seconds()
             scenes = []
             for _ in chunk:
                 res, c = next(results)
                 scenes.append(res)
                 c_perceive += c
-            t1, c1 = time.perf_counter(), _cpu()
+            t1, c1 = time.perf_counter(), cpu_seconds()
             good = []
             for (row, _, digest), (scene, error) in zip(chunk, scenes):
                 if scene is None:
@@ -463,7 +415,7 @@ def _score(name: str, items: Sequence[tuple[dict, Path | None]], out: Path, back
                     atomic_write_json(vdir / f"{row['id']}.json", {
                         "id": row["id"], "generator": name, "backend": backend, "backend_fingerprint": fingerprint,
                         "image_sha1": digest, "spec_json": row["spec_json"], "verdict": sample})
-            t2, c2 = time.perf_counter(), _cpu()
+            t2, c2 = time.perf_counter(), cpu_seconds()
             t_perceive += t1 - t0
             t_verify += t2 - t1
             c_perceive += c1 - c0
@@ -652,19 +604,19 @@ def run(
     t_start = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(out)
+    remove_stale_temps(out)
     plan = resolve_generators(generators, image_folder)
     jobs = max(1, int(jobs if jobs is not None else min(2, os.cpu_count() or 1)))
     size = (int(image_size[0]), int(image_size[1]))
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
-    c_start = _cpu()
+    c_start = cpu_seconds()
 
-    t0, c0 = time.perf_counter(), _cpu()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     # the rows cache is checked against the seed and the code, so it is reused even without `resume`
     rows = _limit_rows(load_rows(seed, out / "benchmark.json", reuse=True), limit)
     timings["benchmark"] = time.perf_counter() - t0
-    cpu["benchmark"] = _cpu() - c0
+    cpu["benchmark"] = cpu_seconds() - c0
     solver = default_solver()
     specs: dict[str, Spec] = {r["id"]: as_spec(r["spec_json"], solver.catalog) for r in rows}
 
@@ -677,7 +629,7 @@ def run(
             entry: dict[str, Any] = {"kind": "builtin" if folder is None else "folder",
                                      "folder": str(folder) if folder is not None else None}
             intended: dict[str, dict] | None = None
-            t0, c0 = time.perf_counter(), _cpu()
+            t0, c0 = time.perf_counter(), cpu_seconds()
             if folder is None:
                 intended, work[name], worker_cpu = _generate(name, seed, size, rows, out, resume, workers,
                                                              progress)
@@ -690,7 +642,7 @@ def run(
                 work[name] = {"found": len(found)}
                 worker_cpu = 0.0
             timings[f"generate/{name}"] = time.perf_counter() - t0
-            cpu[f"generate/{name}"] = _cpu() - c0 + worker_cpu
+            cpu[f"generate/{name}"] = cpu_seconds() - c0 + worker_cpu
             verdicts, w = _score(name, items, out, backend, resume, workers, progress, solver, timings,
                                  cpu)
             work[name].update(w)
@@ -730,9 +682,9 @@ def run(
             gens[name] = entry
     finally:
         workers.close()
-        _remove_stale_temps(out)
+        remove_stale_temps(out)
 
-    t0, c0 = time.perf_counter(), _cpu()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     summary = {
         "logicval_version": __version__,
         "seed": seed,

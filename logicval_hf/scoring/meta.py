@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from logicval_hf.common.markdown import md_table
 from logicval_hf.contract.scene import Scene
 
 __all__ = [
@@ -480,12 +481,6 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return str(v)
 
 
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def format_markdown(result: Mapping[str, Any]) -> str:
     """The report as Markdown tables (correlation, ROC-AUC, agreement, scene-graph accuracy)."""
     models, metrics, bm = result["models"], result["metrics"], result["by_metric"]
@@ -493,11 +488,11 @@ def format_markdown(result: Mapping[str, Any]) -> str:
     parts.append(f"{result['n_records']} records; {result['n_without_human']} without a human verdict (skipped); "
                  f"{result['n_human_derived']} human verdicts derived from annotated scene graphs.")
     parts += ["", "## Images per model", "",
-              _md_table(["model", "images", "human-correct"],
+              md_table(["model", "images", "human-correct"],
                         [[m, result["images"][m]["n"], _fmt(result["images"][m]["human_correct"])] for m in models])]
 
     def per_metric(key: str, pct: bool = False) -> str:
-        return _md_table(["metric", *models],
+        return md_table(["metric", *models],
                          [[name, *(_fmt(bm[name].get(m, {}).get(key), pct) for m in models)] for name in metrics])
 
     parts += ["", "## Point-biserial correlation with human verdicts", "", per_metric("point_biserial")]
@@ -512,7 +507,7 @@ def format_markdown(result: Mapping[str, Any]) -> str:
                     rows.append([name, m, e["n"], _fmt(e["agreement"], True), e["tp"], e["tn"], e["fp"], e["fn"],
                                  _fmt(e["false_positive_share"], True)])
         parts += ["", "## Exact agreement of binary metrics with human verdicts (%)", "",
-                  _md_table(["metric", "model", "n", "agreement", "TP", "TN", "FP", "FN", "FP share of errors"],
+                  md_table(["metric", "model", "n", "agreement", "TP", "TN", "FP", "FN", "FP share of errors"],
                             rows)]
     sga = result["scene_graph_accuracy"]
     if sga:
@@ -526,7 +521,7 @@ def format_markdown(result: Mapping[str, Any]) -> str:
                   "`exact`: full object list (count, attributes and region) equal to the annotation; attribute "
                   f"columns: accuracy on objects matched by box centre ({match.get('method')}, max distance "
                   f"{match.get('max_distance')} of the image diagonal).", "",
-                  _md_table(["model", "images", "exact", "count", *attrs, "precision", "recall"], rows)]
+                  md_table(["model", "images", "exact", "count", *attrs, "precision", "recall"], rows)]
     return "\n".join(parts) + "\n"
 
 

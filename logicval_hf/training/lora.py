@@ -34,7 +34,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import random
 import shutil
 import tempfile
@@ -44,6 +43,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
+from logicval_hf.common.atomic import atomic_write_json, replace_dir
 
 __all__ = [
     "MODEL_TYPES", "DEFAULT_RANK", "DEFAULT_ALPHA", "DEFAULT_LEARNING_RATE", "DEFAULT_TRAIN_BATCH_SIZE",
@@ -484,19 +484,6 @@ def heldout_loss(comp: Components, transformer: torch.nn.Module, held: HeldoutSe
 # ---------------------------------------------------------------------------------------------------------
 # Selection bookkeeping
 # ---------------------------------------------------------------------------------------------------------
-def _atomic_write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @dataclass
 class SelectionTracker:
     """History of held-out evaluations and the selected (lowest held-out loss) checkpoint.
@@ -540,7 +527,7 @@ class SelectionTracker:
 
     def save(self, path: str | Path | None = None) -> None:
         target = Path(path or self.path)
-        _atomic_write_json(target, self.to_dict())
+        atomic_write_json(target, self.to_dict(), indent=2)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], path: str | Path | None = None) -> "SelectionTracker":
@@ -586,22 +573,11 @@ def save_lora(out_dir: str | Path, transformer: torch.nn.Module, model_type: str
             weight_name=LORA_WEIGHT_NAME, safe_serialization=True)
         if extra is not None:
             (tmp / "lora_info.json").write_text(json.dumps(dict(extra), indent=2) + "\n", encoding="utf-8")
-        _replace_dir(tmp, out)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
-
-
-def _replace_dir(tmp: Path, out: Path) -> None:
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def load_lora_into(transformer: torch.nn.Module, lora_dir: str | Path, model_type: str) -> None:
@@ -662,7 +638,7 @@ def save_checkpoint(
         if best_lora is not None and Path(best_lora).is_dir():
             shutil.copytree(best_lora, tmp / "best_lora")
         (tmp / TRAINER_STATE).write_text(json.dumps(dict(state), indent=2) + "\n", encoding="utf-8")
-        _replace_dir(tmp, out)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -26,14 +26,13 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import random
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from logicval_hf.common.atomic import atomic_write_text
 from logicval_hf.training.captions import CaptionGrounder, clevr_scene_to_scene, load_clevr_scenes, scene_seed
 
 __all__ = [
@@ -284,18 +283,6 @@ def split_pairs(
 # ---------------------------------------------------------------------------------------------------------
 # Files
 # ---------------------------------------------------------------------------------------------------------
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _jsonl(pairs: Iterable[Pair]) -> str:
     return "".join(json.dumps(p.to_dict(), separators=(",", ":")) + "\n" for p in pairs)
 
@@ -304,13 +291,13 @@ def write_split(split: LoraSplit, out_dir: str | Path) -> list[Path]:
     """Write ``heldout.jsonl``, ``batch_###.jsonl`` and ``split.json`` (each atomically); returns the paths."""
     out = Path(out_dir)
     paths = [out / "heldout.jsonl"]
-    _atomic_write_text(paths[0], _jsonl(split.heldout))
+    atomic_write_text(paths[0], _jsonl(split.heldout))
     for b, batch in enumerate(split.batches):
         p = out / f"batch_{b:03d}.jsonl"
-        _atomic_write_text(p, _jsonl(batch))
+        atomic_write_text(p, _jsonl(batch))
         paths.append(p)
     p = out / "split.json"
-    _atomic_write_text(p, json.dumps(split.summary(), indent=2) + "\n")
+    atomic_write_text(p, json.dumps(split.summary(), indent=2) + "\n")
     paths.append(p)
     return paths
 
