@@ -32,8 +32,10 @@ if str(_ROOT) not in sys.path:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
+    from logicval_hf.generation.families import FAMILIES
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model_type", choices=("flux", "qwen-image"), required=True, help="model family")
+    p.add_argument("--model_type", choices=FAMILIES.names(), required=True, help="model family")
     p.add_argument("--pretrained_model_name_or_path", required=True, help="LOCAL diffusers folder of the model")
     p.add_argument("--workdir", default="gpu_check_out", help="where data, LoRA and images go")
     p.add_argument("--report", default=None, help="JSON report path (default <workdir>/report_<model_type>.json)")

@@ -47,15 +47,19 @@ if str(_ROOT) not in sys.path:  # run from a checkout without installing the pac
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    from logicval_hf.generation.families import FAMILIES
     from logicval_hf.training import lora as L
 
+    families = [FAMILIES.get(name) for name in FAMILIES.names()]
+    msl = " / ".join(f"{f.max_sequence_length} {f.label}" for f in families)
+    distilled = ", ".join(f.label for f in families if f.guidance_embeds) or "none"
     p = argparse.ArgumentParser(description="LoRA fine-tuning of FLUX.1-dev / Qwen-Image on constraint-captioned "
                                             "CLEVR (LogicVal, Appendix F).",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     g = p.add_argument_group("model")
     g.add_argument("--pretrained_model_name_or_path", required=True,
                    help="hub id (black-forest-labs/FLUX.1-dev, Qwen/Qwen-Image) or a local diffusers pipeline folder")
-    g.add_argument("--model_type", choices=L.MODEL_TYPES, default=None,
+    g.add_argument("--model_type", choices=FAMILIES.names(), default=None,
                    help="model family; default: read from the folder's model_index.json or guessed from the name")
     g.add_argument("--revision", default=None, help="hub revision of the pretrained model")
     g.add_argument("--variant", default=None, help="weight variant of the pretrained model (e.g. fp16)")
@@ -76,7 +80,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     g.add_argument("--width", type=int, default=L.DEFAULT_WIDTH, help="training image width (pixels)")
     g.add_argument("--height", type=int, default=L.DEFAULT_HEIGHT, help="training image height (pixels)")
     g.add_argument("--max_sequence_length", type=int, default=None,
-                   help="prompt tokens for the text encoder (default: the pipeline's, 512 FLUX / 1024 Qwen-Image)")
+                   help=f"prompt tokens for the text encoder (default: the pipeline's, {msl})")
 
     g = p.add_argument_group("LoRA and optimisation")
     g.add_argument("--rank", type=int, default=L.DEFAULT_RANK, help="LoRA rank")
@@ -105,7 +109,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     g.add_argument("--logit_std", type=float, default=1.0, help="std for the logit_normal weighting scheme")
     g.add_argument("--mode_scale", type=float, default=1.29, help="scale for the mode weighting scheme")
     g.add_argument("--guidance_scale", type=float, default=L.DEFAULT_GUIDANCE_SCALE,
-                   help="FLUX.1-dev's distilled guidance value during training (ignored by Qwen-Image)")
+                   help=f"distilled guidance value during training (used by {distilled}; ignored by the others)")
     g.add_argument("--seed", type=int, default=L.DEFAULT_SEED, help="seed of everything (order, noise, held-out draws)")
 
     g = p.add_argument_group("held-out selection, checkpoints, logging")

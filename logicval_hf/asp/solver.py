@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 import clingo
 
 from logicval_hf.contract.catalog import Catalog, load_catalog
-from logicval_hf.generation.layout import layout_scene
+from logicval_hf.contract.layout import layout_scene
 from logicval_hf.asp.programs import batch_scene_facts, batch_verify_program, scene_externals_program, solve_program, verify_program
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spatial import RELATION_GEOMETRY
@@ -77,6 +77,11 @@ class Verdict:
     @property
     def constraints_ok(self) -> bool:
         return not self.violated
+
+    def with_count(self, count: str) -> "Verdict":
+        """The same verification under another count mode (no solver call: ``count_ok`` and ``violated``
+        do not depend on the mode, only ``ok`` does)."""
+        return Solver._verdict(self.label, count, self.n_objects, self.count_ok, self.violated)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -114,6 +114,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def add_subcommands(subparsers: Any) -> None:
     """Register ``generate`` on the ``logicval`` subparsers."""
+    from logicval_hf.generation.families import FAMILIES  # cheap: a table, no torch
+
+    families = [FAMILIES.get(name) for name in FAMILIES.names()]
     g = subparsers.add_parser(
         "generate", help="generate one image per benchmark row with a T2I model (diffusers, OpenAI, Gemini)",
         description="Generate <out>/<id>.png for every row of the chosen packages, with a resumable "
@@ -144,11 +147,12 @@ def add_subcommands(subparsers: Any) -> None:
     d = g.add_argument_group("diffusers backend")
     d.add_argument("--lora", default=None, help="LoRA folder or .safetensors (e.g. <train output>/best)")
     d.add_argument("--lora-scale", type=float, default=1.0, help="LoRA strength (default 1.0)")
-    d.add_argument("--model-type", choices=("flux", "qwen-image"), default=None,
+    d.add_argument("--model-type", choices=FAMILIES.names(), default=None,
                    help="model family (default: detected from model_index.json or the name)")
     d.add_argument("--width", type=int, default=1024, help="image width (default 1024)")
     d.add_argument("--height", type=int, default=688, help="image height (default 688)")
-    d.add_argument("--steps", type=int, default=None, help="denoising steps (default: FLUX 28, Qwen-Image 50)")
+    steps = ", ".join(f"{f.label} {f.generation_defaults['num_inference_steps']}" for f in families)
+    d.add_argument("--steps", type=int, default=None, help=f"denoising steps (default: {steps})")
     d.add_argument("--guidance-scale", type=float, default=None, help="FLUX guidance (default 3.5)")
     d.add_argument("--true-cfg-scale", type=float, default=None, help="Qwen-Image true-CFG scale (default 4.0)")
     d.add_argument("--device", default=None, help="torch device (default cuda if available, else cpu)")

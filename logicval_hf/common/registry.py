@@ -80,6 +80,10 @@ class Registry(Generic[T]):
             raise self.unknown(name)
         return self._entries[name]
 
+    def pop(self, name: str, default: Any = None) -> Any:
+        """Remove ``name`` (tests and plugins that registered something temporary); returns its entry."""
+        return self._entries.pop(name, default)
+
     def names(self) -> list[str]:
         return sorted(self._entries)
 

@@ -48,9 +48,10 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from PIL import Image
 
+from logicval_hf.common.registry import Registry
 from logicval_hf.benchmark.sampler import random_scene
 from logicval_hf.contract.catalog import Domain
-from logicval_hf.generation.layout import layout_scene
+from logicval_hf.contract.layout import layout_scene
 from logicval_hf.generation.render import render_scene
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
@@ -445,20 +446,17 @@ def _describe_change(d: Mapping[str, Any]) -> str:
     return f"add a {_describe(d['attributes'])} in {d['region']}"
 
 
-GENERATORS: dict[str, type[Generator]] = {
+GENERATORS: Registry[type[Generator]] = Registry("generator", {
     "oracle": OracleGenerator,
     "naive": NaiveGenerator,
     "perturbed": PerturbedGenerator,
-}
+})
 
 
 def make_generator(name: str, seed: int = 0, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
                    solver: Solver | None = None, vary_witness: bool = True) -> Generator:
     """A generator by name (``oracle``, ``naive``, ``perturbed``); ``vary_witness`` as in `Generator`."""
-    try:
-        cls = GENERATORS[name]
-    except KeyError:
-        raise ValueError(f"unknown generator {name!r}; known generators: {sorted(GENERATORS)}") from None
+    cls = GENERATORS.get(name)
     return cls(seed=seed, image_size=image_size, solver=solver, vary_witness=vary_witness)
 
 

@@ -5,7 +5,8 @@ Generators (each maps ``(prompt, seed)`` to a PIL image, or raises `GenerationRe
 
 * `DiffusersGenerator` — FLUX.1-dev (28 steps, guidance 3.5) or Qwen-Image (50 steps, true-CFG scale 4.0
   with the empty negative prompt ``" "``), 1024x688 (paper, Appendix C), from a hub id or a local folder,
-  optionally with a LoRA folder (`pipe.load_lora_weights`). The seed drives a CPU ``torch.Generator``.
+  optionally with a LoRA folder (`pipe.load_lora_weights`). The seed drives a CPU ``torch.Generator``. The
+  pipeline class and the settings of each model family come from `logicval_hf.generation.families`.
 * `OpenAIImageGenerator` — ``POST {base_url}/images/generations`` of an OpenAI-compatible images API
   (``gpt-image-2``, low quality, 1024x1024 by default); the key comes from ``OPENAI_API_KEY`` (or the env var
   named by ``api_key_env``), the base URL from ``base_url`` / ``OPENAI_BASE_URL``. A ``b64_json`` answer is
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 from logicval_hf.common.atomic import atomic_path, atomic_write_jsonl
+from logicval_hf.generation.families import FAMILIES, detect_model_type, get_family
 
 __all__ = [
     "STATUS_OK", "STATUS_REFUSED", "STATUS_FAILED", "LOG_NAME", "DIFFUSERS_SETTINGS", "GenerationRefused",
@@ -62,11 +64,9 @@ __all__ = [
 STATUS_OK, STATUS_REFUSED, STATUS_FAILED = "ok", "refused", "failed"
 LOG_NAME = "generation_log.jsonl"
 
-#: Appendix C generation settings of the open models
+#: Appendix C generation settings of the open models (the families' ``generation_defaults``, at import time)
 DIFFUSERS_SETTINGS: dict[str, dict[str, Any]] = {
-    "flux": {"num_inference_steps": 28, "guidance_scale": 3.5},
-    "qwen-image": {"num_inference_steps": 50, "true_cfg_scale": 4.0, "negative_prompt": " "},
-}
+    name: dict(FAMILIES.get(name).generation_defaults) for name in FAMILIES.names()}
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 1024, 688
 
 
@@ -108,11 +108,14 @@ class DiffusersGenerator(Generator):
 
     Args:
         model: hub id or local pipeline folder (ignored when ``pipeline`` is given).
-        model_type: ``flux`` or ``qwen-image`` (default: detected from the folder or the name).
+        model_type: a family name of `logicval_hf.generation.families` (``flux``, ``qwen-image``; default:
+            detected from the pipeline, the folder or the name).
         lora: a LoRA folder or ``.safetensors`` file for ``pipe.load_lora_weights``.
         lora_scale: LoRA strength (1.0 = as trained).
         width, height: image size (default 1024x688).
-        steps, guidance_scale, true_cfg_scale, negative_prompt: override the Appendix C settings.
+        steps, guidance_scale, true_cfg_scale, negative_prompt: override the Appendix C settings (each only
+            where the family has that setting: FLUX takes ``guidance_scale``, Qwen-Image ``true_cfg_scale``
+            and ``negative_prompt``).
         device, dtype: where and in which precision to run (default: cuda + bfloat16 if available, else cpu +
             float32).
         pipeline: an already built pipeline (tests).
@@ -129,11 +132,10 @@ class DiffusersGenerator(Generator):
                  progress: bool = False):
         import torch
 
-        from logicval_hf.training.lora import detect_model_type, pipeline_class
-
         if pipeline is None and model is None:
             raise ValueError("DiffusersGenerator needs a model (hub id or folder) or a pipeline")
         self.model_type = model_type or detect_model_type(pipeline if pipeline is not None else model)
+        family = get_family(self.model_type)
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if dtype is None:
@@ -142,7 +144,7 @@ class DiffusersGenerator(Generator):
             dtype = {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16,
                      "fp16": torch.float16, "float32": torch.float32, "fp32": torch.float32}[dtype]
         if pipeline is None:
-            pipeline = pipeline_class(self.model_type).from_pretrained(str(model), dtype=dtype)
+            pipeline = family.pipeline_class().from_pretrained(str(model), dtype=dtype)
             if cpu_offload:
                 pipeline.enable_model_cpu_offload()
             else:
@@ -159,16 +161,11 @@ class DiffusersGenerator(Generator):
             self.pipe.set_adapters(["logicval"], adapter_weights=[float(lora_scale)])
         name = str(model) if model is not None else type(pipeline).__name__
         self.model = name + (f"+lora:{self.lora}" if self.lora else "")
-        settings = dict(DIFFUSERS_SETTINGS[self.model_type])
-        if steps is not None:
-            settings["num_inference_steps"] = int(steps)
-        if self.model_type == "flux" and guidance_scale is not None:
-            settings["guidance_scale"] = float(guidance_scale)
-        if self.model_type == "qwen-image":
-            if true_cfg_scale is not None:
-                settings["true_cfg_scale"] = float(true_cfg_scale)
-            if negative_prompt is not None:
-                settings["negative_prompt"] = negative_prompt
+        settings = family.generation_settings(
+            num_inference_steps=None if steps is None else int(steps),
+            guidance_scale=None if guidance_scale is None else float(guidance_scale),
+            true_cfg_scale=None if true_cfg_scale is None else float(true_cfg_scale),
+            negative_prompt=negative_prompt)
         if max_sequence_length is not None:
             settings["max_sequence_length"] = int(max_sequence_length)
         settings["width"], settings["height"] = int(width), int(height)

@@ -47,11 +47,14 @@ from logicval_hf.common.cpu import cpu_seconds
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from logicval_hf.contract.spec import Spec, as_spec
+from logicval_hf.generation.builtin import GENERATORS
 
 __all__ = ["DEFAULT_GENERATORS", "BUILTIN_GENERATORS", "run", "atomic_write_bytes", "atomic_write_json",
            "backend_fingerprint", "generator_fingerprint", "load_rows", "resolve_generators", "scene_diff"]
 
-BUILTIN_GENERATORS = ("oracle", "naive", "perturbed")
+#: the built-in generators, in report order (all of `logicval_hf.generation.builtin.GENERATORS`)
+BUILTIN_GENERATORS = tuple(n for n in ("oracle", "naive", "perturbed") if n in GENERATORS) + tuple(
+    n for n in GENERATORS.names() if n not in ("oracle", "naive", "perturbed"))
 DEFAULT_GENERATORS = BUILTIN_GENERATORS
 DEFAULT_OUT = "logicval_report"
 #: images perceived and verified per `compute` call (verdict files are written after each chunk)
@@ -62,9 +65,9 @@ _ROW_FIELDS = ("id", "package", "n", "m", "label", "classes", "templates", "spec
                "chance_rate", "prompt_short")
 #: modules whose code decides the benchmark rows (a cached benchmark.json is reused only if they are unchanged)
 _BENCHMARK_MODULES = ("benchmark/sampler", "contract/params", "contract/spec", "contract/catalog", "asp/encoding",
-                      "asp/programs", "asp/solver", "generation/layout", "contract/scene", "contract/spatial",
+                      "asp/programs", "asp/solver", "contract/layout", "contract/scene", "contract/spatial",
                       "contract/verbalise")
-_GENERATOR_MODULES = ("generation/builtin", "generation/render", "generation/layout")
+_GENERATOR_MODULES = ("generation/builtin", "generation/render", "contract/layout")
 
 
 def _read_json(path: Path) -> Any | None:
@@ -144,7 +147,7 @@ def backend_fingerprint(backend: str) -> str:
     from logicval_hf import perception
 
     h = hashlib.sha256(f"{__version__}/{backend}".encode())
-    entry = perception.BACKENDS.get(backend)
+    entry = perception.BACKENDS.reference(backend) if backend in perception.BACKENDS else None
     module = None
     if isinstance(entry, str):
         module = entry.partition(":")[0]

@@ -19,139 +19,39 @@ from __future__ import annotations
 
 import importlib
 import os
-import warnings
-from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
-
+from logicval_hf.common.registry import Registry
 from logicval_hf.contract.scene import Scene
+from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, load_image
 
 __all__ = [
     "BACKENDS", "MAX_PIXELS", "PerceptionError", "extract_scene", "extract_scenes", "load_image",
     "register_backend",
 ]
 
-#: Largest image accepted (pixels). Larger ones are refused before they are decoded.
-MAX_PIXELS = 40_000_000
 #: Images decoded and handed to a batched backend (``extract_batch``) per call.
 BATCH_CHUNK = 64
 
-
-class PerceptionError(ValueError):
-    """An image could not be read or is not a usable RGB image (wrong type, shape, dtype, size, corrupt file)."""
-
-
-# name -> callable, or "module:function" string resolved on first use
-BACKENDS: dict[str, Callable[..., Scene] | str] = {
+#: Perception backends by name: a callable ``fn(rgb_uint8_array, **settings) -> Scene`` or a lazy
+#: ``"module:function"`` reference, imported on first use.
+BACKENDS: Registry[Callable[..., Scene]] = Registry("perception backend", {
     "clevr": "logicval_hf.perception.clevr:extract",
     "given": "logicval_hf.perception.given:extract",
     "neural": "logicval_hf.perception.neural:extract",
-}
+})
 
 
 def register_backend(name: str, fn: Callable[..., Scene] | str, *, replace: bool = False) -> None:
     """Register a backend under ``name``: a callable ``fn(rgb_uint8_array, **settings) -> Scene`` or a
     lazy ``"package.module:function"`` reference."""
-    if not isinstance(name, str) or not name:
-        raise ValueError("backend name must be a non-empty string")
-    if name in BACKENDS and not replace:
-        raise ValueError(f"backend {name!r} is already registered (pass replace=True to override)")
     if not (callable(fn) or (isinstance(fn, str) and ":" in fn)):
         raise ValueError("backend must be a callable or a 'module:function' string")
-    BACKENDS[name] = fn
+    BACKENDS.register(name, fn, replace=replace)
 
 
 def _resolve(backend: str) -> Callable[..., Scene]:
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"unknown perception backend {backend!r}; known backends: {sorted(BACKENDS)}")
-    fn = BACKENDS[backend]
-    if isinstance(fn, str):
-        mod, _, attr = fn.partition(":")
-        fn = getattr(importlib.import_module(mod), attr)
-        BACKENDS[backend] = fn
-    return fn
-
-
-# ---- input hygiene --------------------------------------------------------------------------------
-def _check_size(w: int, h: int, what: str) -> None:
-    if w <= 0 or h <= 0:
-        raise PerceptionError(f"{what}: empty image ({w}x{h})")
-    if w * h > MAX_PIXELS:
-        raise PerceptionError(
-            f"{what}: image of {w}x{h} = {w * h / 1e6:.1f} megapixels exceeds the limit of "
-            f"{MAX_PIXELS / 1e6:.0f} megapixels"
-        )
-
-
-def _from_pil(im: Any, what: str) -> np.ndarray:
-    from PIL import Image
-
-    _check_size(*im.size, what)
-    try:
-        if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
-            rgba = im.convert("RGBA")
-            bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-            # CLEVR PNGs are RGBA with an opaque alpha channel; composite anything translucent on white.
-            im = Image.alpha_composite(bg, rgba)
-        arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
-    except (OSError, ValueError, SyntaxError) as e:  # truncated / corrupt data surfaces on decode
-        raise PerceptionError(f"{what}: could not decode the image ({e})") from None
-    return np.ascontiguousarray(arr)
-
-
-def _from_array(a: np.ndarray, what: str) -> np.ndarray:
-    if a.dtype != np.uint8:
-        raise PerceptionError(
-            f"{what}: array dtype must be uint8 (0..255), got {a.dtype}; convert with "
-            "(x * 255).round().astype(np.uint8) for floats in [0, 1]"
-        )
-    if a.ndim == 2:
-        _check_size(a.shape[1], a.shape[0], what)
-        a = np.repeat(a[:, :, None], 3, axis=2)
-    elif a.ndim == 3 and a.shape[2] in (3, 4):
-        _check_size(a.shape[1], a.shape[0], what)
-        if a.shape[2] == 4:
-            alpha = a[:, :, 3:4].astype(np.float32) / 255.0
-            a = (a[:, :, :3] * alpha + 255.0 * (1 - alpha)).round().astype(np.uint8)
-    else:
-        raise PerceptionError(f"{what}: array must be H x W x 3 (RGB), H x W x 4 (RGBA) or H x W, got shape {a.shape}")
-    if min(a.shape[:2]) < 8:
-        raise PerceptionError(f"{what}: image of {a.shape[1]}x{a.shape[0]} pixels is too small (need at least 8x8)")
-    return np.ascontiguousarray(a)
-
-
-def load_image(image: Any, what: str = "image") -> np.ndarray:
-    """Return ``image`` as a contiguous ``H x W x 3`` ``uint8`` RGB array, or raise `PerceptionError`."""
-    from PIL import Image, UnidentifiedImageError
-
-    if isinstance(image, np.ndarray):
-        return _from_array(image, what)
-    if isinstance(image, Image.Image):
-        return _from_array(_from_pil(image, what), what)
-    if isinstance(image, (str, os.PathLike)):
-        path = Path(image)
-        what = f"{what} {str(path)!r}"
-        if not path.is_file():
-            raise PerceptionError(f"{what}: no such file")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", Image.DecompressionBombWarning)
-                with Image.open(path) as im:
-                    _check_size(*im.size, what)  # header only: refuse before decoding
-                    im.load()
-                    return _from_array(_from_pil(im, what), what)
-        except PerceptionError:
-            raise
-        except UnidentifiedImageError:
-            raise PerceptionError(f"{what}: not an image file PIL can read") from None
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-            raise PerceptionError(f"{what}: refused as a possible decompression bomb ({e})") from None
-        except (OSError, ValueError, SyntaxError, EOFError) as e:
-            raise PerceptionError(f"{what}: corrupt or truncated image ({e})") from None
-    raise PerceptionError(
-        f"{what}: expected a PIL image, a numpy uint8 array or a path, got {type(image).__name__}"
-    )
+    return BACKENDS.get(backend)
 
 
 # ---- entry points ---------------------------------------------------------------------------------

@@ -4,8 +4,11 @@
 
 * **Models** — `load_components` (hub id or local folder; transformer, VAE, training noise scheduler and a
   text-only pipeline), `components_from_pipeline` (the same from an in-memory pipeline), `add_lora`
-  (rank 16, alpha 16 on the attention projections ``TARGET_MODULES``), `tiny_pipeline` (a random-weight
-  FLUX / Qwen-Image pipeline from small configs with offline tokenizers, for tests and dry runs).
+  (rank 16, alpha 16 on the attention projections ``TARGET_MODULES``). What differs between FLUX.1-dev and
+  Qwen-Image (classes, text encoders, prompt length, latent normalisation, the transformer call, the
+  guidance embedding) is read from the family table `logicval_hf.generation.families`; ``model_type`` is
+  a family name there (`MODEL_TYPES`, `detect_model_type` and `pipeline_class` are re-exported from it).
+  Tiny random-weight pipelines for tests are in ``tests/tiny_models.py``.
 * **Loss** — the models' native rectified-flow (flow-matching) objective as in diffusers'
   ``train_dreambooth_lora_flux.py`` / ``train_dreambooth_lora_qwen_image.py``: latents ``x`` (VAE, shifted and
   scaled: FLUX ``(z - shift) * scale``, Qwen-Image ``(z - mean) / std``), noise ``e``, a timestep index drawn
@@ -44,6 +47,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 from logicval_hf.common.atomic import atomic_write_json, replace_dir
+from logicval_hf.generation.families import (FAMILIES, PEFT_PREFIX, ModelFamily, detect_model_type, get_family,
+                                             pipeline_class)
 
 __all__ = [
     "MODEL_TYPES", "DEFAULT_RANK", "DEFAULT_ALPHA", "DEFAULT_LEARNING_RATE", "DEFAULT_TRAIN_BATCH_SIZE",
@@ -52,10 +57,11 @@ __all__ = [
     "batch_order", "components_from_pipeline", "detect_model_type", "encode_images", "encode_prompts",
     "flow_matching_loss", "heldout_loss", "latest_checkpoint", "load_checkpoint", "load_components",
     "load_image", "load_lora_into", "lora_state_dict", "pipeline_class", "predict", "prepare_heldout",
-    "prune_checkpoints", "sample_timestep_indices", "save_checkpoint", "save_lora", "tiny_pipeline",
+    "prune_checkpoints", "sample_timestep_indices", "save_checkpoint", "save_lora",
 ]
 
-MODEL_TYPES = ("flux", "qwen-image")
+#: the family names of `logicval_hf.generation.families.FAMILIES` (at import time)
+MODEL_TYPES = tuple(FAMILIES.names())
 DEFAULT_RANK = 16
 DEFAULT_ALPHA = 16
 DEFAULT_LEARNING_RATE = 1e-4
@@ -67,47 +73,10 @@ DEFAULT_SEED = 42
 DEFAULT_GUIDANCE_SCALE = 3.5
 #: LoRA targets: the attention projections of the image and the text stream (both models use these names)
 TARGET_MODULES = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
-#: prompt tokens kept by the text encoders (the pipelines' defaults)
-MAX_SEQUENCE_LENGTH = {"flux": 512, "qwen-image": 1024}
+#: prompt tokens kept by the text encoders (the pipelines' defaults), per family
+MAX_SEQUENCE_LENGTH = {name: FAMILIES.get(name).max_sequence_length for name in FAMILIES.names()}
 LORA_WEIGHT_NAME = "pytorch_lora_weights.safetensors"
 TRAINER_STATE = "trainer_state.json"
-_PIPELINE_NAMES = {"FluxPipeline": "flux", "QwenImagePipeline": "qwen-image"}
-
-
-def _check_type(model_type: str) -> str:
-    if model_type not in MODEL_TYPES:
-        raise ValueError(f"model_type must be one of {list(MODEL_TYPES)}, got {model_type!r}")
-    return model_type
-
-
-def pipeline_class(model_type: str):
-    """The diffusers pipeline class of a model type (it also carries ``save_lora_weights``)."""
-    from diffusers import FluxPipeline, QwenImagePipeline
-
-    return {"flux": FluxPipeline, "qwen-image": QwenImagePipeline}[_check_type(model_type)]
-
-
-def detect_model_type(model: Any) -> str:
-    """``flux`` or ``qwen-image`` from a pipeline, a local folder's ``model_index.json`` or a hub id's name."""
-    if hasattr(model, "transformer") and hasattr(model, "vae"):
-        name = type(model).__name__
-        for prefix, kind in (("Flux", "flux"), ("QwenImage", "qwen-image")):
-            if name.startswith(prefix):
-                return kind
-        raise ValueError(f"unsupported pipeline {name}")
-    path = Path(str(model))
-    index = path / "model_index.json"
-    if index.is_file():
-        name = json.loads(index.read_text(encoding="utf-8")).get("_class_name", "")
-        if name in _PIPELINE_NAMES:
-            return _PIPELINE_NAMES[name]
-        raise ValueError(f"{index}: unsupported pipeline class {name!r}; pass model_type explicitly")
-    low = str(model).lower()
-    if "qwen" in low:
-        return "qwen-image"
-    if "flux" in low:
-        return "flux"
-    raise ValueError(f"cannot tell the model type of {model!r}; pass model_type ('flux' or 'qwen-image')")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -125,10 +94,12 @@ class Components:
     text_pipeline: Any
 
     @property
+    def family(self) -> ModelFamily:
+        return get_family(self.model_type)
+
+    @property
     def vae_scale_factor(self) -> int:
-        if self.model_type == "qwen-image":
-            return 2 ** len(self.vae.temperal_downsample)
-        return 2 ** (len(self.vae.config.block_out_channels) - 1)
+        return self.family.vae_scale_factor(self.vae)
 
     @property
     def patch_multiple(self) -> int:
@@ -150,24 +121,20 @@ def load_components(
     revision: str | None = None,
     variant: str | None = None,
 ) -> Components:
-    """Load the parts of a FLUX.1-dev / Qwen-Image pipeline (hub id or local folder) for LoRA training."""
-    from diffusers import AutoencoderKL, AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler
-    from diffusers import FluxTransformer2DModel, QwenImageTransformer2DModel
+    """Load the parts of a FLUX.1-dev / Qwen-Image pipeline (hub id or local folder) for LoRA training.
 
-    _check_type(model_type)
+    ``model_type`` is a family name (`MODEL_TYPES`); its classes come from the family table."""
+    from diffusers import FlowMatchEulerDiscreteScheduler
+
+    family = get_family(model_type)
     kw = {"revision": revision}
     scheduler = FlowMatchEulerDiscreteScheduler.from_pretrained(pretrained, subfolder="scheduler", **kw)
-    if model_type == "flux":
-        transformer = FluxTransformer2DModel.from_pretrained(pretrained, subfolder="transformer", variant=variant,
+    transformer = family.transformer_class().from_pretrained(pretrained, subfolder="transformer", variant=variant,
                                                              dtype=weight_dtype, **kw)
-        vae = AutoencoderKL.from_pretrained(pretrained, subfolder="vae", variant=variant, **kw)
-    else:
-        transformer = QwenImageTransformer2DModel.from_pretrained(pretrained, subfolder="transformer",
-                                                                  variant=variant, dtype=weight_dtype, **kw)
-        vae = AutoencoderKLQwenImage.from_pretrained(pretrained, subfolder="vae", variant=variant, **kw)
-    text_pipeline = pipeline_class(model_type).from_pretrained(
+    vae = family.vae_class().from_pretrained(pretrained, subfolder="vae", variant=variant, **kw)
+    text_pipeline = family.pipeline_class().from_pretrained(
         pretrained, transformer=None, vae=None, scheduler=None, dtype=weight_dtype, **kw)
-    for m in (transformer, vae, *_text_encoders(text_pipeline)):
+    for m in (transformer, vae, *_text_encoders(text_pipeline, family)):
         m.requires_grad_(False)
         m.eval()
     # the VAE stays in float32 unless the weights are half precision anyway (FLUX's VAE is stable in bf16)
@@ -177,23 +144,19 @@ def load_components(
     return Components(model_type, transformer, vae, _fresh_scheduler(scheduler), text_pipeline)
 
 
-def _text_encoders(pipe: Any) -> list[torch.nn.Module]:
-    return [m for m in (getattr(pipe, "text_encoder", None), getattr(pipe, "text_encoder_2", None)) if m is not None]
+def _text_encoders(pipe: Any, family: ModelFamily) -> list[torch.nn.Module]:
+    return [m for m in (getattr(pipe, name, None) for name in family.text_encoders) if m is not None]
 
 
 def components_from_pipeline(pipe: Any, model_type: str | None = None) -> Components:
     """`Components` sharing the modules of an in-memory pipeline (the scheduler is a fresh copy)."""
     model_type = model_type or detect_model_type(pipe)
-    cls = pipeline_class(model_type)
-    if model_type == "flux":
-        text = cls(scheduler=None, vae=None, text_encoder=pipe.text_encoder, tokenizer=pipe.tokenizer,
-                   text_encoder_2=pipe.text_encoder_2, tokenizer_2=pipe.tokenizer_2, transformer=None)
-    else:
-        text = cls(scheduler=None, vae=None, text_encoder=pipe.text_encoder, tokenizer=pipe.tokenizer,
-                   transformer=None)
-    for m in (pipe.transformer, pipe.vae, *_text_encoders(text)):
+    family = get_family(model_type)
+    text = family.pipeline_class()(scheduler=None, vae=None, transformer=None,
+                                   **{name: getattr(pipe, name) for name in family.text_components})
+    for m in (pipe.transformer, pipe.vae, *_text_encoders(text, family)):
         m.requires_grad_(False)
-    for m in (pipe.vae, *_text_encoders(text)):
+    for m in (pipe.vae, *_text_encoders(text, family)):
         m.eval()
     return Components(model_type, pipe.transformer, pipe.vae, _fresh_scheduler(pipe.scheduler), text)
 
@@ -227,87 +190,61 @@ def add_lora(
 @torch.no_grad()
 def encode_prompts(comp: Components, prompts: Sequence[str], max_sequence_length: int | None = None,
                    device: str | torch.device | None = None) -> dict[str, torch.Tensor | None]:
-    """Prompt embeddings as the pipeline computes them (``prompt_2 = prompt`` for FLUX's T5)."""
-    prompts = list(prompts)
-    msl = max_sequence_length or MAX_SEQUENCE_LENGTH[comp.model_type]
+    """Prompt embeddings as the pipeline computes them (the family's ``encode_prompts``; FLUX: ``prompt_2 =
+    prompt`` for its T5)."""
+    family = comp.family
+    msl = max_sequence_length or family.max_sequence_length
     device = device or comp.transformer.device
-    pipe = comp.text_pipeline
-    if comp.model_type == "flux":
-        embeds, pooled, text_ids = pipe.encode_prompt(prompt=prompts, prompt_2=prompts, device=device,
-                                                      max_sequence_length=msl)
-        return {"prompt_embeds": embeds, "pooled_prompt_embeds": pooled, "text_ids": text_ids}
-    embeds, mask = pipe.encode_prompt(prompt=prompts, device=device, max_sequence_length=msl)
-    return {"prompt_embeds": embeds, "prompt_embeds_mask": mask}
+    return family.encode_prompts(comp.text_pipeline, list(prompts), device, msl)
 
 
-def _cat_conds(conds: Sequence[Mapping[str, torch.Tensor | None]]) -> dict[str, torch.Tensor | None]:
+def _cat_conds(conds: Sequence[Mapping[str, torch.Tensor | None]], model_type: str
+               ) -> dict[str, torch.Tensor | None]:
     """Concatenate per-example prompt embeddings along the batch (Qwen-Image: pad to the longest)."""
     if len(conds) == 1:
         return dict(conds[0])
-    out: dict[str, torch.Tensor | None] = {}
-    if "text_ids" in conds[0]:
-        out["prompt_embeds"] = torch.cat([c["prompt_embeds"] for c in conds])
-        out["pooled_prompt_embeds"] = torch.cat([c["pooled_prompt_embeds"] for c in conds])
-        out["text_ids"] = conds[0]["text_ids"]
-        return out
-    longest = max(c["prompt_embeds"].shape[1] for c in conds)
-    embeds, masks = [], []
-    for c in conds:
-        e = c["prompt_embeds"]
-        m = c["prompt_embeds_mask"]
-        if m is None:
-            m = torch.ones(e.shape[:2], dtype=torch.long, device=e.device)
-        pad = longest - e.shape[1]
-        embeds.append(torch.nn.functional.pad(e, (0, 0, 0, pad)))
-        masks.append(torch.nn.functional.pad(m, (0, pad)))
-    out["prompt_embeds"] = torch.cat(embeds)
-    mask = torch.cat(masks)
-    out["prompt_embeds_mask"] = None if bool(mask.all()) else mask
-    return out
+    return get_family(model_type).cat_conds(list(conds))
 
 
 @torch.no_grad()
 def encode_images(comp: Components, pixel_values: torch.Tensor, sample: bool = True,
                   generator: torch.Generator | None = None) -> torch.Tensor:
-    """Normalised VAE latents ``(B, C, h, w)`` of images in [-1, 1] (``sample=False``: the posterior mean)."""
+    """Normalised VAE latents ``(B, C, h, w)`` of images in [-1, 1] (``sample=False``: the posterior mean).
+
+    The family says how: a video VAE (Qwen-Image) gets one frame; FLUX ``(z - shift) * scale``, Qwen-Image
+    ``(z - mean) / std``."""
+    family = comp.family
     vae = comp.vae
     x = pixel_values.to(device=vae.device, dtype=vae.dtype)
-    if comp.model_type == "qwen-image":
+    if family.video_vae:
         x = x.unsqueeze(2)  # (B, C, 1, H, W): one frame
     dist = vae.encode(x).latent_dist
     z = dist.sample(generator=generator) if sample else dist.mode()
-    if comp.model_type == "flux":
-        z = (z - vae.config.shift_factor) * vae.config.scaling_factor
-        return z.float()
-    zc = vae.config.z_dim
-    mean = torch.tensor(vae.config.latents_mean, device=z.device, dtype=z.dtype).view(1, zc, 1, 1, 1)
-    std = torch.tensor(vae.config.latents_std, device=z.device, dtype=z.dtype).view(1, zc, 1, 1, 1)
-    return ((z - mean) / std).squeeze(2).float()
+    z = family.normalise_latents(vae, z)
+    if family.video_vae:
+        z = z.squeeze(2)
+    return z.float()
 
 
 def predict(comp: Components, transformer: torch.nn.Module, noisy: torch.Tensor, timesteps: torch.Tensor,
             cond: Mapping[str, torch.Tensor | None], guidance_scale: float = DEFAULT_GUIDANCE_SCALE) -> torch.Tensor:
-    """The transformer's velocity prediction for noisy latents ``(B, C, h, w)``, unpacked to the same shape."""
-    cls = pipeline_class(comp.model_type)
+    """The transformer's velocity prediction for noisy latents ``(B, C, h, w)``, unpacked to the same shape.
+
+    A guidance-distilled family (FLUX.1-dev) gets ``guidance_scale`` in its guidance embedding when the
+    transformer has one; the transformer call itself is the family's ``denoise``."""
+    family = comp.family
+    cls = family.pipeline_class()
     b, c, h, w = noisy.shape
     dtype = next(p for p in transformer.parameters() if not p.requires_grad).dtype
     packed = cls._pack_latents(noisy, b, c, h, w).to(dtype)
     t = (timesteps.float() / 1000.0).to(noisy.device)
     sf = comp.vae_scale_factor
-    if comp.model_type == "flux":
-        config = transformer.config
-        guidance = torch.full((b,), float(guidance_scale), device=noisy.device) if config.guidance_embeds else None
-        img_ids = cls._prepare_latent_image_ids(b, h // 2, w // 2, noisy.device, dtype)
-        out = transformer(hidden_states=packed, timestep=t, guidance=guidance,
-                          pooled_projections=cond["pooled_prompt_embeds"].to(dtype),
-                          encoder_hidden_states=cond["prompt_embeds"].to(dtype),
-                          txt_ids=cond["text_ids"], img_ids=img_ids, return_dict=False)[0]
-        return cls._unpack_latents(out, h * sf, w * sf, sf)
-    mask = cond.get("prompt_embeds_mask")
-    out = transformer(hidden_states=packed, timestep=t, guidance=None, encoder_hidden_states_mask=mask,
-                      encoder_hidden_states=cond["prompt_embeds"].to(dtype),
-                      img_shapes=[[(1, h // 2, w // 2)]] * b, return_dict=False)[0]
-    return cls._unpack_latents(out, h * sf, w * sf, sf).squeeze(2)
+    guidance = None
+    if family.guidance_embeds and transformer.config.guidance_embeds:
+        guidance = torch.full((b,), float(guidance_scale), device=noisy.device)
+    out = family.denoise(cls, transformer, packed, t, guidance, cond, b, h // 2, w // 2, dtype)
+    pred = cls._unpack_latents(out, h * sf, w * sf, sf)
+    return pred.squeeze(2) if family.video_vae else pred
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -547,12 +484,15 @@ def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
     return getattr(model, "_orig_mod", model)
 
 
-def lora_state_dict(transformer: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The adapter's weights in diffusers/PEFT naming (a ``base_model.model.`` prefix is stripped)."""
+def lora_state_dict(transformer: torch.nn.Module, model_type: str | None = None) -> dict[str, torch.Tensor]:
+    """The adapter's weights in diffusers/PEFT naming (the family's ``lora_strip_prefix``, by default PEFT's
+    ``base_model.model.`` wrapper prefix, is stripped)."""
     from peft.utils import get_peft_model_state_dict
 
     sd = get_peft_model_state_dict(_unwrap(transformer))
-    prefix = "base_model.model."
+    prefix = get_family(model_type).lora_strip_prefix if model_type is not None else PEFT_PREFIX
+    if not prefix:
+        return {k: v.detach().clone() for k, v in sd.items()}
     return {(k[len(prefix):] if k.startswith(prefix) else k): v.detach().clone() for k, v in sd.items()}
 
 
@@ -569,7 +509,8 @@ def save_lora(out_dir: str | Path, transformer: torch.nn.Module, model_type: str
         model = _unwrap(transformer)
         metadata = model.peft_config["default"].to_dict()
         pipeline_class(model_type).save_lora_weights(
-            tmp, transformer_lora_layers=lora_state_dict(model), transformer_lora_adapter_metadata=metadata,
+            tmp, transformer_lora_layers=lora_state_dict(model, model_type),
+            transformer_lora_adapter_metadata=metadata,
             weight_name=LORA_WEIGHT_NAME, safe_serialization=True)
         if extra is not None:
             (tmp / "lora_info.json").write_text(json.dumps(dict(extra), indent=2) + "\n", encoding="utf-8")
@@ -686,101 +627,6 @@ def prune_checkpoints(output_dir: str | Path, keep: int | None) -> list[Path]:
     for p in gone:
         shutil.rmtree(p, ignore_errors=True)
     return gone
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Tiny random pipelines (tests, dry runs)
-# ---------------------------------------------------------------------------------------------------------
-def _byte_level_chars() -> list[str]:
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
-
-    return list(bytes_to_unicode().values())
-
-
-def tiny_pipeline(model_type: str, seed: int = 0) -> Any:
-    """A FLUX or Qwen-Image pipeline with the real classes, tiny configs and random weights (offline).
-
-    Tokenizers are built in memory (character-level CLIP BPE, a small T5 unigram vocabulary, a byte-level
-    Qwen2 vocabulary). FLUX: VAE factor 2, 16 latent channels after packing, guidance-distilled like
-    FLUX.1-dev; Qwen-Image: VAE factor 4, no guidance embedding. Images are cheap at 32-64 px.
-    """
-    _check_type(model_type)
-    from diffusers import FlowMatchEulerDiscreteScheduler
-
-    torch.manual_seed(seed)
-    chars = _byte_level_chars()
-    if model_type == "flux":
-        from diffusers import AutoencoderKL, FluxPipeline, FluxTransformer2DModel
-        from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer, T5Config, T5EncoderModel, T5Tokenizer
-
-        vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
-        for c in chars:
-            vocab[c] = len(vocab)
-        for c in chars:
-            vocab[c + "</w>"] = len(vocab)
-        clip_tok = CLIPTokenizer(vocab=vocab, merges=[], bos_token="<|startoftext|>", eos_token="<|endoftext|>",
-                                 pad_token="<|endoftext|>", unk_token="<|endoftext|>", model_max_length=77)
-        pieces = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
-        pieces += [(c, -1.0) for c in "\u2581abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,:;()-'"]
-        t5_tok = T5Tokenizer(vocab=pieces, extra_ids=0)
-        clip = CLIPTextModel(CLIPTextConfig(bos_token_id=0, eos_token_id=1, pad_token_id=1, hidden_size=32,
-                                            intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
-                                            vocab_size=len(clip_tok), projection_dim=32, max_position_embeddings=77))
-        t5 = T5EncoderModel(T5Config(vocab_size=len(t5_tok), d_model=32, d_ff=37, d_kv=8, num_layers=2, num_heads=4,
-                                     relative_attention_num_buckets=8, decoder_start_token_id=0))
-        transformer = FluxTransformer2DModel(patch_size=1, in_channels=16, num_layers=1, num_single_layers=1,
-                                             attention_head_dim=16, num_attention_heads=2, joint_attention_dim=32,
-                                             pooled_projection_dim=32, axes_dims_rope=[4, 4, 8], guidance_embeds=True)
-        vae = AutoencoderKL(sample_size=32, in_channels=3, out_channels=3, block_out_channels=(4, 8),
-                            down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
-                            layers_per_block=1, latent_channels=4, norm_num_groups=1, use_quant_conv=False,
-                            use_post_quant_conv=False, shift_factor=0.0609, scaling_factor=1.5035)
-        scheduler = FlowMatchEulerDiscreteScheduler(shift=3.0, use_dynamic_shifting=True, base_shift=0.5,
-                                                    max_shift=1.15, base_image_seq_len=256, max_image_seq_len=4096)
-        pipe = FluxPipeline(scheduler=scheduler, vae=vae, text_encoder=clip, tokenizer=clip_tok, text_encoder_2=t5,
-                            tokenizer_2=t5_tok, transformer=transformer)
-        return _eval(pipe)
-    from diffusers import AutoencoderKLQwenImage, QwenImagePipeline, QwenImageTransformer2DModel
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2Tokenizer
-
-    qv = {c: i for i, c in enumerate(chars)}
-    for s in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"):
-        qv[s] = len(qv)
-    tok = Qwen2Tokenizer(vocab=qv, merges=[], unk_token=None, pad_token="<|endoftext|>", eos_token="<|im_end|>")
-    vocab_size = 300
-    text_config = {"hidden_size": 16, "intermediate_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
-                   "num_key_value_heads": 2, "vocab_size": vocab_size, "rope_theta": 1000000.0,
-                   "rope_scaling": {"mrope_section": [1, 1, 2], "rope_type": "default", "type": "default"},
-                   "bos_token_id": qv["<|endoftext|>"], "eos_token_id": qv["<|im_end|>"],
-                   "pad_token_id": qv["<|endoftext|>"]}
-    config = Qwen2_5_VLConfig(text_config=text_config,
-                              vision_config={"depth": 2, "hidden_size": 16, "intermediate_size": 16, "num_heads": 2,
-                                             "out_hidden_size": 16},
-                              hidden_size=16, vocab_size=vocab_size, vision_start_token_id=295, vision_end_token_id=296,
-                              vision_token_id=297, image_token_id=298, video_token_id=299,
-                              bos_token_id=qv["<|endoftext|>"], eos_token_id=qv["<|im_end|>"])
-    text_encoder = Qwen2_5_VLForConditionalGeneration(config)
-    transformer = QwenImageTransformer2DModel(patch_size=2, in_channels=16, out_channels=4, num_layers=2,
-                                              attention_head_dim=16, num_attention_heads=3, joint_attention_dim=16,
-                                              guidance_embeds=False, axes_dims_rope=(8, 4, 4))
-    z = 4
-    vae = AutoencoderKLQwenImage(base_dim=4, z_dim=z, dim_mult=[1, 1, 1], num_res_blocks=1,
-                                 temperal_downsample=[False, True], latents_mean=[0.1] * z, latents_std=[1.5] * z)
-    scheduler = FlowMatchEulerDiscreteScheduler(shift=1.0, use_dynamic_shifting=True, base_shift=0.5, max_shift=0.9,
-                                                base_image_seq_len=256, max_image_seq_len=8192, shift_terminal=0.02,
-                                                time_shift_type="exponential")
-    pipe = QwenImagePipeline(scheduler=scheduler, vae=vae, text_encoder=text_encoder, tokenizer=tok,
-                             transformer=transformer)
-    return _eval(pipe)
-
-
-def _eval(pipe: Any) -> Any:
-    """Modules built from configs start in training mode (T5 dropout!); pipelines loaded by
-    ``from_pretrained`` are in eval mode: match that."""
-    for m in pipe.components.values():
-        if isinstance(m, torch.nn.Module):
-            m.eval()
-    return pipe
 
 
 def copy_module(module: torch.nn.Module) -> torch.nn.Module:

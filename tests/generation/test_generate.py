@@ -347,7 +347,9 @@ def test_diffusers_generator_tiny_flux(tmp_path, capsys):
 
 def _diffusers_checks(torch, L, tmp_path, capsys):
 
-    pipe = L.tiny_pipeline("flux")
+    from tiny_models import tiny_pipeline
+
+    pipe = tiny_pipeline("flux")
     gen = t2i.DiffusersGenerator(pipeline=pipe, width=64, height=64, steps=2, max_sequence_length=32)
     assert gen.settings["guidance_scale"] == 3.5 and gen.model_type == "flux"
     assert t2i.DIFFUSERS_SETTINGS["flux"]["num_inference_steps"] == 28

@@ -27,6 +27,7 @@ from safetensors.torch import load_file  # noqa: E402
 
 from logicval_hf.training import lora as L  # noqa: E402
 from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split  # noqa: E402
+from tiny_models import tiny_pipeline  # noqa: E402  (tests/ is on sys.path: tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 W, H = 48, 32  # training resolution of the tiny runs (a multiple of 8: both tiny VAEs x 2x2 packing)
@@ -89,7 +90,7 @@ def tiny_models(tmp_path_factory):
     out = {}
     for mt in L.MODEL_TYPES:
         d = tmp_path_factory.mktemp(mt)
-        L.tiny_pipeline(mt).save_pretrained(d)
+        tiny_pipeline(mt).save_pretrained(d)
         out[mt] = d
     return out
 
@@ -98,7 +99,7 @@ def tiny_models(tmp_path_factory):
 # Loss
 # ---------------------------------------------------------------------------------------------------------
 def test_flow_matching_loss_is_the_rectified_flow_objective(monkeypatch):
-    comp = L.components_from_pipeline(L.tiny_pipeline("flux"))
+    comp = L.components_from_pipeline(tiny_pipeline("flux"))
     x = torch.randn(2, 4, 8, 12)
     e = torch.randn(2, 4, 8, 12)
     idx = torch.tensor([100, 900])
@@ -137,7 +138,7 @@ def test_load_image_covers_and_crops(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("model_type", L.MODEL_TYPES)
 def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_path):
-    pipe = L.tiny_pipeline(model_type)
+    pipe = tiny_pipeline(model_type)
     comp = L.components_from_pipeline(pipe)
     config = L.add_lora(comp.transformer, rank=4, alpha=8)
     assert all(p.dtype == torch.float32 for p in L.lora_parameters(comp.transformer))
@@ -168,7 +169,7 @@ def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_pa
     assert meta["transformer.r"] == 4 and meta["transformer.lora_alpha"] == 8
     assert set(meta["transformer.target_modules"]) == set(config.target_modules)
 
-    fresh = L.tiny_pipeline(model_type)  # same seed -> same base weights
+    fresh = tiny_pipeline(model_type)  # same seed -> same base weights
     fresh.load_lora_weights(str(out))
     cfg = next(iter(fresh.transformer.peft_config.values()))
     assert cfg.r == 4 and cfg.lora_alpha == 8  # alpha restored from the metadata, not defaulted to r

@@ -7,6 +7,7 @@
     judge, tifa = VLMJudge(gpt), SoftTIFA(gpt, aggregate="gm")
     scores = tifa.score(images, rows)              # rows of logicval_hf.benchmark.sampler (or specs / prompts)
     results = tifa.evaluate(images, rows)          # BaselineResult(score, details) per image
+    BASELINES.get("soft-tifa")                     # the classes by name: clipscore, vlm-judge, soft-tifa
 
 Each metric is a `BaselineMetric`: ``score(images, items) -> list[float | None]`` and ``evaluate(images,
 items) -> list[BaselineResult]``. Heavy dependencies (torch, open_clip, transformers) are imported when a
@@ -15,12 +16,13 @@ model is built, not on import.
 
 from logicval_hf.scoring.baselines.base import BaselineError, BaselineMetric, BaselineResult, prompt_text
 from logicval_hf.scoring.baselines.clipscore import CLIPScore, convert_longclip_state_dict
+from logicval_hf.scoring.baselines.registry import BASELINES
 from logicval_hf.scoring.baselines.soft_tifa import QUESTION_TEMPLATE, SoftTIFA, candidate_probs, score_subquestions
 from logicval_hf.scoring.baselines.vlm import OpenAIChatVLM, TransformersVLM, VLMBackend, VLMRequestError, VLMResponseError
 from logicval_hf.scoring.baselines.vlm_judge import JUDGE_PROMPT, VLMJudge, parse_judge_answer
 
 __all__ = [
-    "BaselineError", "BaselineMetric", "BaselineResult", "CLIPScore", "JUDGE_PROMPT", "OpenAIChatVLM",
+    "BASELINES", "BaselineError", "BaselineMetric", "BaselineResult", "CLIPScore", "JUDGE_PROMPT", "OpenAIChatVLM",
     "QUESTION_TEMPLATE", "SoftTIFA", "TransformersVLM", "VLMBackend", "VLMJudge", "VLMRequestError",
     "VLMResponseError", "candidate_probs", "convert_longclip_state_dict", "parse_judge_answer", "prompt_text",
     "score_subquestions",

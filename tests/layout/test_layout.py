@@ -1,0 +1,171 @@
+"""The package's shape: rooms by role, imports that run one way, and a checkout that works uninstalled."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "logicval_hf"
+ROOMS = {"contract", "asp", "benchmark", "perception", "scoring", "generation", "training", "job", "cli", "space",
+         "common"}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts}
+
+
+def _top_level_imports(path: Path, modules: set[str]) -> set[str]:
+    """Package modules imported when ``path`` is imported (module level, not inside functions or TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    me = _module_name(path)
+    out: set[str] = set()
+
+    def visit(nodes):
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, (ast.If, ast.Try)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for h in getattr(node, "handlers", []):
+                    visit(h.body)
+                continue
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in modules:
+                        out.add(a.name)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    pkg = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+                    pkg = pkg[: len(pkg) - (node.level - 1)]
+                    base = ".".join(pkg + ([node.module] if node.module else []))
+                for a in node.names:
+                    if f"{base}.{a.name}" in modules:
+                        out.add(f"{base}.{a.name}")
+                    elif base in modules:
+                        out.add(base)
+
+    visit(tree.body)
+    out.discard(me)
+    return out
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles, state, stack = [], {}, []
+
+    def dfs(u: str) -> None:
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(graph.get(u, ())):
+            if state.get(v) == 1:
+                cycles.append(stack[stack.index(v):] + [v])
+            elif v not in state:
+                dfs(v)
+        stack.pop()
+        state[u] = 2
+
+    for u in sorted(graph):
+        if u not in state:
+            dfs(u)
+    return cycles
+
+
+def test_no_import_cycle_among_the_package_modules():
+    mods = _modules()
+    graph = {m: _top_level_imports(p, set(mods)) for m, p in mods.items()}
+    assert not _cycles(graph), "\n".join(" -> ".join(c) for c in _cycles(graph))
+
+
+def test_the_package_root_holds_only_a_handful_of_modules_and_the_rooms():
+    top_modules = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top_modules) <= 4, top_modules
+    rooms = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert rooms == ROOMS, rooms ^ ROOMS
+
+
+def test_lower_rooms_never_import_higher_ones():
+    """The flow is one way: the contract knows nothing of solving, scoring, generating or the job."""
+    below = {"contract": {"asp", "benchmark", "perception", "scoring", "generation", "training", "job", "cli", "space"},
+             "asp": {"benchmark", "perception", "scoring", "generation", "training", "job", "cli", "space"},
+             "common": ROOMS - {"common"},
+             "perception": {"scoring", "generation", "training", "job", "cli", "space"}}
+    mods = _modules()
+    bad = []
+    for m, p in mods.items():
+        parts = m.split(".")
+        if len(parts) < 2 or parts[1] not in below:
+            continue
+        for dep in _top_level_imports(p, set(mods)):
+            dparts = dep.split(".")
+            if len(dparts) > 1 and dparts[1] in below[parts[1]]:
+                bad.append(f"{m} -> {dep}")
+    assert not bad, bad
+
+
+def _checkout_env(tmp_path: Path) -> dict[str, str]:
+    """An interpreter that sees the checkout through PYTHONPATH only: the installed copy is hidden."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\n"
+        "sys.path[:] = [p for p in sys.path if 'site-packages' not in p or 'logicval' not in p]\n"
+        "import importlib.machinery\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in type(f).__name__.lower()\n"
+        "                    and '__editable__' not in getattr(f, '__module__', '')]\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hide), str(REPO)]))
+    return env
+
+
+def _run(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_a_checkout_solves_without_being_installed(tmp_path):
+    env = _checkout_env(tmp_path)
+    code = (
+        "import logicval_hf, pathlib\n"
+        f"assert pathlib.Path(logicval_hf.__file__).resolve().is_relative_to({str(REPO)!r}), logicval_hf.__file__\n"
+        "spec = {'n': 3, 'constraints': [{'template': 'C1/1prop', 'params': {"
+        "'A1': {'prop': 'color', 'value': 'red', 'negated': False}}}]}\n"
+        "r = logicval_hf.solve(spec)\n"
+        "assert r.satisfiable and logicval_hf.verify(spec, r.witness).ok\n"
+        "print('ok')\n")
+    out = _run(code, env, tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_space_builds_from_a_checkout(tmp_path):
+    """Hugging Face runs ``space/app.py`` from the repository: its ``demo`` must build without an install."""
+    pytest.importorskip("gradio")
+    env = _checkout_env(tmp_path)
+    env["LOGICVAL_ANNOTATION_ROOT"] = str(tmp_path / "annotations")
+    code = ("import runpy\n"
+            f"ns = runpy.run_path({str(REPO / 'space' / 'app.py')!r}, run_name='space_app')\n"
+            "assert type(ns['demo']).__name__ == 'Blocks'\n"
+            "print('ok')\n")
+    out = _run(code, env, tmp_path)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_the_lora_script_gets_past_its_imports_from_a_checkout(tmp_path):
+    pytest.importorskip("diffusers")
+    env = _checkout_env(tmp_path)
+    out = subprocess.run([sys.executable, str(REPO / "lora_training" / "train_lora.py"), "--help"], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "usage" in out.stdout.lower(), out.stderr[-2000:]

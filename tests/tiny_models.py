@@ -1,0 +1,119 @@
+"""Tiny random-weight FLUX / Qwen-Image pipelines for the tests (offline, CPU, seconds).
+
+`tiny_pipeline(model_type)` builds the real diffusers pipeline class of a family of
+`logicval_hf.generation.families` from tiny configs with random weights (seeded) and in-memory tokenizers
+(character-level CLIP BPE, a small T5 unigram vocabulary, a byte-level Qwen2 vocabulary). FLUX: VAE factor
+2, 16 latent channels after packing, guidance-distilled like FLUX.1-dev; Qwen-Image: VAE factor 4, no
+guidance embedding. Images are cheap at 32-64 px. `BUILDERS` has one builder per family name (a test checks
+that every registered family has one). Moved here from ``logicval_hf/training/lora.py``: no shipped script
+uses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+__all__ = ["BUILDERS", "tiny_pipeline"]
+
+
+def _byte_level_chars() -> list[str]:
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return list(bytes_to_unicode().values())
+
+
+def _tiny_flux(chars: list[str]) -> Any:
+    from diffusers import AutoencoderKL, FlowMatchEulerDiscreteScheduler, FluxPipeline, FluxTransformer2DModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer, T5Config, T5EncoderModel, T5Tokenizer
+
+    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for c in chars:
+        vocab[c] = len(vocab)
+    for c in chars:
+        vocab[c + "</w>"] = len(vocab)
+    clip_tok = CLIPTokenizer(vocab=vocab, merges=[], bos_token="<|startoftext|>", eos_token="<|endoftext|>",
+                             pad_token="<|endoftext|>", unk_token="<|endoftext|>", model_max_length=77)
+    pieces = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    pieces += [(c, -1.0) for c in "\u2581abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,:;()-'"]
+    t5_tok = T5Tokenizer(vocab=pieces, extra_ids=0)
+    clip = CLIPTextModel(CLIPTextConfig(bos_token_id=0, eos_token_id=1, pad_token_id=1, hidden_size=32,
+                                        intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
+                                        vocab_size=len(clip_tok), projection_dim=32, max_position_embeddings=77))
+    t5 = T5EncoderModel(T5Config(vocab_size=len(t5_tok), d_model=32, d_ff=37, d_kv=8, num_layers=2, num_heads=4,
+                                 relative_attention_num_buckets=8, decoder_start_token_id=0))
+    transformer = FluxTransformer2DModel(patch_size=1, in_channels=16, num_layers=1, num_single_layers=1,
+                                         attention_head_dim=16, num_attention_heads=2, joint_attention_dim=32,
+                                         pooled_projection_dim=32, axes_dims_rope=[4, 4, 8], guidance_embeds=True)
+    vae = AutoencoderKL(sample_size=32, in_channels=3, out_channels=3, block_out_channels=(4, 8),
+                        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
+                        layers_per_block=1, latent_channels=4, norm_num_groups=1, use_quant_conv=False,
+                        use_post_quant_conv=False, shift_factor=0.0609, scaling_factor=1.5035)
+    scheduler = FlowMatchEulerDiscreteScheduler(shift=3.0, use_dynamic_shifting=True, base_shift=0.5,
+                                                max_shift=1.15, base_image_seq_len=256, max_image_seq_len=4096)
+    pipe = FluxPipeline(scheduler=scheduler, vae=vae, text_encoder=clip, tokenizer=clip_tok, text_encoder_2=t5,
+                        tokenizer_2=t5_tok, transformer=transformer)
+    return _eval(pipe)
+
+
+def _tiny_qwen_image(chars: list[str]) -> Any:
+    from diffusers import (AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImagePipeline,
+                           QwenImageTransformer2DModel)
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2Tokenizer
+
+    qv = {c: i for i, c in enumerate(chars)}
+    for s in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"):
+        qv[s] = len(qv)
+    tok = Qwen2Tokenizer(vocab=qv, merges=[], unk_token=None, pad_token="<|endoftext|>", eos_token="<|im_end|>")
+    vocab_size = 300
+    text_config = {"hidden_size": 16, "intermediate_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+                   "num_key_value_heads": 2, "vocab_size": vocab_size, "rope_theta": 1000000.0,
+                   "rope_scaling": {"mrope_section": [1, 1, 2], "rope_type": "default", "type": "default"},
+                   "bos_token_id": qv["<|endoftext|>"], "eos_token_id": qv["<|im_end|>"],
+                   "pad_token_id": qv["<|endoftext|>"]}
+    config = Qwen2_5_VLConfig(text_config=text_config,
+                              vision_config={"depth": 2, "hidden_size": 16, "intermediate_size": 16, "num_heads": 2,
+                                             "out_hidden_size": 16},
+                              hidden_size=16, vocab_size=vocab_size, vision_start_token_id=295, vision_end_token_id=296,
+                              vision_token_id=297, image_token_id=298, video_token_id=299,
+                              bos_token_id=qv["<|endoftext|>"], eos_token_id=qv["<|im_end|>"])
+    text_encoder = Qwen2_5_VLForConditionalGeneration(config)
+    transformer = QwenImageTransformer2DModel(patch_size=2, in_channels=16, out_channels=4, num_layers=2,
+                                              attention_head_dim=16, num_attention_heads=3, joint_attention_dim=16,
+                                              guidance_embeds=False, axes_dims_rope=(8, 4, 4))
+    z = 4
+    vae = AutoencoderKLQwenImage(base_dim=4, z_dim=z, dim_mult=[1, 1, 1], num_res_blocks=1,
+                                 temperal_downsample=[False, True], latents_mean=[0.1] * z, latents_std=[1.5] * z)
+    scheduler = FlowMatchEulerDiscreteScheduler(shift=1.0, use_dynamic_shifting=True, base_shift=0.5, max_shift=0.9,
+                                                base_image_seq_len=256, max_image_seq_len=8192, shift_terminal=0.02,
+                                                time_shift_type="exponential")
+    pipe = QwenImagePipeline(scheduler=scheduler, vae=vae, text_encoder=text_encoder, tokenizer=tok,
+                             transformer=transformer)
+    return _eval(pipe)
+
+
+#: one tiny builder per family name of `logicval_hf.generation.families.FAMILIES`
+BUILDERS: dict[str, Callable[[list[str]], Any]] = {"flux": _tiny_flux, "qwen-image": _tiny_qwen_image}
+
+
+def tiny_pipeline(model_type: str, seed: int = 0) -> Any:
+    """A pipeline of the family ``model_type`` with the real classes, tiny configs and random weights
+    (offline; the same ``seed`` gives the same weights)."""
+    from logicval_hf.generation.families import get_family
+
+    get_family(model_type)  # an unknown family: the registry's did-you-mean error
+    if model_type not in BUILDERS:
+        raise ValueError(f"no tiny builder for the family {model_type!r} in tests/tiny_models.py")
+    torch.manual_seed(seed)
+    chars = _byte_level_chars()
+    return BUILDERS[model_type](chars)
+
+
+def _eval(pipe: Any) -> Any:
+    """Modules built from configs start in training mode (T5 dropout!); pipelines loaded by
+    ``from_pretrained`` are in eval mode: match that."""
+    for m in pipe.components.values():
+        if isinstance(m, torch.nn.Module):
+            m.eval()
+    return pipe
