@@ -1,0 +1,96 @@
+"""The ``logicval render-clevr`` subcommand: CLEVR scenes rendered with Blender (bpy) from the official assets.
+
+`add_subcommands(subparsers)` registers it on the main parser; ``python -m logicval_hf.cli.render_clevr
+render-clevr ...`` runs it standalone. Importing this module is cheap: bpy is imported only when the command
+runs (extra ``blender``: ``pip install "logicval-hf[blender]"``).
+
+Output in ``--out``: ``images/CLEVRX_NNNNNN.png``, ``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i),
+``scenes/CLEVRX_NNNNNN.json`` (official CLEVR scene format plus boxes and mask ids from the masks, render
+settings and seed) and ``scenes.json`` (every scene of the folder). Each image depends only on ``--seed`` and its
+index, so a rerun skips finished images and ranges (``--start-index``) can be rendered in any order or in
+parallel. See `logicval_hf.generation.blender`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+__all__ = ["add_subcommands", "cmd_render_clevr", "main"]
+
+
+def cmd_render_clevr(args: argparse.Namespace) -> int:
+    from logicval_hf.generation.blender import RenderConfig, load_assets, render_dataset, require_bpy
+    from logicval_hf.generation.blender_process import blender_python, bpy_in_process, run_cli
+
+    if args.num_images < 1:
+        raise ValueError(f"--num-images must be >= 1, got {args.num_images}")
+    config = RenderConfig(seed=args.seed, samples=args.samples, denoise=args.denoise, width=args.width,
+                          height=args.height, min_objects=args.min_objects, max_objects=args.max_objects,
+                          randomise=args.randomise, threads=args.threads).validate()
+    assets = load_assets(args.assets)  # both checks before any work
+    if args.blender_python or not bpy_in_process():
+        # bpy needs numpy<2: it usually lives in an environment of its own (see generation/blender_process.py)
+        blender_python(args.blender_python)
+        return run_cli(_argv_of(args), python=args.blender_python)
+    require_bpy()
+    counts = render_dataset(args.out, args.num_images, config, assets, start_index=args.start_index,
+                            chunk=args.chunk, progress=not args.no_progress)
+    print(json.dumps({"out": str(args.out), **counts}))
+    return 0
+
+
+def _argv_of(args: argparse.Namespace) -> list[str]:
+    """The same command for the Blender environment's interpreter (which runs it in-process)."""
+    argv = ["--out", str(args.out), "--num-images", str(args.num_images), "--seed", str(args.seed),
+            "--assets", str(args.assets), "--samples", str(args.samples),
+            "--denoise" if args.denoise else "--no-denoise", "--width", str(args.width), "--height", str(args.height),
+            "--min-objects", str(args.min_objects), "--max-objects", str(args.max_objects),
+            "--start-index", str(args.start_index), "--chunk", str(args.chunk), "--threads", str(args.threads)]
+    return argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Register ``render-clevr`` on the ``logicval`` subparsers."""
+    p = subparsers.add_parser(
+        "render-clevr", help="render CLEVR scenes with Blender (bpy) from the official generator's assets",
+        description="Render CLEVR scenes (images, instance masks, official-format scene JSON with boxes) with "
+                    "Blender as a Python module, sampling as the official CLEVR generator does. Resumable.")
+    p.add_argument("--out", required=True, help="output folder (images/, masks/, scenes/, scenes.json)")
+    p.add_argument("--num-images", type=int, required=True, help="number of images to render")
+    p.add_argument("--seed", type=int, default=0, help="random seed; image i depends only on (seed, i)")
+    p.add_argument("--assets", required=True,
+                   help="the official generator's image_generation/data/ folder (base_scene.blend, shapes/, "
+                        "materials/, properties.json)")
+    p.add_argument("--samples", type=int, default=32, help="Cycles samples per pixel (default 32)")
+    p.add_argument("--denoise", dest="denoise", action="store_true", default=True,
+                   help="OpenImageDenoise after rendering (default)")
+    p.add_argument("--no-denoise", dest="denoise", action="store_false", help="no denoiser")
+    p.add_argument("--width", type=int, default=480, help="image width in pixels (default 480)")
+    p.add_argument("--height", type=int, default=320, help="image height in pixels (default 320)")
+    p.add_argument("--min-objects", type=int, default=3, help="fewest objects per scene (default 3)")
+    p.add_argument("--max-objects", type=int, default=10, help="most objects per scene (default 10)")
+    p.add_argument("--randomise", action="store_true",
+                   help="beyond CLEVR v1.0: draw floor colour (incl. white), light energy, camera elevation and "
+                        "distance, image size (recorded in render_settings)")
+    p.add_argument("--start-index", type=int, default=0, help="index of the first image (default 0)")
+    p.add_argument("--chunk", type=int, default=20, help="images per chunk; scenes.json is refreshed after each")
+    p.add_argument("--threads", type=int, default=2, help="Cycles render threads (default 2)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--blender-python", default=None, metavar="PYTHON",
+                   help="interpreter of an environment with bpy (default: this one if bpy imports here, else "
+                        "$LOGICVAL_BLENDER_PYTHON); bpy needs numpy<2, so it usually has an environment of its own")
+    p.set_defaults(func=cmd_render_clevr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
+    from logicval_hf.cli.main import standalone_main
+
+    return standalone_main(add_subcommands, argv, "LogicVal CLEVR renders with Blender.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
