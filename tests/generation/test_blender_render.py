@@ -156,7 +156,7 @@ def test_subcommand_registers():
 
 # ---- renders (through the command, so they run wherever bpy lives: here or in its own environment) -------------
 def _render(out, num=1, seed=3, start=0, chunk=20, extra=()):
-    from logicval_hf.cli.main import main
+    from logicval_hf.cli.render_clevr import main
 
     return main(["render-clevr", "--out", str(out), "--num-images", str(num), "--seed", str(seed),
                  "--assets", str(ASSETS), "--samples", "4", "--no-denoise", "--width", "64", "--height", "48",
