@@ -41,6 +41,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         limit=args.limit,
         jobs=args.jobs,
+        renderer=args.renderer,
+        assets=args.assets,
     )
     print(_headline(summary, args.out))
     return 0
@@ -88,6 +90,11 @@ def add_subcommands(subparsers: Any) -> None:
     r.add_argument("--limit", type=_positive_int, metavar="K", help="only K specs per package (quick runs)")
     r.add_argument("--jobs", type=_positive_int, metavar="J", help="worker processes (default min(2, CPUs))")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--renderer", choices=("numpy", "blender"), default="numpy",
+                   help="how the built-in generators draw scenes: numpy (fast, default) or blender (the CLEVR look "
+                        "from the official assets; seconds per image; bpy here or in $LOGICVAL_BLENDER_PYTHON)")
+    r.add_argument("--assets", metavar="DIR", default=None,
+                   help="the official CLEVR generator's image_generation/data/ folder (for --renderer blender)")
     r.set_defaults(func=cmd_run)
 
 

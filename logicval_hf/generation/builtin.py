@@ -194,6 +194,10 @@ class Plan:
 # ---------------------------------------------------------------------------------------------
 # Generators
 # ---------------------------------------------------------------------------------------------
+#: how generated scenes become images (see `Generator`)
+RENDERERS = ("numpy", "blender")
+
+
 class Generator(abc.ABC):
     """Base class: ``generate(ref) -> Generation``; subclasses implement ``plan_scene``.
 
@@ -203,6 +207,11 @@ class Generator(abc.ABC):
         solver: the `Solver` used for witnesses and checks (default: the shared one).
         vary_witness: the oracle scene (also the perturbed generator's starting point) re-draws the attributes
             the constraints leave free (`varied_witness`); ``False`` renders the solver's witness unchanged.
+        renderer: ``"numpy"`` (the fast built-in renderer, default) or ``"blender"`` (the CLEVR look: the
+            official CLEVR assets rendered in 3D with Blender, regions and orders kept; needs ``assets`` and
+            bpy, here or in the environment named by ``$LOGICVAL_BLENDER_PYTHON``).
+        assets: the official CLEVR generator's ``image_generation/data/`` folder (``renderer="blender"``).
+        blender: further `BlenderSceneRenderer` settings (``samples``, ``denoise``, ``threads``).
     """
 
     name = "generator"
@@ -211,11 +220,31 @@ class Generator(abc.ABC):
     render_stream = "generator"
 
     def __init__(self, seed: int = 0, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
-                 solver: Solver | None = None, vary_witness: bool = True):
+                 solver: Solver | None = None, vary_witness: bool = True, renderer: str = "numpy",
+                 assets: str | None = None, blender: Mapping[str, Any] | None = None):
         self.seed = int(seed)
         self.image_size = (int(image_size[0]), int(image_size[1]))
         self.solver = solver or default_solver()
         self.vary_witness = bool(vary_witness)
+        if renderer not in RENDERERS:
+            raise ValueError(f"unknown renderer {renderer!r}; known renderers: {', '.join(RENDERERS)}")
+        if renderer == "blender" and not assets:
+            raise ValueError("renderer 'blender' needs the CLEVR assets folder (the official generator's "
+                             "image_generation/data/)")
+        self.renderer, self.assets, self.blender_settings = renderer, assets, dict(blender or {})
+        self._blender: Any = None
+
+    def render(self, planned: Scene, render_seed: int) -> tuple[Image.Image, Scene]:
+        """The image of a planned scene and the scene as drawn (boxes of the drawn objects)."""
+        if self.renderer == "numpy":
+            return render_scene(planned, size=self.image_size, seed=render_seed)
+        if self._blender is None:
+            from logicval_hf.generation.blender_process import scene_renderer
+
+            self._blender = scene_renderer(self.assets, width=self.image_size[0], height=self.image_size[1],
+                                           seed=self.seed, **self.blender_settings)
+        rgb, drawn = self._blender.render(planned)
+        return Image.fromarray(rgb), drawn
 
     @property
     def domain(self) -> Domain:
@@ -278,7 +307,7 @@ class Generator(abc.ABC):
         label = self.label_of(spec, label)
         planned, meta = self.plan_scene(spec, rid, label, witness, self.rng(rid))
         render_seed = seed_for("logicval-render", self.render_stream, self.seed, rid)
-        image, drawn = render_scene(planned, size=self.image_size, seed=render_seed)
+        image, drawn = self.render(planned, render_seed)
         strict = self.solver.verify(spec, drawn, count="strict", label=label)
         relaxed = self.solver.verify(spec, drawn, count="relaxed", label=label)
         metadata = {
@@ -286,6 +315,7 @@ class Generator(abc.ABC):
             "id": rid,
             "seed": self.seed,
             "render_seed": render_seed,
+            "renderer": self.renderer,
             "label": label,
             "n": spec.n,
             "n_objects": len(drawn),
@@ -334,8 +364,9 @@ class PerturbedGenerator(Generator):
     render_stream = "oracle"
 
     def __init__(self, seed: int = 0, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
-                 solver: Solver | None = None, vary_witness: bool = True, add_candidates: int = 12):
-        super().__init__(seed, image_size, solver, vary_witness)
+                 solver: Solver | None = None, vary_witness: bool = True, add_candidates: int = 12,
+                 **render: Any):
+        super().__init__(seed, image_size, solver, vary_witness, **render)
         self.add_candidates = add_candidates
 
     def _random_object(self, rng: random.Random) -> dict[str, str]:
@@ -454,10 +485,12 @@ GENERATORS: Registry[type[Generator]] = Registry("generator", {
 
 
 def make_generator(name: str, seed: int = 0, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
-                   solver: Solver | None = None, vary_witness: bool = True) -> Generator:
-    """A generator by name (``oracle``, ``naive``, ``perturbed``); ``vary_witness`` as in `Generator`."""
+                   solver: Solver | None = None, vary_witness: bool = True, renderer: str = "numpy",
+                   assets: str | None = None, blender: Mapping[str, Any] | None = None) -> Generator:
+    """A generator by name (``oracle``, ``naive``, ``perturbed``); the other arguments as in `Generator`."""
     cls = GENERATORS.get(name)
-    return cls(seed=seed, image_size=image_size, solver=solver, vary_witness=vary_witness)
+    return cls(seed=seed, image_size=image_size, solver=solver, vary_witness=vary_witness, renderer=renderer,
+               assets=assets, blender=blender)
 
 
 def generate_all(generator: Generator, refs: Iterable[Any]) -> list[Generation]:

@@ -269,16 +269,16 @@ class _Workers:
 # ---------------------------------------------------------------------------------------------
 # Stage 1: generation
 # ---------------------------------------------------------------------------------------------
-def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str]) -> tuple[tuple[str, dict], float]:
+def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str, dict]) -> tuple[tuple[str, dict], float]:
     from logicval_hf.generation.builtin import make_generator
 
     c0 = time.process_time()
-    name, seed, size, row, img_path, meta_path = task
-    key = (name, seed, size)
+    name, seed, size, row, img_path, meta_path, render = task
+    key = (name, seed, size, json.dumps(render, sort_keys=True))
     gen = _WORKER.get(key)
     if gen is None:
         solver = _WORKER.get("solver") or default_solver()
-        gen = _WORKER[key] = make_generator(name, seed=seed, image_size=size, solver=solver)
+        gen = _WORKER[key] = make_generator(name, seed=seed, image_size=size, solver=solver, **render)
     image, scene, meta = gen.generate(row)
     data = _png_bytes(image)
     atomic_write_bytes(img_path, data)
@@ -287,6 +287,7 @@ def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str]) -> tuple[t
         "id": row["id"],
         "seed": seed,
         "image_size": list(size),
+        "renderer": render.get("renderer", "numpy"),
         "spec_json": row["spec_json"],
         "image_sha1": _sha1(data),
         "generator_fingerprint": generator_fingerprint(),
@@ -297,15 +298,18 @@ def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str]) -> tuple[t
     return (row["id"], record), time.process_time() - c0
 
 
-def _intended_ok(rec: Any, name: str, seed: int, size: tuple[int, int], row: Mapping[str, Any]) -> bool:
+def _intended_ok(rec: Any, name: str, seed: int, size: tuple[int, int], row: Mapping[str, Any],
+                 renderer: str = "numpy") -> bool:
     return (isinstance(rec, dict) and rec.get("generator") == name and rec.get("seed") == seed
+            and rec.get("renderer", "numpy") == renderer
             and rec.get("image_size") == list(size) and rec.get("spec_json") == row["spec_json"]
             and rec.get("generator_fingerprint") == generator_fingerprint()
             and isinstance(rec.get("metadata"), dict) and isinstance(rec.get("intended"), dict))
 
 
 def _generate(name: str, seed: int, size: tuple[int, int], rows: Sequence[dict], out: Path, resume: bool,
-              workers: _Workers, progress: bool) -> tuple[dict[str, dict], dict[str, int], float]:
+              workers: _Workers, progress: bool, render: Mapping[str, Any] | None = None
+              ) -> tuple[dict[str, dict], dict[str, int], float]:
     """Images and intended scenes of one built-in generator: ``({id: record}, work counters, worker CPU s)``."""
     from tqdm.auto import tqdm
 
@@ -316,10 +320,10 @@ def _generate(name: str, seed: int, size: tuple[int, int], rows: Sequence[dict],
         img, meta = img_dir / f"{row['id']}.png", meta_dir / f"{row['id']}.json"
         if resume and img.is_file():
             rec = _read_json(meta)
-            if _intended_ok(rec, name, seed, size, row):
+            if _intended_ok(rec, name, seed, size, row, (render or {}).get("renderer", "numpy")):
                 records[row["id"]] = rec
                 continue
-        tasks.append((name, seed, tuple(size), row, str(img), str(meta)))
+        tasks.append((name, seed, tuple(size), row, str(img), str(meta), dict(render or {})))
     work = {"generated": len(tasks), "reused": len(records)}
     cpu = 0.0
     with tqdm(total=len(rows), initial=len(records), desc=f"generate {name}", unit="img", disable=not progress,
@@ -580,6 +584,8 @@ def run(
     limit: int | None = None,
     jobs: int | None = None,
     image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
+    renderer: str = "numpy",
+    assets: str | Path | None = None,
 ) -> dict[str, Any]:
     """Generate, perceive, verify and report; returns the summary (also written to ``summary.json``).
 
@@ -599,6 +605,10 @@ def run(
             from a fresh interpreter (forkserver / spawn), so, as with any such multiprocessing code, a script
             that calls `run` must do so under ``if __name__ == "__main__":``.
         image_size: size of generated images ``(W, H)``.
+        renderer: how the built-in generators draw their scenes: ``"numpy"`` (fast, default) or ``"blender"``
+            (the CLEVR look, from the official assets in ``assets``; seconds per image; see
+            `logicval_hf.generation.blender_process` for where bpy runs).
+        assets: the official CLEVR generator's ``image_generation/data/`` folder, for ``renderer="blender"``.
     Raises:
         ValueError: an unknown generator / missing folder, a bad ``limit``.
     """
@@ -626,6 +636,17 @@ def run(
     gens: dict[str, dict[str, Any]] = {}
     work: dict[str, dict[str, int]] = {}
     all_disagreements: dict[str, list[dict[str, Any]]] = {}
+    render: dict[str, Any] = {"renderer": renderer}
+    if renderer == "blender":
+        from logicval_hf.generation.blender import load_assets
+
+        if assets is None:
+            raise ValueError("--renderer blender needs --assets DIR (the official CLEVR generator's "
+                             "image_generation/data/ folder)")
+        load_assets(assets)  # a bad folder is reported before any work
+        render.update(assets=str(assets), blender={"threads": 1 if jobs > 1 else 2})
+    elif renderer != "numpy":
+        raise ValueError(f"unknown renderer {renderer!r}; known renderers: numpy, blender")
     workers = _Workers(jobs)
     try:
         for name, folder in plan:
@@ -635,7 +656,7 @@ def run(
             t0, c0 = time.perf_counter(), cpu_seconds()
             if folder is None:
                 intended, work[name], worker_cpu = _generate(name, seed, size, rows, out, resume, workers,
-                                                             progress)
+                                                             progress, render)
                 items = [(r, out / "images" / name / f"{r['id']}.png") for r in rows]
             else:
                 from logicval_hf.scoring.evaluation import images_in_folder

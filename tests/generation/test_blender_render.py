@@ -240,3 +240,36 @@ def test_ranges_render_in_any_order_to_the_same_files(tiny, tmp_path):
         assert (tmp_path / sub).read_bytes() == (out / sub).read_bytes(), sub
     combined = json.loads((tmp_path / "scenes.json").read_text())
     assert [s["image_index"] for s in combined["scenes"]] == [0, 1]
+
+
+# ---- the built-in generators in the CLEVR look (logicval run --renderer blender) ----------------------------------
+def test_renderer_choice_is_checked_before_any_work(tmp_path):
+    from logicval_hf.generation.builtin import make_generator
+    from logicval_hf.job.run import run
+
+    with pytest.raises(ValueError, match="unknown renderer 'povray'"):
+        make_generator("oracle", renderer="povray")
+    with pytest.raises(ValueError, match="needs the CLEVR assets"):
+        make_generator("oracle", renderer="blender")
+    with pytest.raises(ValueError, match="needs --assets"):
+        run(tmp_path / "r", generators=["oracle"], limit=1, renderer="blender", progress=False)
+    with pytest.raises(ValueError, match="does not exist"):
+        run(tmp_path / "r", generators=["oracle"], limit=1, renderer="blender", assets=tmp_path / "nowhere",
+            progress=False)
+
+
+@needs_blender
+@pytest.mark.slow
+def test_oracle_and_perturbed_images_in_the_clevr_look_keep_their_known_truth():
+    from logicval_hf.benchmark.sampler import cached_benchmark
+    from logicval_hf.generation.builtin import make_generator
+
+    rows = [next(r for r in cached_benchmark().all_rows() if r["package"] == p) for p in ("1SAT", "1UNSAT")]
+    settings = dict(image_size=(96, 64), renderer="blender", assets=str(ASSETS),
+                    blender={"samples": 1, "denoise": False, "threads": 2})
+    oracle, perturbed = make_generator("oracle", **settings), make_generator("perturbed", **settings)
+    for row in rows:
+        image, drawn, meta = oracle.generate(row)
+        assert image.size == (96, 64) and meta["renderer"] == "blender" and meta["truth_ok"], meta
+    image, drawn, meta = perturbed.generate(rows[0])
+    assert meta["renderer"] == "blender" and not meta["truth_ok"], meta
