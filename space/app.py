@@ -8,24 +8,23 @@ Run locally::
 
 The module exposes ``demo`` (built by `build_demo` from the environment) and launches it only under
 ``__main__`` with `launch_kwargs` (authentication, upload cap). See ``space/README.md`` for every setting.
-All logic lives in ``logicval_hf.space``; the handlers here only convert between the UI and it.
+All logic lives in ``logicval_hf.space`` (settings in ``logicval_hf.space.config``); the handlers here only
+convert between the UI and it.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import hmac
-import json
+import html
 import logging
 import os
 import sys
 import tempfile
 import traceback
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 try:  # running from a checkout without `pip install -e .`
     import logicval_hf  # noqa: F401
@@ -45,6 +44,9 @@ from logicval_hf.space import check as chk
 from logicval_hf.space import common
 from logicval_hf.space import compose as cmp
 from logicval_hf.space import explore as exp
+from logicval_hf.space import images as img
+from logicval_hf.space.config import (ConfigError, SpaceConfig, config_from_env, config_or_exit,  # noqa: F401
+                                      make_auth)
 from logicval_hf.contract.spec import Spec
 
 log = logging.getLogger("logicval.space")
@@ -60,91 +62,31 @@ footer { display: none !important; }
 # ---------------------------------------------------------------------------------------------------------------
 # Configuration
 # ---------------------------------------------------------------------------------------------------------------
-class ConfigError(RuntimeError):
-    """The Space is misconfigured (e.g. a user name without a password); it refuses to start."""
-
-
-@dataclass
-class SpaceConfig:
-    """What the Space serves. ``credentials`` switch on protected mode (login on every route) and, with it,
-    the Annotate tab; without credentials the Annotate tab is not built at all."""
-
-    credentials: list[tuple[str, str]] | None = None
-    annotation_root: Path | None = None
-    db_path: Path | None = None
-    export_dir: Path | None = None
-    max_file_bytes: int = chk.DEFAULT_MAX_FILE_BYTES
-    backend: str = field(default_factory=chk.default_backend)
-    preload: bool = True
-
-    @property
-    def protected(self) -> bool:
-        return bool(self.credentials)
-
-    @property
-    def annotate_enabled(self) -> bool:
-        return self.protected and self.annotation_root is not None
-
-
-def config_from_env(environ: Mapping[str, str] | None = None) -> SpaceConfig:
-    """Read the settings (see space/README.md).
-
-    ``LOGICVAL_SPACE_USER`` (one name, or several separated by commas, sharing the password) and
-    ``LOGICVAL_SPACE_PASSWORD`` must be set together; a half-set pair refuses to start (`ConfigError`).
-    """
-    env = os.environ if environ is None else environ
-    user, pw = env.get("LOGICVAL_SPACE_USER", "").strip(), env.get("LOGICVAL_SPACE_PASSWORD", "")
-    if bool(user) != bool(pw):
-        raise ConfigError("set both LOGICVAL_SPACE_USER and LOGICVAL_SPACE_PASSWORD (or neither, for the public "
-                          "app without the Annotate tab)")
-    creds = [(u.strip(), pw) for u in user.split(",") if u.strip()] if user else None
-    root = env.get("LOGICVAL_ANNOTATION_ROOT", "").strip()
-    root_path = Path(root).expanduser() if root else None
-    if creds and root_path is None:
-        root_path = Path("annotation_data").resolve()
-    db = env.get("LOGICVAL_ANNOTATION_DB", "").strip()
-    export = env.get("LOGICVAL_ANNOTATION_EXPORT", "").strip()
-    mb = env.get("LOGICVAL_SPACE_MAX_FILE_MB", "").strip()
-    try:
-        max_bytes = int(float(mb) * 1024 * 1024) if mb else chk.DEFAULT_MAX_FILE_BYTES
-    except ValueError:
-        raise ConfigError(f"LOGICVAL_SPACE_MAX_FILE_MB must be a number of megabytes, got {mb!r}") from None
-    if max_bytes <= 0:
-        raise ConfigError("LOGICVAL_SPACE_MAX_FILE_MB must be positive")
-    return SpaceConfig(
-        credentials=creds,
-        annotation_root=root_path,
-        db_path=Path(db).expanduser() if db else None,
-        export_dir=Path(export).expanduser() if export else None,
-        max_file_bytes=max_bytes,
-        backend=chk.default_backend(env),
-        preload=env.get("LOGICVAL_SPACE_PRELOAD", "1").strip() not in ("0", "false", "no"),
-    )
-
-
-def make_auth(credentials: Sequence[tuple[str, str]]) -> Callable[[str, str], bool]:
-    """A gradio ``auth`` function comparing in constant time."""
-    pairs = [(u.encode(), p.encode()) for u, p in credentials]
-
-    def auth(username: str, password: str) -> bool:
-        ok = False
-        for u, p in pairs:
-            ok |= hmac.compare_digest(u, (username or "").encode()) & hmac.compare_digest(p, (password or "").encode())
-        return ok
-
-    return auth
-
-
 def launch_kwargs(demo_or_config: Any = None) -> dict[str, Any]:
-    """Arguments for ``demo.launch``: the login (protected mode), the upload cap, theme and CSS."""
+    """Arguments for ``demo.launch``: the login (protected mode), the upload cap, theme and CSS. FastAPI's own
+    schema route (``/openapi.json``, gradio's HTTP routes, no data) is switched off."""
     cfg = demo_or_config if isinstance(demo_or_config, SpaceConfig) else getattr(
         demo_or_config, "logicval_config", None) or config_from_env()
     kw: dict[str, Any] = {"max_file_size": cfg.max_file_bytes, "theme": gr.themes.Soft(), "css": CSS,
-                          "show_error": True}
+                          "show_error": True, "app_kwargs": {"openapi_url": None}}
     if cfg.protected:
         kw["auth"] = make_auth(cfg.credentials or [])
         kw["auth_message"] = "LogicVal annotation service: log in with the credentials you were given."
     return kw
+
+
+def hide_api_from_page(demo: gr.Blocks) -> None:
+    """Do not embed the API description in the HTML page (gradio 6.31 embeds it in every page it serves, the
+    login page included, and has no setting for it). The page-scoped description (``page=...``) becomes empty;
+    ``/gradio_api/info``, which gradio_client reads and which requires the login, is unchanged."""
+    inner = demo.get_api_info
+
+    def get_api_info(all_endpoints: bool = False, page: str | None = None):
+        if page is not None:
+            return {"named_endpoints": {}, "unnamed_endpoints": {}}
+        return inner(all_endpoints=all_endpoints)
+
+    demo.get_api_info = get_api_info  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -158,17 +100,32 @@ def user_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except gr.Error:
             raise
-        except ValueError as e:
-            raise gr.Error(str(e), print_exception=False) from None
+        except ValueError as e:  # gradio shows messages as HTML: user text quoted in them is escaped
+            raise gr.Error(html.escape(str(e), quote=False), print_exception=False) from None
         except Exception as e:  # noqa: BLE001
             log.error("handler %s failed:\n%s", fn.__name__, traceback.format_exc())
-            raise gr.Error(f"internal error ({type(e).__name__}: {e})") from None
+            raise gr.Error(html.escape(f"internal error ({type(e).__name__}: {e})", quote=False)) from None
     return wrapper
 
 
-def upload_image(**kwargs: Any) -> gr.Image:
-    """`gr.Image` (type ``filepath``, not decoded here) whose preprocessing answers a non-image upload with a
-    clear message instead of a generic failure; the Check handler then checks file size and pixel count.
+def _upload_name(filedata: Any) -> str:
+    return Path(str(getattr(filedata, "orig_name", None) or "")).name[:80] or img.UPLOAD
+
+
+def _checked_upload(filedata: Any, max_bytes: int) -> None:
+    """The image gate (`logicval_hf.space.images`: file size, type, pixel cap from the header) for an uploaded
+    file, before any component decodes it; a refusal is a `gr.Error` naming the file."""
+    path = getattr(filedata, "path", None)
+    if path:
+        try:
+            img.image_size(path, max_bytes, _upload_name(filedata))
+        except img.ImageInputError as e:
+            raise gr.Error(html.escape(str(e), quote=False), print_exception=False) from None
+
+
+def upload_image(max_bytes: int, **kwargs: Any) -> gr.Image:
+    """`gr.Image` (type ``filepath``) whose preprocessing passes the upload through the image gate first, so
+    that a non-image, an oversized file or too many pixels get a clear message and nothing is decoded.
 
     (The instance's ``preprocess`` is wrapped; subclassing a component would make gradio write a .pyi file.)
     """
@@ -176,14 +133,31 @@ def upload_image(**kwargs: Any) -> gr.Image:
     inner = comp.preprocess
 
     def preprocess(payload: Any) -> Any:
+        _checked_upload(payload, max_bytes)
         try:
             return inner(payload)
         except UnidentifiedImageError:
-            name = getattr(payload, "orig_name", None) or "the uploaded file"
-            raise gr.Error(f"{name}: not an image file (expected PNG, JPEG, WebP or another format PIL reads)",
-                           print_exception=False) from None
+            raise gr.Error(f"{html.escape(_upload_name(payload))}: not an image file (expected PNG, JPEG, WebP or "
+                           "another format PIL reads)", print_exception=False) from None
         except (Image.DecompressionBombError, OSError) as e:
-            raise gr.Error(f"the uploaded image cannot be read safely ({e})", print_exception=False) from None
+            raise gr.Error(f"the uploaded image cannot be read safely ({html.escape(str(e))})",
+                           print_exception=False) from None
+
+    comp.preprocess = preprocess  # type: ignore[method-assign]
+    return comp
+
+
+def annotator_input(comp: Any, max_bytes: int) -> Any:
+    """The annotation widget with its input passed through the image gate (the widget would decode any image
+    it is sent, whatever its size) and its boxes handed over raw: `logicval_hf.space.annotate.check_boxes`
+    checks them when they are saved (the widget's own parsing turns a missing colour into black and rounds
+    1e300 into a 301-digit integer)."""
+    def preprocess(payload: Any) -> Any:
+        if payload is None:
+            return None
+        _checked_upload(payload.image, max_bytes)
+        return {"image": getattr(payload.image, "path", None), "boxes": list(payload.boxes or []),
+                "orientation": payload.orientation}
 
     comp.preprocess = preprocess  # type: ignore[method-assign]
     return comp
@@ -228,6 +202,7 @@ def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
     """Build the Blocks app. ``demo.logicval_config`` keeps the config for `launch_kwargs`."""
     cfg = config if config is not None else config_from_env()
     catalog = load_catalog()
+    common.use_disk_cache(cfg.cache_dir)  # Explore reads the built benchmark from disk after the first start
     warmup = common.warm_benchmark() if cfg.preload else None
 
     with gr.Blocks(title="LogicVal") as demo:
@@ -249,14 +224,15 @@ def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
                     gr.Markdown(
                         "### Annotation is switched off\nThe annotation tool only runs in protected mode: set "
                         "`LOGICVAL_SPACE_USER` and `LOGICVAL_SPACE_PASSWORD` (Space secrets) and "
-                        "`LOGICVAL_ANNOTATION_ROOT` (folders of model outputs named by benchmark id). Every route "
-                        "of the app then requires a login.")
+                        "`LOGICVAL_ANNOTATION_ROOT` (folders of model outputs named by benchmark id). Every data "
+                        "route of the app then requires a login (see the Space's README).")
         # Explore -> Check: carry the prompt id over and switch tabs
         explore_ui["to_check"].click(lambda rid: (rid, gr.Tabs(selected="check")), explore_ui["rid"],
                                      [check_ui["spec"], tabs], api_name="explore_to_check")
         demo.load(explore_ui["show"], explore_ui["rid"], explore_ui["outs"], api_visibility="private")
         if annotate_ui:
             demo.load(annotate_ui["load"], annotate_ui["load_in"], annotate_ui["load_out"], api_visibility="private")
+    hide_api_from_page(demo)
     demo.logicval_config = cfg  # type: ignore[attr-defined]
     demo.logicval_warmup = warmup  # type: ignore[attr-defined]  # the benchmark build thread (or None)
     return demo
@@ -448,7 +424,8 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
                 "checks it.")
     with gr.Row():
         with gr.Column(scale=1):
-            image = upload_image(label="Image", sources=["upload", "clipboard"], height=300, elem_id="check-image")
+            image = upload_image(cfg.max_file_bytes, label="Image", sources=["upload", "clipboard"], height=300,
+                                 elem_id="check-image")
             spec = gr.Textbox(label="Spec: benchmark id (e.g. 3SAT-0007) or spec JSON", lines=2,
                               value="1SAT-0001")
             backend = gr.Dropdown(chk.backend_choices(), value=cfg.backend, label="Perception backend")
@@ -457,7 +434,8 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
             boxed = gr.Image(label="Detected objects", type="pil", interactive=False, height=300, elem_id="check-boxed")
             verdict_md = gr.Markdown()
             violations_md = gr.Markdown()
-    table = gr.Dataframe(label="Scene graph", interactive=False, headers=common.scene_headers(load_catalog().domain))
+    table = gr.Dataframe(label="Scene graph", interactive=False, headers=common.scene_headers(load_catalog().domain),
+                         elem_id="check-table")
     with gr.Accordion("Result JSON (the /check answer; box coordinates under \"objects\")", open=False):
         result = gr.JSON()
 
@@ -475,8 +453,13 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
         return (chk.draw_boxes(rgb, scene, hl), chk.verdict_markdown(res), chk.violations_markdown(res),
                 _df(common.scene_rows(scene), common.scene_headers(scene)))
 
-    btn.click(check, [image, spec, backend], result, api_name="check").success(
-        view, [result, image], [boxed, verdict_md, violations_md, table], api_name="check_view")
+    def clear():  # before every check: an error must not leave the previous verdict on screen
+        return None, "", "", _df([], common.scene_headers(load_catalog().domain)), None
+
+    (btn.click(clear, None, [boxed, verdict_md, violations_md, table, result], api_visibility="private",
+               queue=False)
+     .then(check, [image, spec, backend], result, api_name="check")
+     .success(view, [result, image], [boxed, verdict_md, violations_md, table], api_name="check_view"))
     return {"spec": spec, "image": image}
 
 
@@ -501,9 +484,10 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
         next_btn = gr.Button("Next unannotated →", scale=1)
         refresh = gr.Button("↻ Refresh folders", scale=1)
     progress_md = gr.Markdown()
-    annot = image_annotator(label_list=labels, label_colors=colors, image_type="pil", sources=None,
-                            show_clear_button=False, show_download_button=False, show_share_button=False,
-                            show_remove_button=True, label="Objects", height=560, interactive=True)
+    annot = annotator_input(image_annotator(
+        label_list=labels, label_colors=colors, image_type="filepath", sources=None, show_clear_button=False,
+        show_download_button=False, show_share_button=False, show_remove_button=True, label="Objects", height=560,
+        interactive=True), cfg.max_file_bytes)
     with gr.Row():
         flag_boxes = {f: gr.Checkbox(label=ann.FLAG_LABELS[f], value=False) for f in ann.FLAGS}
     notes = gr.Textbox(label="Notes (optional)", lines=1)
@@ -552,46 +536,42 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
         if not m or not i:
             return (None, *[False] * len(ann.FLAGS), "", "", "_Choose an image._")
         path = ann.image_path(root, m, i)
+        ann.image_size(path, cfg.max_file_bytes)  # the image gate: size and pixel caps, from the header
         rec = store.load(m, i)
         shown = _cache_copy(path, annot.GRADIO_CACHE)  # served from gradio's cache, byte for byte
         meta = rec["_meta"]
-        k = json.dumps({"model": m, "image_id": i, "boxes": ann.digest(rec["boxes"]), "fresh": True})
+        k = ann.make_key(m, i, rec["boxes"])
         last = max(meta.values(), key=lambda x: x["at"]) if meta else None
-        st = (f"Loaded **{i}** — last edit by {last['by']} at {last['at']}" if last
+        st = (f"Loaded **{i}** — last edit by {common.md_escape(last['by'])} at {last['at']}" if last
               else f"Loaded **{i}** (no annotation yet)")
         return ({"image": shown, "boxes": rec["boxes"]}, *[bool(rec[f]) for f in ann.FLAGS], rec["notes"], k, st)
 
-    def _key(k: str) -> dict[str, Any]:
-        try:
-            d = json.loads(k or "")
-            assert isinstance(d, dict) and d.get("model") and d.get("image_id")
-            return d
-        except (ValueError, AssertionError):
-            raise gr.Error("no image loaded: choose a model and an image first", print_exception=False) from None
-
-    def _saved(res: Mapping[str, Any], who: str, what: str, i: str) -> str:
+    def _saved(res: Mapping[str, Any], who: str, what: str, i: str, notes: list[str] = ()) -> str:
+        extra = "".join(f"  \n⚠ {common.md_escape(n)}" for n in notes)
         if not res["changed"]:
-            return f"{what} of **{i}** unchanged."
-        return f"✔ Saved {what} of **{i}** (edit #{res['edit_id']}, {who}, {res['at']})."
+            return f"{what} of **{i}** unchanged.{extra}"
+        return f"✔ Saved {what} of **{i}** (edit #{res['edit_id']}, {common.md_escape(who)}, {res['at']}).{extra}"
 
     @user_errors
     def save_boxes(k: str, value: Mapping[str, Any] | None, request: gr.Request):
         who = _user(request)
         if not k or value is None:  # nothing loaded yet (page start): not an edit
             return gr.skip(), gr.skip()
-        d = _key(k)
-        boxes = ann.normalise_boxes(value.get("boxes"))
-        if d.get("fresh") and ann.digest(boxes) == d.get("boxes"):  # the echo of loading the image
-            return gr.skip(), json.dumps({**d, "fresh": False})
-        ann.image_path(root, d["model"], d["image_id"])  # still a valid image of a known folder
-        res = store.save(d["model"], d["image_id"], "boxes", boxes, who)
-        return _saved(res, who, f"{len(boxes)} box(es)", d["image_id"]), json.dumps({**d, "fresh": False})
+        d = ann.parse_key(k)
+        raw = value.get("boxes")
+        if d.get("fresh") and ann.box_signature(raw) == d.get("boxes"):  # the echo of loading the image
+            return gr.skip(), ann.make_key(d["model"], d["image_id"], None, fresh=False)
+        path = ann.image_path(root, d["model"], d["image_id"])  # still a valid image of a known folder
+        checked = ann.check_boxes(raw, ann.image_size(path, cfg.max_file_bytes))  # refusals write nothing
+        res = store.save(d["model"], d["image_id"], "boxes", checked.boxes, who)
+        return (_saved(res, who, f"{len(checked.boxes)} box(es)", d["image_id"], checked.notes()),
+                ann.make_key(d["model"], d["image_id"], None, fresh=False))
 
     def make_field_saver(field_name: str):
         @user_errors
         def save_field(k: str, value: Any, request: gr.Request):
             who = _user(request)
-            d = _key(k)
+            d = ann.parse_key(k)
             ann.image_path(root, d["model"], d["image_id"])
             res = store.save(d["model"], d["image_id"], field_name, value, who)
             return _saved(res, who, field_name.replace("_", " "), d["image_id"])
@@ -619,7 +599,7 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
                 z.write(Path(res["dir"]) / f"{i}.json", f"{m}/{i}.json")
             z.write(res["flags_file"], f"{m}/flags.jsonl")
             z.write(res["annotations_file"], f"{m}/annotations.jsonl")
-        skipped = "".join(f"\n- {i}: {why}" for i, why in list(res["skipped"].items())[:50])
+        skipped = "".join(f"\n- {i}: {common.md_escape(why)}" for i, why in list(res["skipped"].items())[:50])
         md = (f"Exported **{len(res['written'])}** scene graph(s) to `{res['dir']}`; "
               f"{len(res['unannotated'])} image(s) not annotated yet."
               + (f"\n\nSkipped {len(res['skipped'])}:{skipped}" if res["skipped"] else ""))
@@ -648,9 +628,12 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
     return {"load": refresh_models, "load_in": [model], "load_out": [model]}
 
 
-demo = build_demo()
-
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
     logging.getLogger("httpx").setLevel(logging.WARNING)
+
+# a misconfigured Space stops here with one line (exit status 2), not a traceback
+demo = build_demo(config_or_exit())
+
+if __name__ == "__main__":
     demo.queue(default_concurrency_limit=2).launch(**launch_kwargs(demo))

@@ -1,48 +1,31 @@
 """The Check tab and the ``/check`` endpoint: image + spec -> scene graph, verdicts, failing constraints.
 
-Uploads are checked before anything is decoded: file size (``max_bytes``, the same cap the server enforces
-with ``max_file_size``), "is this an image at all" (PIL reads the header), and the pixel count
-(`logicval_hf.perception.MAX_PIXELS`) from the header only. Errors are `CheckError` (a `ValueError`) with a
-sentence a user can act on.
+Uploads go through `logicval_hf.space.images` (file size, "is this an image at all", pixel count from the
+header, then `logicval_hf.perception.load_image`). Errors are `CheckError` (a `ValueError`) with a sentence a
+user can act on.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont, UnidentifiedImageError
+from PIL import Image, ImageDraw, ImageFont
 
 from logicval_hf import perception
 from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import constraint_text
+from logicval_hf.space import images
 from logicval_hf.space.common import boxes_json, listed, object_label, parse_spec_input
+from logicval_hf.space.config import NEURAL_ENV_PREFIX, default_backend  # noqa: F401  (re-exported)
 from logicval_hf.space.explain import explain_constraint
-
-#: default upload cap in bytes (the server's ``max_file_size`` uses the same number)
-DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
-#: environment variables that switch the default perception backend to ``neural``
-NEURAL_ENV_PREFIX = "LOGICVAL_NEURAL_"
+from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES  # noqa: F401  (re-exported)
 
 
 class CheckError(ValueError):
     """An upload or a check request that cannot be served; the message says why."""
-
-
-def default_backend(environ: Mapping[str, str] | None = None) -> str:
-    """``LOGICVAL_SPACE_BACKEND`` if set; ``neural`` when any ``LOGICVAL_NEURAL_*`` setting is configured;
-    otherwise the weight-free ``clevr`` backend."""
-    env = os.environ if environ is None else environ
-    if env.get("LOGICVAL_SPACE_BACKEND"):
-        return env["LOGICVAL_SPACE_BACKEND"]
-    if any(k.startswith(NEURAL_ENV_PREFIX) and v for k, v in env.items()):
-        return "neural"
-    return "clevr"
 
 
 def backend_choices(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -54,45 +37,12 @@ def backend_choices(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(names, key=lambda b: (b != d, b))
 
 
-def _human_bytes(n: float) -> str:
-    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KB"
-
-
 def load_upload(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str | None = None) -> np.ndarray:
-    """An uploaded file as an RGB uint8 array, after size, type and pixel-count checks."""
-    if path is None or (isinstance(path, str) and not path.strip()):
-        raise CheckError("no image uploaded: choose a PNG, JPEG or WebP file")
-    p = Path(str(path))
-    name = name or p.name
-    if not p.is_file():
-        raise CheckError(f"{name}: the uploaded file is missing on the server; upload it again")
-    size = p.stat().st_size
-    if max_bytes is not None and size > max_bytes:
-        raise CheckError(f"{name}: file of {_human_bytes(size)} exceeds the upload limit of {_human_bytes(max_bytes)}")
-    if size == 0:
-        raise CheckError(f"{name}: the file is empty")
-    limit = perception.MAX_PIXELS
+    """An uploaded file as an RGB uint8 array, after size, type and pixel-count checks (`images.decode`)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(p) as im:
-                w, h = im.size
-                if w * h > limit:
-                    raise CheckError(f"{name}: image of {w}x{h} = {w * h / 1e6:.1f} megapixels exceeds the limit of "
-                                     f"{limit / 1e6:.0f} megapixels; downscale it first")
-                im.load()
-                return perception.load_image(im, what=name)
-    except CheckError:
-        raise
-    except UnidentifiedImageError:
-        raise CheckError(f"{name}: not an image file (expected PNG, JPEG, WebP or another format PIL reads)") from None
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise CheckError(f"{name}: refused, the image is too large to decode safely (megapixel limit "
-                         f"{limit / 1e6:.0f})") from None
-    except perception.PerceptionError as e:
+        return images.decode(path, max_bytes, name)
+    except images.ImageInputError as e:
         raise CheckError(str(e)) from None
-    except (OSError, ValueError, SyntaxError, EOFError) as e:
-        raise CheckError(f"{name}: corrupt or truncated image ({e})") from None
 
 
 def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any]:

@@ -1,10 +1,17 @@
-"""Shared helpers of the Space: benchmark rows by id, spec input, object labels and scene tables."""
+"""Shared helpers of the Space: benchmark rows by id (cached on disk), spec input, object labels, scene tables,
+and the escaping of user text that the Space echoes."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import logging
+import os
 import re
+import tempfile
 import threading
+import time
+from pathlib import Path
 from typing import Any, Mapping
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, cached_benchmark
@@ -14,33 +21,131 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import ADJECTIVE_ORDER, NOUN_ATTRIBUTE
 
-#: a benchmark row id, e.g. ``3SAT-0007``
-ROW_ID_RE = re.compile(r"^(?P<package>[0-9]+(?:SAT|UNSAT))-(?P<index>[0-9]{4})$")
+log = logging.getLogger("logicval.space")
+
+#: a benchmark row id, e.g. ``3SAT-0007`` (use ``fullmatch``: ``$`` would also accept a trailing newline)
+ROW_ID_RE = re.compile(r"(?P<package>[0-9]+(?:SAT|UNSAT))-(?P<index>[0-9]{4})")
 #: composed specs may have 1..6 constraints (benchmark specs have 1, 3 or 6)
 COMPOSE_M = tuple(range(1, 7))
 #: most objects shown in an explanation line before "..."
 MAX_LISTED = 12
+#: longest spec input accepted (characters): a six-constraint spec is about 2,000
+MAX_SPEC_CHARS = 100_000
+#: how much of a refused value an error message quotes
+QUOTE_CHARS = 40
 
 _lock = threading.Lock()
+_rows: dict[int, Mapping[str, tuple[dict[str, Any], ...]]] = {}
+_cache_dir: Path | None = None
+#: how the rows of a seed were obtained ("disk" or "built") and how long it took (seconds)
+load_info: dict[int, dict[str, Any]] = {}
 
 
+# ---- quoting user text ---------------------------------------------------------------------------------------
+def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
+    """``repr`` of a refused value, cut to ``limit`` characters (a 10 MB value is never echoed)."""
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit]) + f"... ({len(value)} characters)"
+    r = repr(value)
+    return r if len(r) <= limit + 2 else r[:limit] + "..."
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
+
+
+def md_escape(text: Any) -> str:
+    """User text for a Markdown output: HTML-escaped and Markdown-escaped, so it shows as typed."""
+    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return _MD_SPECIAL.sub(r"\\\1", s).replace("\n", " ")
+
+
+# ---- benchmark rows --------------------------------------------------------------------------------------------
 def package_ids(package: str) -> list[str]:
     """The row ids of a package (known without building the benchmark: ``<package>-0001`` .. size)."""
     for p in PACKAGES:
         if p.name == package:
             return [f"{package}-{i:04d}" for i in range(1, p.size + 1)]
-    raise ValueError(f"unknown package {package!r}; expected one of {list(PACKAGE_NAMES)}")
+    raise ValueError(f"unknown package {quote(package)}; expected one of {list(PACKAGE_NAMES)}")
 
 
-def benchmark(seed: int = DEFAULT_SEED):
-    """The benchmark (built once per process, ~15 s on 2 cores; thread-safe)."""
+def use_disk_cache(cache_dir: str | Path | None) -> None:
+    """Keep the built benchmark under ``cache_dir`` (None: in memory only). Set by the app at start-up."""
+    global _cache_dir
+    _cache_dir = Path(cache_dir) if cache_dir is not None else None
+
+
+def fingerprint() -> str:
+    """Hash of the code and data that decide the benchmark rows (a cached file is used only when it matches)."""
+    from logicval_hf.job.run import _code_fingerprint  # the main job's benchmark.json uses the same hash
+
+    return _code_fingerprint()
+
+
+def cache_file(seed: int = DEFAULT_SEED, cache_dir: str | Path | None = None) -> Path | None:
+    """The cache file of a seed (named by the code fingerprint), or None without a cache folder."""
+    d = Path(cache_dir) if cache_dir is not None else _cache_dir
+    return None if d is None else d / f"space-benchmark-{int(seed)}-{fingerprint()}.json.gz"
+
+
+def _read_cache(path: Path, seed: int) -> dict[str, tuple[dict[str, Any], ...]] | None:
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            d = json.load(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, EOFError) as e:
+        log.warning("ignoring the unreadable benchmark cache %s (%s); rebuilding", path, e)
+        return None
+    if not (isinstance(d, dict) and d.get("seed") == seed and isinstance(d.get("rows"), dict)
+            and set(d["rows"]) == set(PACKAGE_NAMES)):
+        log.warning("ignoring the benchmark cache %s: not this seed's rows; rebuilding", path)
+        return None
+    return {name: tuple(d["rows"][name]) for name in PACKAGE_NAMES}
+
+
+def _write_cache(path: Path, seed: int, rows: Mapping[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as gz:
+                gz.write(json.dumps({"seed": seed, "rows": {k: list(v) for k, v in rows.items()}}).encode())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as e:  # a read-only disk only costs the next start-up the build
+        log.warning("could not write the benchmark cache %s (%s)", path, e)
+
+
+def benchmark_rows(seed: int = DEFAULT_SEED) -> Mapping[str, tuple[dict[str, Any], ...]]:
+    """The benchmark rows per package: from memory, else from the disk cache, else built (~15 s on 2 cores)
+    and written to the disk cache. Thread-safe; built at most once per process and once per cache folder."""
+    seed = int(seed)
     with _lock:
-        return cached_benchmark(seed)
+        if seed in _rows:
+            return _rows[seed]
+        t0 = time.perf_counter()
+        path = cache_file(seed)
+        rows = _read_cache(path, seed) if path is not None else None
+        how = "disk"
+        if rows is None:
+            bench = cached_benchmark() if seed == DEFAULT_SEED else cached_benchmark(seed)
+            rows = {name: tuple(bench.rows[name]) for name in PACKAGE_NAMES}
+            how = "built"
+            if path is not None:
+                _write_cache(path, seed, rows)
+        _rows[seed] = rows
+        load_info[seed] = {"how": how, "seconds": time.perf_counter() - t0, "file": str(path) if path else None}
+        log.info("benchmark rows (seed %s) %s in %.1f s", seed, "read from disk" if how == "disk" else "built",
+                 load_info[seed]["seconds"])
+        return rows
 
 
 def warm_benchmark(seed: int = DEFAULT_SEED) -> threading.Thread:
-    """Build the benchmark in a background thread so that the first Explore click is fast."""
-    t = threading.Thread(target=benchmark, args=(seed,), name="logicval-benchmark-warmup", daemon=True)
+    """Load (or build) the benchmark in a background thread, so that Explore is ready when the page opens."""
+    t = threading.Thread(target=benchmark_rows, args=(seed,), name="logicval-benchmark-warmup", daemon=True)
     t.start()
     return t
 
@@ -50,13 +155,13 @@ def get_row(row_id: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     if not isinstance(row_id, str) or not row_id.strip():
         raise ValueError("no benchmark id given (expected e.g. 3SAT-0007)")
     row_id = row_id.strip()
-    m = ROW_ID_RE.match(row_id)
+    m = ROW_ID_RE.fullmatch(row_id)
     if not m:
-        raise ValueError(f"{row_id!r} is not a benchmark id; ids look like 3SAT-0007 (package, dash, 4 digits)")
+        raise ValueError(f"{quote(row_id)} is not a benchmark id; ids look like 3SAT-0007 (package, dash, 4 digits)")
     package = m.group("package")
     if package not in PACKAGE_NAMES:
         raise ValueError(f"unknown package {package!r} in {row_id!r}; packages are {list(PACKAGE_NAMES)}")
-    rows = benchmark(seed).rows[package]
+    rows = benchmark_rows(seed)[package]
     k = int(m.group("index"))
     if not 1 <= k <= len(rows):
         raise ValueError(f"{row_id!r}: package {package} has rows {package}-0001..{package}-{len(rows):04d}")
@@ -79,10 +184,13 @@ def parse_spec_input(text: Any, catalog: Catalog | None = None,
         d: Any = text
     else:
         s = (text or "").strip() if isinstance(text, str) else ""
+        if len(s) > MAX_SPEC_CHARS:
+            raise ValueError(f"spec: {len(s)} characters is too long (at most {MAX_SPEC_CHARS}); a spec has at "
+                             "most six constraints")
         if not s:
             raise ValueError("no spec given: enter a benchmark id (e.g. 3SAT-0007) or a spec as JSON "
                              '({"n": 3, "constraints": [...]})')
-        if ROW_ID_RE.match(s):
+        if ROW_ID_RE.fullmatch(s):
             row = get_row(s, seed)
             return Spec.from_dict(row["spec_json"], catalog=catalog), {
                 "id": row["id"], "package": row["package"], "label": row["label"]}

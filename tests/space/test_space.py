@@ -54,7 +54,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
 _ENV_KEYS = ("TMPDIR", "GRADIO_TEMP_DIR", "GRADIO_ANALYTICS_ENABLED", "LOGICVAL_SPACE_USER",
              "LOGICVAL_SPACE_PASSWORD", "LOGICVAL_ANNOTATION_ROOT", "LOGICVAL_ANNOTATION_DB",
              "LOGICVAL_ANNOTATION_EXPORT", "LOGICVAL_SPACE_MAX_FILE_MB", "LOGICVAL_SPACE_PRELOAD",
-             "LOGICVAL_SPACE_BACKEND")
+             "LOGICVAL_SPACE_BACKEND", "LOGICVAL_SPACE_CACHE")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -70,7 +70,8 @@ def sandbox(tmp_path_factory):
         os.environ.pop(k, None)
     (base / "tmp").mkdir()
     os.environ.update(TMPDIR=str(base / "tmp"), GRADIO_TEMP_DIR=str(base / "tmp" / "gradio"),
-                      GRADIO_ANALYTICS_ENABLED="False", LOGICVAL_SPACE_PRELOAD="0")
+                      GRADIO_ANALYTICS_ENABLED="False", LOGICVAL_SPACE_PRELOAD="0",
+                      LOGICVAL_SPACE_CACHE=str(base / "cache"))  # the benchmark cache of this module's servers
     tempfile.tempdir = None  # re-read TMPDIR
     yield base
     for k, v in saved.items():
@@ -191,10 +192,17 @@ def test_module_exposes_demo_without_launching(app):
 
 
 def test_configuration_modes(app):
-    with pytest.raises(app.ConfigError):
+    from logicval_hf.space import config
+
+    assert app.config_from_env is config.config_from_env  # the settings are read by the package
+    with pytest.raises(app.ConfigError, match="LOGICVAL_SPACE_PASSWORD is not"):
         app.config_from_env({"LOGICVAL_SPACE_USER": "alice"})
-    with pytest.raises(app.ConfigError):
+    with pytest.raises(app.ConfigError, match="LOGICVAL_SPACE_USER is not"):
         app.config_from_env({"LOGICVAL_SPACE_PASSWORD": "x"})
+    with pytest.raises(app.ConfigError, match="LOGICVAL_SPACE_MAX_FILE_MB"):
+        app.config_from_env({"LOGICVAL_SPACE_MAX_FILE_MB": "lots"})
+    assert config.config_from_env({"LOGICVAL_SPACE_CACHE": "off"}).cache_dir is None
+    assert config.config_from_env({"LOGICVAL_SPACE_CACHE": "/x/c"}).cache_dir == Path("/x/c")
     cfg = app.config_from_env({"LOGICVAL_SPACE_USER": "alice, bob", "LOGICVAL_SPACE_PASSWORD": "pw",
                                "LOGICVAL_NEURAL_DETECTOR": "/weights/det"})
     assert cfg.credentials == [("alice", "pw"), ("bob", "pw")] and cfg.annotate_enabled
@@ -203,6 +211,22 @@ def test_configuration_modes(app):
     assert auth("bob", "pw") and not auth("bob", "pW") and not auth("carol", "pw") and not auth("", "")
     assert chk.default_backend({}) == "clevr"
     assert chk.default_backend({"LOGICVAL_SPACE_BACKEND": "clevr", "LOGICVAL_NEURAL_X": "1"}) == "clevr"
+
+
+@pytest.mark.parametrize("half", [{"LOGICVAL_SPACE_USER": "alice"}, {"LOGICVAL_SPACE_PASSWORD": "secret"}])
+def test_half_set_credentials_exit_with_one_line(sandbox, tmp_path, half):
+    """Only one of LOGICVAL_SPACE_USER / LOGICVAL_SPACE_PASSWORD: the Space refuses to start, with one line."""
+    env = {**os.environ, **half, "PYTHONPATH": str(ROOT)}
+    for k in ("LOGICVAL_SPACE_USER", "LOGICVAL_SPACE_PASSWORD"):
+        if k not in half:
+            env.pop(k, None)
+    r = subprocess.run([sys.executable, str(APP)], env=env, cwd=str(tmp_path), capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr and not r.stdout.strip(), r.stderr[-2000:]
+    (missing,) = {"LOGICVAL_SPACE_USER", "LOGICVAL_SPACE_PASSWORD"} - set(half)
+    assert lines[0].startswith("logicval space: error: ") and f"{missing} is not" in lines[0]
 
 
 def test_every_route_needs_login(server):
@@ -216,6 +240,15 @@ def test_every_route_needs_login(server):
     page = httpx.get(url + "/", timeout=10)  # the login page itself
     assert page.status_code == 200 and '"auth_required":true' in page.text.replace(" ", "")
     assert "modelA" not in page.text  # folder names are only sent after login
+    # the login page embeds no API description (gradio 6.31 would list every endpoint with its menus there)
+    api = json.loads(page.text.split("window.gradio_api_info = ", 1)[1].split(";</script>", 1)[0])
+    assert api == {"named_endpoints": {}, "unnamed_endpoints": {}}
+    for name in ("annotate_boxes", "/solve", "explore_ids", "1SAT"):
+        assert name not in page.text
+    assert httpx.get(url + "/openapi.json", timeout=10).status_code == 404  # FastAPI's route schema: switched off
+    assert httpx.get(url + "/gradio_api/openapi.json", timeout=10).status_code == 401
+    assert httpx.get(url + "/gradio_api/info", timeout=10).status_code == 401
+    assert httpx.get(url + "/gradio_api/user", timeout=10).text in ("null", "")  # gradio's, unprotected, no data
     for user, pw in ((None, PASSWORD), ("alice", "wrong"), ("mallory", PASSWORD)):
         _app_error(_client, url, user, pw)
     s = httpx.Client()
@@ -286,6 +319,8 @@ def test_compose_explains_invalid_combinations(alice):
     assert "colour" in msg and "A1" in msg
     assert "choose at least one template" in _app_error(alice.predict, *_compose_args(5), api_name="/compose")
     assert "not valid JSON" in _app_error(alice.predict, "{n: 3", api_name="/solve")
+    msg = _app_error(alice.predict, "{" + " " * common.MAX_SPEC_CHARS + "}", api_name="/solve")
+    assert f"at most {common.MAX_SPEC_CHARS}" in msg and len(msg) < 300
     assert "did you mean" in _app_error(alice.predict, json.dumps(
         {"n": 3, "constraints": [{"template": "C1/1prop_ng", "params": {}}]}), api_name="/solve")
 
@@ -589,6 +624,37 @@ def test_explore(alice):
     assert (spec_box[0] if isinstance(spec_box, (list, tuple)) else spec_box) == "3SAT-0002"
 
 
+def test_explore_is_ready_at_start_up(server, alice, tmp_path):
+    """The benchmark is built once, cached on disk and read back lazily: a restarted Space answers Explore at
+    once (it took ~15 s on 2 idle cores, 50 s on a loaded machine, when every start rebuilt it)."""
+    from logicval_hf.benchmark.sampler import DEFAULT_SEED
+
+    common.benchmark_rows()  # this module's server built it (in the background) and wrote the cache
+    assert common.load_info[DEFAULT_SEED]["how"] == "built"
+    path = common.cache_file()
+    assert path is not None and path.is_file() and path.parent == Path(os.environ["LOGICVAL_SPACE_CACHE"])
+    written = path.stat().st_mtime_ns
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "LOGICVAL_SPACE_PRELOAD": "1", "GRADIO_SERVER_NAME": "127.0.0.1",
+           "GRADIO_SERVER_PORT": str(port), "PYTHONPATH": str(ROOT)}
+    log = tmp_path / "app.log"
+    proc = _start_app(env, log)  # public mode, same cache folder
+    try:
+        _wait_up(proc, url, log)
+        c = _client(url, None)
+        t0 = time.perf_counter()
+        out = c.predict("3UNSAT-0001", api_name="/explore")
+        seconds = time.perf_counter() - t0
+        assert out[:9] == alice.predict("3UNSAT-0001", api_name="/explore")[:9]  # the same rows, from disk
+        assert seconds < 8, f"first /explore took {seconds:.1f} s after start-up"
+        assert "read from disk" in log.read_text()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert path.stat().st_mtime_ns == written  # built once: the restart did not rebuild or rewrite it
+
+
 def test_check_reports_verdicts_and_failing_objects(alice, sandbox):
     from gradio_client import handle_file
 
@@ -752,6 +818,215 @@ def test_browser_explore_and_check(server, sandbox, tmp_path):
             page.screenshot(path=str(shot), full_page=True)
             body = page.inner_text("body")
             assert "Count-relaxed" in body and "Constraint 2" in body
+            assert any(w in page.inner_text("#check-table") for w in ("cube", "sphere", "cylinder"))
+            # after an error the previous verdict, boxes and scene graph are gone (issue 12, point 10)
+            spec_box = page.get_by_label("Spec: benchmark id (e.g. 3SAT-0007) or spec JSON")
+
+            def assert_cleared(error: str) -> None:
+                page.get_by_text(error).first.wait_for(timeout=60_000)
+                page.locator("#check-boxed img").wait_for(state="detached", timeout=30_000)
+                body = page.inner_text("body")
+                assert "Verdict for" not in body and "Failing constraints" not in body, body[-2000:]
+                assert not any(w in page.inner_text("#check-table") for w in ("cube", "sphere", "cylinder"))
+
+            spec_box.fill("hello")
+            page.get_by_role("button", name="Check", exact=True).click()
+            assert_cleared("neither a benchmark id")
+            spec_box.fill("3SAT-0001")
+            page.get_by_role("button", name="Check", exact=True).click()
+            page.get_by_text("Verdict for 3SAT-0001").wait_for(timeout=60_000)
+            page.locator("#check-boxed img").wait_for(timeout=30_000)
+            fake = sandbox / "browser" / "fake.png"
+            fake.write_text("this is not an image")
+            remove = page.locator("#check-image button[aria-label='Clear']")  # replace the image shown
+            if remove.count():
+                remove.first.click()
+            page.locator("#check-image input[type=file]").set_input_files(str(fake))
+            page.wait_for_timeout(1000)
+            page.get_by_role("button", name="Check", exact=True).click()
+            assert_cleared("not an image file")
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Annotate: what is saved is checked (issue 13). Every refusal leaves the store exactly as it was.
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.fixture()
+def gate_model(server, sandbox):
+    """A model folder of its own: a normal image, one of 81 megapixels (small on disk) and a text file."""
+    root = server["root"]
+    name = f"modelGate{secrets.token_hex(3)}"
+    d = root / name
+    d.mkdir()
+    (d / "3SAT-0001.png").write_bytes((root / "modelA" / "3SAT-0001.png").read_bytes())
+    from PIL import Image
+
+    Image.new("1", (9000, 9000)).save(d / "3SAT-0002.png")
+    assert (d / "3SAT-0002.png").stat().st_size < MAX_MB * 1024 * 1024
+    yield name
+    import shutil
+
+    shutil.rmtree(d)
+
+
+def _snapshot(store, model):
+    return store.history(model), store.records(model)
+
+
+def test_annotate_image_gate(server, alice, gate_model, sandbox):
+    """Pixel and file-size caps on the Annotate images: the widget's input and the folder's images."""
+    from gradio_client import handle_file
+
+    root = server["root"]
+    store = ann.AnnotationStore(root / "annotations.sqlite")
+    before = _snapshot(store, gate_model)
+    huge = root / gate_model / "3SAT-0002.png"
+    msg = _app_error(alice.predict, gate_model, "3SAT-0002", api_name="/annotate_load")
+    assert "3SAT-0002.png" in msg and "9000x9000" in msg and "megapixels" in msg
+    key = _load(alice, gate_model, "3SAT-0001")["key"]
+    box = _boxes((20, 20, "red metal cube"))
+    msg = _app_error(alice.predict, key, {"image": handle_file(str(huge)), "boxes": box}, api_name="/annotate_boxes")
+    assert "megapixels" in msg and "exceeds the limit" in msg
+    text = sandbox / "gate" / "boxes.png"
+    text.parent.mkdir(exist_ok=True)
+    text.write_text("not an image at all")
+    msg = _app_error(alice.predict, key, {"image": handle_file(str(text)), "boxes": box}, api_name="/annotate_boxes")
+    assert "boxes.png: not an image file" in msg
+    big = sandbox / "gate" / "big.png"
+    big.write_bytes(b"\x89PNG" + os.urandom(MAX_MB * 1024 * 1024 + 1000))
+    msg = _app_error(alice.predict, key, {"image": handle_file(str(big)), "boxes": box}, api_name="/annotate_boxes")
+    assert "maximum file size" in msg
+    assert _snapshot(store, gate_model) == before
+    # the package's gate on its own: the same caps (the server's file cap, perception.MAX_PIXELS)
+    from logicval_hf import perception
+    from logicval_hf.space import images
+
+    with pytest.raises(images.ImageInputError, match="megapixels"):
+        images.image_size(huge)
+    assert perception.MAX_PIXELS < 9000 * 9000
+    with pytest.raises(images.ImageInputError, match="exceeds the upload limit"):
+        images.image_size(big, max_bytes=MAX_MB * 1024 * 1024)
+
+
+def test_annotate_bounds_free_text(server, alice, gate_model):
+    root = server["root"]
+    store = ann.AnnotationStore(root / "annotations.sqlite")
+    key = _load(alice, gate_model, "3SAT-0001")["key"]
+    before = _snapshot(store, gate_model)
+    label = "red metal cube " * (10 * 1024 * 1024 // 15)  # a 10 MiB label
+    boxes = _boxes((20, 20, "red metal cube")) + [{"xmin": 60, "ymin": 60, "xmax": 90, "ymax": 90, "label": label}]
+    msg = _app_error(alice.predict, key, _annot(root, gate_model, "3SAT-0001", boxes), api_name="/annotate_boxes")
+    assert f"box 2, label: {len(label)} characters is too long (at most {ann.MAX_LABEL_CHARS})" in msg
+    assert len(msg) < 500  # the label is not echoed
+    msg = _app_error(alice.predict, key, "x" * (ann.MAX_NOTES + 1), api_name="/annotate_notes")
+    assert f"notes: {ann.MAX_NOTES + 1} characters is too long" in msg
+    long_key = json.dumps({"model": gate_model, "image_id": "3SAT-0001", "pad": "x" * ann.MAX_KEY_CHARS})
+    msg = _app_error(alice.predict, long_key, True, api_name="/annotate_deformed")
+    assert "image key" in msg and "too long" in msg
+    msg = _app_error(alice.predict, "m" * 100_000, "3SAT-0001", api_name="/annotate_load")
+    assert "unknown model folder" in msg and len(msg) < 500
+    assert _snapshot(store, gate_model) == before
+
+
+BAD_BOXES = [  # (box 2, what the refusal must say)
+    ({"xmin": 500, "ymin": 10, "xmax": 520, "ymax": 40}, ["box 2, xmin", "outside the 480x320 image",
+                                                          "refused, not clipped"]),
+    ({"xmin": 100, "ymin": 10, "xmax": 60, "ymax": 40}, ["box 2, xmax", "width", "-40 pixels"]),
+    ({"xmin": 100, "ymin": 50, "xmax": 140, "ymax": 50}, ["box 2, ymax", "height", "0 pixels"]),
+    ({"xmin": 10, "ymin": 10, "xmax": 1e300, "ymax": 40}, ["box 2, xmax", "1e+300", "outside"]),
+    ({"xmin": "10", "ymin": 10, "xmax": 50, "ymax": 40}, ["box 2, xmin", "must be a number"]),
+    ({"ymax": "(drop)"}, ["box 2, ymax: missing"]),
+    ({"xmin": 10, "ymin": 10, "xmax": 50, "ymax": 40, "scaleFactor": 0}, ["box 2, scaleFactor", "positive"]),
+    ({"label": "pink metal cube"}, ["box 2, label", "'pink' is not in the vocabulary", "red"]),
+    ({"label": "red blue cube"}, ["box 2, label", "two color values"]),
+    ({"label": "<img src=x onerror=alert(1)>"}, ["box 2, label", "&lt;img"]),
+    ({"label": "red metal cube", "color": "rgb(999, 999, 999)"}, ["box 2, color", "0..255"]),
+]
+
+
+@pytest.mark.parametrize("bad,says", BAD_BOXES, ids=[s[0] for _, s in BAD_BOXES])
+def test_annotate_refuses_bad_boxes(server, alice, gate_model, bad, says):
+    root = server["root"]
+    store = ann.AnnotationStore(root / "annotations.sqlite")
+    key = _load(alice, gate_model, "3SAT-0001")["key"]
+    good = _boxes((20, 20, "red metal cube"))
+    assert "Saved 1 box(es)" in alice.predict(key, _annot(root, gate_model, "3SAT-0001", good),
+                                              api_name="/annotate_boxes")[0]
+    before = _snapshot(store, gate_model)
+    box2 = {"xmin": 100, "ymin": 100, "xmax": 140, "ymax": 140, "label": "blue rubber sphere", **bad}
+    box2 = {k: v for k, v in box2.items() if v != "(drop)"}
+    msg = _app_error(alice.predict, key, _annot(root, gate_model, "3SAT-0001", good + [box2]),
+                     api_name="/annotate_boxes")
+    for part in says:
+        assert part in msg, (part, msg)
+    assert "<img" not in msg
+    assert _snapshot(store, gate_model) == before  # nothing written
+
+
+def test_annotate_box_states_and_clipping(server, alice, gate_model):
+    root = server["root"]
+    store = ann.AnnotationStore(root / "annotations.sqlite")
+    key = _load(alice, gate_model, "3SAT-0001")["key"]
+    boxes = [
+        {"xmin": 440, "ymin": 10, "xmax": 480.6, "ymax": 50, "label": "Cube RED metal"},  # no colour key; overshoot
+        {"xmin": 100, "ymin": 100, "xmax": 140, "ymax": 140, "label": "metal cube", "color": "rgb(0, 0, 0)"},
+        {"xmin": 200, "ymin": 100, "xmax": 240, "ymax": 140, "label": ""},
+    ]
+    status, key = alice.predict(key, _annot(root, gate_model, "3SAT-0001", boxes), api_name="/annotate_boxes")
+    assert "Saved 3 box(es)" in status and "box 1 reached up to 1 px beyond the image and was clipped" in status
+    assert "box 2 is incomplete" in status and "no color yet" in status and "white frame" in status
+    assert "box 3 is incomplete" in status and "no label yet" in status
+    stored = store.load(gate_model, "3SAT-0001")["boxes"]
+    assert stored[0] == {"xmin": 440, "ymin": 10, "xmax": 480, "ymax": 50, "label": "red metal cube",
+                         "color": ann.rgb_string(ann.CLEVR_RGB["red"])}
+    assert stored[1]["label"] == "metal cube" and stored[1]["color"] == "rgb(255, 255, 255)"  # not rgb(0, 0, 0)
+    assert stored[2]["label"] == "" and stored[2]["color"] == "rgb(255, 255, 255)"
+    state = _load(alice, gate_model, "3SAT-0001")  # shown as stored; the widget's echo is not an edit
+    assert state["value"]["boxes"] == stored
+    n = len(store.history(gate_model))
+    alice.predict(state["key"], _annot(root, gate_model, "3SAT-0001", stored), api_name="/annotate_boxes")
+    assert len(store.history(gate_model)) == n
+    md, _ = alice.predict(gate_model, api_name="/annotate_export")
+    assert "incomplete" in md
+    # the package API: values JSON cannot carry are refused as well
+    for v in (float("nan"), float("inf")):
+        with pytest.raises(ann.AnnotationError, match="box 1, xmin: must be a finite number"):
+            ann.check_boxes([{"xmin": v, "ymin": 1, "xmax": 5, "ymax": 5}], (480, 320))
+
+
+def test_annotate_image_id_anchored(server, alice, gate_model):
+    root = server["root"]
+    store = ann.AnnotationStore(root / "annotations.sqlite")
+    before = _snapshot(store, gate_model)
+    msg = _app_error(alice.predict, gate_model, "3SAT-0001\n", api_name="/annotate_load")
+    assert "is not a benchmark id" in msg
+    forged = json.dumps({"model": gate_model, "image_id": "3SAT-0001\n", "boxes": "", "fresh": False})
+    assert "is not a benchmark id" in _app_error(alice.predict, forged, True, api_name="/annotate_deformed")
+    assert "is not a benchmark id" in _app_error(
+        alice.predict, forged, _annot(root, gate_model, "3SAT-0001", _boxes((20, 20, "red metal cube"))),
+        api_name="/annotate_boxes")
+    assert _snapshot(store, gate_model) == before
+    assert common.ROW_ID_RE.fullmatch("3SAT-0001\n") is None
+    with pytest.raises(ValueError, match="not a benchmark id"):
+        ann.image_path(root, gate_model, "3SAT-0001\n")
+
+
+def test_annotate_export_escapes_labels(server, alice, gate_model):
+    """A label stored before save-time checks existed (HTML) is escaped where the Space echoes it."""
+    import sqlite3
+
+    root = server["root"]
+    db = root / "annotations.sqlite"
+    legacy = [{"xmin": 10, "ymin": 10, "xmax": 50, "ymax": 50, "label": "<img src=x onerror=alert(1)>",
+               "color": "rgb(0, 0, 0)"}]
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("INSERT INTO annotation VALUES (?,?,?,?,?,?,?)",
+                    (gate_model, "3SAT-0001", "boxes", json.dumps(legacy), "legacy", ann.now(), 0))
+    con.close()
+    state = _load(alice, gate_model, "3SAT-0001")  # legacy data still loads
+    assert state["value"]["boxes"][0]["label"] == legacy[0]["label"]
+    md, _ = alice.predict(gate_model, api_name="/annotate_export")
+    assert "3SAT-0001" in md and "&lt;img" in md and "<img" not in md

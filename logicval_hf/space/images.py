@@ -1,0 +1,93 @@
+"""One gate for every image the Space receives (Check uploads, the Annotate widget's image, annotation folders).
+
+Checked before anything is decoded: the file exists, its size (``max_bytes``, the same cap the server enforces
+with ``max_file_size``), that it is an image at all (PIL reads the header) and its pixel count against
+`logicval_hf.perception.MAX_PIXELS`, from the header only. `decode` then hands the opened image to
+`logicval_hf.perception.load_image`, the package's one decoder. Errors are `ImageInputError` (a `ValueError`)
+with a sentence a user can act on, naming the file (never a server path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from logicval_hf import perception
+
+#: default upload cap in bytes (the server's ``max_file_size`` uses the same number)
+DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+#: what the error messages call a file without a name
+UPLOAD = "the uploaded file"
+
+
+class ImageInputError(ValueError):
+    """An image input the Space refuses (missing, too large, not an image, too many pixels, corrupt)."""
+
+
+def human_bytes(n: float) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KB"
+
+
+def _pixel_error(name: str, w: int, h: int) -> ImageInputError:
+    limit = perception.MAX_PIXELS
+    return ImageInputError(f"{name}: image of {w}x{h} = {w * h / 1e6:.1f} megapixels exceeds the limit of "
+                           f"{limit / 1e6:.0f} megapixels; downscale it first")
+
+
+@contextlib.contextmanager
+def open_image(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
+               name: str | None = None) -> Iterator[Image.Image]:
+    """The image at ``path``, opened (header read, pixels not decoded) after the size, type and pixel checks."""
+    if path is None or (isinstance(path, str) and not path.strip()):
+        raise ImageInputError("no image given: choose a PNG, JPEG or WebP file")
+    p = Path(str(path))
+    name = name or p.name or UPLOAD
+    if not p.is_file():
+        raise ImageInputError(f"{name}: the file is missing on the server; upload it again")
+    size = p.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise ImageInputError(f"{name}: file of {human_bytes(size)} exceeds the upload limit of "
+                              f"{human_bytes(max_bytes)}")
+    if size == 0:
+        raise ImageInputError(f"{name}: the file is empty")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(p) as im:
+                w, h = im.size
+                if w * h > perception.MAX_PIXELS:
+                    raise _pixel_error(name, w, h)
+                if w <= 0 or h <= 0:
+                    raise ImageInputError(f"{name}: empty image ({w}x{h})")
+                yield im
+    except ImageInputError:
+        raise
+    except UnidentifiedImageError:
+        raise ImageInputError(f"{name}: not an image file (expected PNG, JPEG, WebP or another format PIL "
+                              "reads)") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ImageInputError(f"{name}: refused, the image is too large to decode safely (limit "
+                              f"{perception.MAX_PIXELS / 1e6:.0f} megapixels)") from None
+    except perception.PerceptionError as e:
+        raise ImageInputError(str(e)) from None
+    except (OSError, ValueError, SyntaxError, EOFError) as e:
+        raise ImageInputError(f"{name}: corrupt or truncated image ({e})") from None
+
+
+def image_size(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str | None = None) -> tuple[int, int]:
+    """(width, height) from the header, after the same checks as `open_image`; nothing is decoded."""
+    with open_image(path, max_bytes, name) as im:
+        return im.size
+
+
+def decode(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str | None = None) -> np.ndarray:
+    """The checked image as an RGB uint8 array (decoded by `logicval_hf.perception.load_image`)."""
+    with open_image(path, max_bytes, name) as im:
+        name = name or Path(str(path)).name
+        im.load()
+        return perception.load_image(im, what=name)
