@@ -166,7 +166,7 @@ def features(domain: Domain | None = None) -> datasets.Features:
             "constraint": i32, "question": string, "type": string, "expect": string, "bind": string,
             "candidates": datasets.List(string),
         }),
-        "witness": {"image_size": datasets.List(f64), "objects": datasets.List(obj)},
+        "witness": {"image_size": datasets.List(i32), "objects": datasets.List(obj)},
         "core": datasets.List(i32),
         "chance_rates": datasets.List(f64),
         "chance_rate": f64,

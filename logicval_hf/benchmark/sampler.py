@@ -344,7 +344,7 @@ def _witness(scene: Scene | None, domain: Domain) -> dict[str, Any] | None:
     if scene is None:
         return None
     return {
-        "image_size": [float(v) for v in scene.image_size],
+        "image_size": [int(round(v)) for v in scene.image_size],  # pixels: integers
         "objects": [
             {**{a: o.attributes[a] for a in domain.perceived_attributes}, "bbox": [float(v) for v in o.bbox]}
             for o in scene.objects

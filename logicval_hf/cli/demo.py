@@ -8,6 +8,7 @@ from typing import TextIO
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.asp.solver import solve, verify
 from logicval_hf.contract.spec import Spec
+from logicval_hf.contract.verbalise import constraint_names
 
 EXAMPLE_SAT = {
     "n": 5,
@@ -41,12 +42,9 @@ EXAMPLE_UNSAT = {
 
 
 def _describe(spec: Spec) -> list[str]:
-    try:
-        from logicval_hf.contract.verbalise import constraint_text
+    from logicval_hf.contract.verbalise import constraint_text
 
-        return [constraint_text(c, spec.n) for c in spec.constraints]
-    except ImportError:  # the verbaliser is optional for the demo
-        return [c.template_id for c in spec.constraints]
+    return [constraint_text(c, spec.n) for c in spec.constraints]
 
 
 def _table(scene: Scene) -> list[str]:
@@ -69,7 +67,7 @@ def run_demo(out: TextIO) -> None:
     assert result.witness is not None
     w("Witness scene (solver model laid out as boxes):\n" + "\n".join(_table(result.witness)) + "\n")
     v = verify(spec, result.witness)
-    w(f"Verify witness: ok={v.ok} count_ok={v.count_ok} violated={list(v.violated)}\n")
+    w(f"Verify witness: ok={v.ok} count_ok={v.count_ok} violated: {constraint_names(v.violated)}\n")
 
     # Break the scene: recolour every blue object red, then drop the last object.
     objs = [
@@ -79,15 +77,14 @@ def run_demo(out: TextIO) -> None:
     broken = dataclasses.replace(result.witness, objects=tuple(objs[:-1]))
     v = verify(spec, broken)
     w(f"Verify an edited scene (blue->red, one object removed): ok={v.ok} count_ok={v.count_ok} "
-      f"violated constraints={[i + 1 for i in v.violated]}\n")
-    v = verify(spec, broken, count="relaxed")
-    w(f"  count-relaxed: ok={v.ok} violated constraints={[i + 1 for i in v.violated]}\n")
+      f"violated: {constraint_names(v.violated)}\n")
+    v = v.with_count("relaxed")
+    w(f"  count-relaxed: ok={v.ok} violated: {constraint_names(v.violated)}\n")
 
     unsat = Spec.from_dict(EXAMPLE_UNSAT)
     w(f"\nSpec: {unsat.n} objects\n")
     for i, text in enumerate(_describe(unsat), 1):
         w(f"  Constraint {i}: {text}\n")
     r2 = solve(unsat)
-    core = [i + 1 for i in (r2.core or ())]
-    w(f"Solver label: {r2.label}; minimal unsat core: constraints {core}\n")
+    w(f"Solver label: {r2.label}; minimal unsat core: {constraint_names(r2.core or ())}\n")
     w(f"Verify the empty scene: ok={verify(unsat, Scene.empty()).ok} (an UNSAT spec is answered by an empty image)\n")

@@ -1,30 +1,43 @@
-"""The ``logicval`` command. Every subcommand is a thin call into the package; JSON in, JSON out.
+"""The ``logicval`` command and its core subcommands (solve, verify, check, asp, run-asp, demo); the other
+groups register themselves from their own modules. Every subcommand is a thin call into the package; JSON in,
+JSON out.
 
-Bad input prints ``logicval: error: <what is wrong>`` to stderr and exits with status 2.
+Bad input prints ``logicval: error: <what is wrong>`` to stderr and exits with status 2; so does a command that
+needs an extra that is not installed (one line naming it: ``pip install "logicval-hf[neural]"``). Output piped
+into ``head`` and the like ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
 _USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
 
 
-def _read_json(path: str, what: str) -> Any:
+_SCENE_FORMAT = '{"image_size": [W, H], "objects": [{"color", "shape", "material", "bbox"}]}'
+
+
+def _read_json(path: str, what: str, hint: str = "") -> Any:
+    """A JSON file (or stdin for ``-``); an unreadable, binary or malformed file is a one-line error naming it."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path!r} is not JSON text (a binary file, an image?): {what}s are JSON"
+                         + (f"; {hint}" if hint else "")) from None
     except OSError as e:
         raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{what} {path!r} is not valid JSON: {e}") from None
+        raise ValueError(f"{what} {path!r} is not valid JSON: {e}" + (f"; {hint}" if hint else "")) from None
 
 
 def _emit(obj: Any, pretty: bool) -> None:
@@ -47,8 +60,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return _verify_jsonl(args.jsonl, count)
     if not args.spec or not args.scene:
         raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
-    verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene"), count=count)
+    hint = (f"a scene graph is {_SCENE_FORMAT}; to check an image, run "
+            f"`logicval check {args.spec} {args.scene}`")
+    verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene", hint), count=count)
     _emit(verdict.to_dict(), args.pretty)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Image -> scene graph (perception backend) -> verdict; exit 0 whatever the verdict."""
+    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.common.extras import require_backend
+    from logicval_hf.contract.spec import as_spec
+    from logicval_hf.perception import extract_scene
+    from logicval_hf.scoring.inputs import normalise_prediction
+
+    solver = default_solver()
+    spec = as_spec(_read_json(args.spec, "spec"), solver.catalog)
+    if args.image.lower().endswith(".json"):
+        raise ValueError(f"image {args.image!r} is a JSON file: scene graphs are checked with "
+                         f"`logicval verify {args.spec} {args.image}`; `logicval check` takes an image")
+    if not os.path.isfile(args.image):
+        raise ValueError(f"cannot read image {args.image!r}: no such file")
+    image = normalise_prediction(args.image, "image")
+    require_backend(args.backend)
+    scene = extract_scene(image, backend=args.backend)
+    verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict")
+    out = verdict.to_dict()
+    out.update(image=args.image, backend=args.backend, scene=scene.to_dict())
+    if not args.probs:
+        for o in out["scene"]["objects"]:
+            o.pop("probs", None)
+    _emit(out, args.pretty)
     return 0
 
 
@@ -166,6 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--pretty", action="store_true", help="indent the JSON output")
     v.set_defaults(func=cmd_verify)
 
+    c = sub.add_parser("check", help="check an image against a spec: image -> scene graph -> verdict JSON "
+                                     "(exit 0 whatever the verdict, 2 on bad input)")
+    c.add_argument("spec", help="spec JSON file, or - for stdin")
+    c.add_argument("image", help="image file (PNG, JPEG, WebP, ...)")
+    c.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
+                   help='perception backend (default clevr, weight-free; neural needs "logicval-hf[neural]")')
+    c.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
+    c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
+    c.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    c.set_defaults(func=cmd_check)
+
     a = sub.add_parser("asp", help="print the complete ASP program of a spec")
     a.add_argument("spec", nargs="?", help="spec JSON file")
     a.add_argument("--write-templates", metavar="DIR", nargs="?", const="",
@@ -194,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     from logicval_hf.cli.generate import add_subcommands as add_generate_subcommands
 
     add_generate_subcommands(sub)
+    from logicval_hf.cli.render_clevr import add_subcommands as add_render_subcommands
+
+    add_render_subcommands(sub)
     return p
 
 
@@ -201,12 +258,34 @@ def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> in
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        rc = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return rc
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly, as Unix tools do
+        _silence_stdout()
+        return 0
+    except MissingExtraError as e:
+        print(f"logicval: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:  # an optional stack imported deep inside a command
+        missing = missing_extra(e, f"`logicval {args.command}`")
+        if missing is None:
+            raise
+        print(f"logicval: error: {missing}", file=sys.stderr)
+        return 2
     except _USER_ERRORS as e:
         print(f"logicval: error: {e}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # output piped into `head` and the like
-        return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush does not report the broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (tests capture it)
+        pass
 
 
 def standalone_main(add_subcommands: Callable[[Any], None], argv: Sequence[str] | None, description: str) -> int:

@@ -30,7 +30,10 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from logicval_hf.common.extras import require_backend
     from logicval_hf.job.run import DEFAULT_GENERATORS, run
+
+    require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
 
     summary = run(
         out_dir=args.out,

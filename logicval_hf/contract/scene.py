@@ -167,7 +167,9 @@ class Scene:
 
     # ---- output -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"image_size": list(self.image_size), "objects": [o.to_dict() for o in self.objects]}
+        # image sizes are pixel counts: integral values are written as integers ([480, 320], not [480.0, 320.0])
+        size = [int(v) if float(v).is_integer() else v for v in self.image_size]
+        return {"image_size": size, "objects": [o.to_dict() for o in self.objects]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))

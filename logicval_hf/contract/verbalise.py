@@ -28,7 +28,7 @@ from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec, as_spec
 __all__ = [
     "VerbaliseError", "REGISTERS", "article", "with_article", "plural", "region_name", "noun_phrase",
     "predicate", "render", "constraint_text", "domain_description", "full_prompt", "subquestions",
-    "spec_subquestions", "check_expect", "count_candidates", "parse_expect",
+    "spec_subquestions", "check_expect", "count_candidates", "parse_expect", "constraint_names",
 ]
 
 
@@ -163,6 +163,16 @@ def _join(items: Sequence[str], conj: str = "and") -> str:
     if len(items) == 1:
         return items[0]
     return f"{', '.join(items[:-1])} {conj} {items[-1]}"
+
+
+def constraint_names(indices: Iterable[int]) -> str:
+    """Constraint indices (0-based, as in ``Verdict.violated`` and ``SolveResult.core``) named as the prompt
+    numbers them (from 1, `CONSTRAINT_ITEM_TEMPLATE`): ``[]`` -> ``"none"``, ``[0]`` -> ``"Constraint 1"``,
+    ``[0, 2]`` -> ``"Constraints 1 and 3"``. For every human-facing text; JSON and Python stay 0-based."""
+    nums = [str(int(i) + 1) for i in sorted(set(indices))]
+    if not nums:
+        return "none"
+    return ("Constraint " if len(nums) == 1 else "Constraints ") + _join(nums)
 
 
 def region_name(value: str) -> str:

@@ -7,7 +7,8 @@ the JSON always say the same thing. Tables:
 1. success rate per package (paper Table 3), the metric's verdicts and, for the built-in generators, the
    known truth;
 2. 1SAT success per constraint class C1-C9 (Figure 2);
-3. count-relaxed success (§5.4, Figure 4);
+3. count-relaxed success (§5.4, Figure 4), and success per compositional load (Imag-Eval: objects plus
+   constraints that must hold at once, ``n + m``) with a plot of success against load;
 4. UNSAT abstention (§5.2) and false abstention on SAT specs;
 5. constraint success per logical operator (∃, ∀, →, count) and per class over all SAT constraints;
 6. agreement between the metric and the known truth (accuracy, confusion counts, per package; §6 / Table 6)
@@ -27,6 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.contract.verbalise import constraint_names
 
 __all__ = ["SUMMARY_KEYS", "VOLATILE_KEYS", "GENERATOR_KEYS", "sections", "to_markdown", "to_html", "write_plots",
            "write_report"]
@@ -53,6 +55,17 @@ def _fmt(x: Any, digits: int = 2) -> str:
 
 def _classes() -> list[str]:
     return list(load_catalog().classes)
+
+
+def _violated(indices: Sequence[int] | None) -> str:
+    """Violated constraints as the prompt numbers them ("Constraint 2"), or "–" when unknown."""
+    return "–" if indices is None else constraint_names(indices)
+
+
+def _loads(gens: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Compositional loads present in any generator's breakdown, in increasing order."""
+    found = {k for e in gens.values() for agg in (e["metric"], e["truth"]) if agg for k in agg.get("by_load", {})}
+    return sorted(found, key=int)
 
 
 class Section:
@@ -118,6 +131,18 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                        ["generator", "verdicts", "1SAT strict", "1SAT relaxed", "SAT strict", "SAT relaxed",
                         "count accuracy"], rows))
 
+    # 3b. compositional load
+    loads = _loads(gens)
+    if loads:
+        rows = _verdict_rows(gens, lambda agg: [_fmt(agg.get("by_load", {}).get(k, {}).get("score")) for k in loads])
+        sizes = next((e["metric"].get("by_load", {}) for e in gens.values()), {})
+        out.append(Section("Success per compositional load",
+                           "SAT specifications grouped by compositional load (Imag-Eval): the number of objects n "
+                           "plus the number of constraints m that must hold at once; strict verdict. Specifications "
+                           "per load: " + ", ".join(f"{k}: {sizes.get(k, {}).get('n', 0)}" for k in loads) + ".",
+                           ["generator", "verdicts"] + [f"load {k}" for k in loads], rows,
+                           image=plots.get("by_load")))
+
     # 4. UNSAT abstention
     unsat = [p for p in packages if p.endswith("UNSAT")]
     rows = _verdict_rows(gens, lambda agg: [_fmt(agg["abstention_by_package"].get(p, {}).get("rate")) for p in unsat]
@@ -177,14 +202,15 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                                    "image.", level=3))
                 continue
             rows = [[d["id"], d["package"], d["kind"], d["intended_objects"], _fmt(d["perceived_objects"]),
-                     d["scene_errors"], d["diff"], d.get("generation") or ""] for d in ws]
+                     d["scene_errors"], _violated(d.get("truth_violated")), _violated(d.get("metric_violated")),
+                     d["diff"], d.get("generation") or ""] for d in ws]
             out.append(Section(
                 f"Worst disagreements: {g}",
                 f"{total} disagreement(s); the {len(ws)} with the largest scene-graph error (missed, extra and "
                 "misread objects) are shown, all are in `disagreements.json`. Images: "
                 f"`images/{g}/<id>.png`, perceived scenes: `verdicts/{g}/<id>.json`.",
-                ["id", "package", "kind", "intended objects", "perceived objects", "scene errors", "difference",
-                 "generation"], rows, level=3))
+                ["id", "package", "kind", "intended objects", "perceived objects", "scene errors",
+                 "violated (truth)", "violated (metric)", "difference", "generation"], rows, level=3))
 
     # 7. perturbations, failed generations, timings
     for g, e in gens.items():
@@ -352,6 +378,29 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
     ax.set_title("Success per package (bars: metric, ticks: known truth)")
     ax.set_ylabel("success rate")
     save(fig, "by_package")
+
+    loads = _loads(gens)
+    if loads:
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+        xs = [int(k) for k in loads]
+        for j, (g, e) in enumerate(gens.items()):
+            colour = f"C{j % 10}"
+            for agg, style, who in ((e["metric"], "-o", "metric"), (e["truth"], "--", "known truth")):
+                if not agg:
+                    continue
+                pts = [(x, agg.get("by_load", {}).get(k, {}).get("score")) for x, k in zip(xs, loads)]
+                pts = [(x, y) for x, y in pts if y is not None]
+                if pts:
+                    ax.plot([x for x, _ in pts], [y for _, y in pts], style, color=colour, markersize=4,
+                            label=f"{g} ({who})", alpha=1.0 if who == "metric" else 0.6)
+        ax.set_xticks(xs)
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+        ax.set_xlabel("compositional load (objects n + constraints m)")
+        ax.set_ylabel("success rate (SAT)")
+        ax.set_title("Success against compositional load (solid: metric, dashed: known truth)")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+        save(fig, "by_load")
 
     builtin = [g for g, e in gens.items() if e["agreement"] is not None]
     if builtin:

@@ -44,6 +44,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from logicval_hf import __version__
 from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json, remove_stale_temps
 from logicval_hf.common.cpu import cpu_seconds
+from logicval_hf.common.fingerprint import modules_hash
+from logicval_hf.benchmark.fingerprint import benchmark_fingerprint
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from logicval_hf.contract.spec import Spec, as_spec
@@ -63,10 +65,6 @@ SCORE_CHUNK = 128
 WORST_SHOWN = 15
 _ROW_FIELDS = ("id", "package", "n", "m", "label", "classes", "templates", "spec_json", "witness", "core",
                "chance_rate", "prompt_short")
-#: modules whose code decides the benchmark rows (a cached benchmark.json is reused only if they are unchanged)
-_BENCHMARK_MODULES = ("benchmark/sampler", "contract/params", "contract/spec", "contract/catalog", "asp/encoding",
-                      "asp/programs", "asp/solver", "contract/layout", "contract/scene", "contract/spatial",
-                      "contract/verbalise")
 _GENERATOR_MODULES = ("generation/builtin", "generation/render", "contract/layout")
 
 
@@ -90,35 +88,16 @@ def _png_bytes(image: Any) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # Benchmark rows (cached on disk for resumed runs)
 # ---------------------------------------------------------------------------------------------
-def _files_hash(files: Iterable[Path]) -> str:
-    """Short hash of the package version and the names and contents of ``files`` (unreadable ones skipped)."""
-    h = hashlib.sha256(__version__.encode())
-    for f in files:
-        with contextlib.suppress(OSError):
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _code_fingerprint() -> str:
-    """Hash of the package's sources, catalog and ASP programs: a cached benchmark is reused only if equal."""
-    root = Path(__file__).resolve().parents[1]
-    files = [root / f"{m}.py" for m in _BENCHMARK_MODULES] + [root / "contract" / "catalog.json"]
-    files += sorted((root / "asp" / "lp").rglob("*.lp"))
-    return _files_hash(files)
-
-
 @functools.lru_cache(maxsize=1)
 def generator_fingerprint() -> str:
     """Hash of the generators' and renderer's sources: a generated image is reused only when it matches."""
-    root = Path(__file__).resolve().parents[1]
-    return _files_hash(root / f"{m}.py" for m in _GENERATOR_MODULES)
+    return modules_hash(_GENERATOR_MODULES)
 
 
 def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: bool = True) -> list[dict]:
     """The benchmark rows (the fields the job needs): read from ``cache`` when ``reuse`` and it matches the seed
     and the code, else built with `cached_benchmark` (and then written to ``cache``)."""
-    fp = _code_fingerprint()
+    fp = benchmark_fingerprint()
     if cache is not None and reuse:
         d = _read_json(Path(cache))
         if isinstance(d, dict) and d.get("seed") == seed and d.get("fingerprint") == fp and \

@@ -1,69 +1,71 @@
 """Score images (or scene graphs) against specs: the function behind the ``evaluate`` metric and the main job.
 
-``compute(predictions, references)``: predictions are images (PIL, uint8 arrays, paths) or scene graphs
-(`Scene`, dicts, JSON strings); references are specs (`Spec`, dicts, JSON strings) or benchmark rows (dicts
-with ``spec_json`` and optionally ``id``, ``package``, ``label``). Images go through a perception backend
-(default ``"clevr"``, weight-free); scene graphs are used as given. Verdicts come from the solver in batches.
+``compute(predictions, references)``: predictions are images (PIL, uint8 arrays, paths, encoded bytes) or scene
+graphs (`Scene`, dicts, JSON strings), one kind per call; references are specs (`Spec`, dicts, JSON strings) or
+benchmark rows (dicts with ``spec_json`` and optionally ``id``, ``package``, ``label``); see
+`logicval_hf.scoring.inputs`. Images go through a perception backend (default ``"clevr"``, weight-free); scene
+graphs are used as given. Each (spec, scene) is verified once, in batches; the count-relaxed verdict is derived
+from the same result.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from logicval_hf.errors import SpecError
+import numpy as np
+
 from logicval_hf.contract.scene import Scene
-from logicval_hf.scoring.scores import Record, aggregate
-from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.spec import Spec
+from logicval_hf.scoring import inputs
+from logicval_hf.scoring.scores import Record, aggregate
+from logicval_hf.asp.solver import Solver, check_mode, default_solver
+
+#: settings of the probabilistic score (`logicval_hf.scoring.probabilistic.probability`)
+PROBABILISTIC_SETTINGS = ("max_exact", "samples", "seed", "epsilon")
 
 
-def _is_scene_graph(x: Any) -> bool:
-    if isinstance(x, Scene):
-        return True
-    if isinstance(x, Mapping):
-        return "objects" in x
-    if isinstance(x, str):
-        s = x.lstrip()
-        return s.startswith("{")
-    return False
-
-
-def parse_reference(ref: Any, solver: Solver) -> tuple[Spec, dict[str, Any]]:
+def parse_reference(ref: Any, solver: Solver | None = None) -> tuple[Spec, dict[str, Any]]:
     """A reference as (spec, metadata with id / package / label when the reference carries them)."""
-    meta: dict[str, Any] = {}
-    if isinstance(ref, Mapping) and "spec_json" in ref:
-        meta = {k: ref[k] for k in ("id", "package", "label") if k in ref and ref[k] is not None}
-        ref = ref["spec_json"]
-    if isinstance(ref, (str, bytes)):
-        try:
-            ref = json.loads(ref)
-        except json.JSONDecodeError as e:
-            raise SpecError(f"reference is not valid spec JSON ({e})") from None
-    spec = ref if isinstance(ref, Spec) else Spec.from_dict(ref, catalog=solver.catalog)
-    return spec, meta
+    return inputs.parse_reference(ref, (solver or default_solver()).catalog)
 
 
 def to_scenes(predictions: Sequence[Any], backend: str = "clevr", **settings: Any) -> list[Scene]:
-    """Scene graphs for predictions: images through the perception backend, scene graphs parsed."""
-    scenes: list[Scene | None] = [None] * len(predictions)
-    image_idx = []
-    for i, p in enumerate(predictions):
-        if backend == "given" or _is_scene_graph(p):
-            try:
-                scenes[i] = p if isinstance(p, Scene) else Scene.from_dict(p)
-            except ValueError as e:
-                raise type(e)(f"predictions[{i}]: {e}") from None
-        else:
-            image_idx.append(i)
+    """Scene graphs for predictions: images through the perception backend, scene graphs parsed (one kind per
+    call; see `logicval_hf.scoring.inputs.normalise_predictions`)."""
+    checked = inputs.normalise_predictions(predictions, backend=backend)
+    scenes: list[Scene | None] = [p if isinstance(p, Scene) else None for p in checked]
+    image_idx = [i for i, s in enumerate(scenes) if s is None]
     if image_idx:
+        from logicval_hf.common.extras import require_backend
         from logicval_hf.perception import extract_scenes
 
-        extracted = extract_scenes([predictions[i] for i in image_idx], backend=backend, **settings)
+        require_backend(backend)  # e.g. "neural" without its extra: one line naming `logicval-hf[neural]`
+        extracted = extract_scenes([checked[i] for i in image_idx], backend=backend, **settings)
         for i, s in zip(image_idx, extracted):
             scenes[i] = s
     return scenes  # type: ignore[return-value]
+
+
+def _probabilistic_settings(probabilistic: Any) -> dict[str, Any] | None:
+    if probabilistic is None or probabilistic is False:
+        return None
+    if probabilistic is True:
+        return {}
+    if isinstance(probabilistic, Mapping):
+        unknown = sorted(set(probabilistic) - set(PROBABILISTIC_SETTINGS))
+        if unknown:
+            raise ValueError(f"probabilistic: unknown setting(s) {unknown}; known: {list(PROBABILISTIC_SETTINGS)}")
+        return dict(probabilistic)
+    raise ValueError(f"probabilistic must be True, False or a dict of settings, got {type(probabilistic).__name__}")
+
+
+def _scene_dict(scene: Scene, probs: bool) -> dict[str, Any]:
+    d = scene.to_dict()
+    if not probs:
+        for o in d["objects"]:
+            o.pop("probs", None)
+    return d
 
 
 def compute(
@@ -73,47 +75,62 @@ def compute(
     per_sample: bool = True,
     solver: Solver | None = None,
     backend_settings: Mapping[str, Any] | None = None,
+    count: str = "strict",
+    probabilistic: bool | Mapping[str, Any] = False,
+    probs: bool = False,
 ) -> dict[str, Any]:
     """Verdicts, scores and breakdowns for paired predictions and references.
 
     Args:
-        predictions: images or scene graphs, one per reference.
+        predictions: images or scene graphs (not both), one per reference.
         references: specs or benchmark rows.
         backend: perception backend for images (``"clevr"``, ``"neural"``) or ``"given"`` (scene graphs only).
-        per_sample: include every sample's verdicts and scene graph.
+        per_sample: include every sample's verdict, violated constraints and scene graph.
         solver: a `Solver` to reuse (default: the shared one).
         backend_settings: keyword settings for the perception backend (model ids, thresholds, ...).
+        count: count mode of the probabilistic score, ``"strict"`` or ``"relaxed"`` (both deterministic scores
+            are always reported).
+        probabilistic: also compute the probability that each scene satisfies its spec under the perceived
+            attribute probabilities (``True``, or a dict of settings: ``max_exact``, ``samples``, ``seed``,
+            ``epsilon``); adds ``probabilistic_score`` and per-sample ``probability`` fields.
+        probs: keep the objects' attribute probability tables in the per-sample scene graphs.
     Returns:
-        ``aggregate`` of the records (``logicval_score``, ``relaxed_score``, ``abstention_rate``, breakdowns)
-        plus ``per_sample`` when asked.
+        ``aggregate`` of the records (``logicval_score``, ``relaxed_score``, ``abstention_rate``, ``by_load``,
+        breakdowns) plus ``per_sample`` when asked.
     Raises:
-        ValueError: lengths differ, or a prediction / reference is malformed (the message names its index).
+        ValueError: no samples, lengths differ, images mixed with scene graphs, or a malformed prediction /
+        reference (the message names its index).
     """
-    if isinstance(predictions, (str, bytes)) or isinstance(references, (str, bytes)):
-        raise ValueError("predictions and references must be lists (one item per sample)")
-    predictions, references = list(predictions), list(references)
-    if len(predictions) != len(references):
-        raise ValueError(f"got {len(predictions)} predictions for {len(references)} references")
+    predictions, references = inputs.check_lists(predictions, references)
+    check_mode(count)
+    settings = _probabilistic_settings(probabilistic)
     solver = solver or default_solver()
     parsed = []
     for i, ref in enumerate(references):
         try:
-            parsed.append(parse_reference(ref, solver))
+            parsed.append(inputs.parse_reference(ref, solver.catalog))
         except ValueError as e:
             raise type(e)(f"references[{i}]: {e}") from None
     scenes = to_scenes(predictions, backend=backend, **dict(backend_settings or {}))
     labels = [meta.get("label") or solver.solve(spec).label for spec, meta in parsed]
-    pairs = [(spec, scene) for (spec, _), scene in zip(parsed, scenes)]
-    strict = solver.verify_many(pairs, count="strict", labels=labels)
-    relaxed = solver.verify_many(pairs, count="relaxed", labels=labels)
+    strict = solver.verify_many([(spec, scene) for (spec, _), scene in zip(parsed, scenes)], count="strict",
+                                labels=labels)
     records = [
-        Record(spec, label, s, r, meta.get("package"), meta.get("id"))
-        for (spec, meta), label, s, r in zip(parsed, labels, strict, relaxed)
+        Record(spec, label, s, s.with_count("relaxed"), meta.get("package"), meta.get("id"))
+        for (spec, meta), label, s in zip(parsed, labels, strict)
     ]
     out = aggregate(records)
+    results = None
+    if settings is not None:
+        from logicval_hf.scoring.probabilistic import probability
+
+        results = [probability(rec.spec, scene, count=count, label=rec.label, solver=solver, **settings)
+                   for rec, scene in zip(records, scenes)]
+        out["probabilistic_score"] = float(np.mean([r.p for r in results]))
     if per_sample:
-        out["per_sample"] = [
-            {
+        out["per_sample"] = []
+        for k, (rec, scene) in enumerate(zip(records, scenes)):
+            sample = {
                 "id": rec.id,
                 "package": rec.package,
                 "label": rec.label,
@@ -122,10 +139,13 @@ def compute(
                 "count_ok": rec.strict.count_ok,
                 "violated": list(rec.strict.violated),
                 "n_objects": rec.strict.n_objects,
-                "scene": scene.to_dict(),
+                "load": rec.load,
+                "scene": _scene_dict(scene, probs),
             }
-            for rec, scene in zip(records, scenes)
-        ]
+            if results is not None:
+                r = results[k]
+                sample.update(probability=r.p, probability_exact=r.exact, probability_stderr=r.stderr)
+            out["per_sample"].append(sample)
     return out
 
 

@@ -21,6 +21,12 @@ Optional columns: ``predicted_scene`` (or ``scene``) and ``annotated_scene`` (sc
 ``spec_json``: a record without ``human`` but with an annotated scene and a spec gets the paper's human
 verdict ``h = [annotated scene |= spec]`` (an empty scene for UNSAT specs).
 
+Annotation flags (the Space's Annotate export, ``annotations.jsonl`` / ``flags.jsonl``, or columns of the input):
+``rendering_error``, ``deformed`` and ``empty_scene`` (0/1). With them, `meta_evaluate` reports per model (and
+per package) the rate of each flag, the rate of images with a deformed object (paper Table 4), and the success
+rates with and without the *flagged* images (a rendering error or a deformed object; an empty scene is an
+answer, not a defect): the human verdicts' and each metric's mean score.
+
 `meta_evaluate` returns a JSON-ready dict; `format_markdown` and `plot_roc` render it.
 """
 
@@ -30,6 +36,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,14 +49,20 @@ from logicval_hf.contract.scene import Scene
 
 __all__ = [
     "MetaRecord", "point_biserial", "roc_auc", "roc_curve", "agreement", "match_objects", "scene_graph_accuracy",
-    "load_records", "meta_evaluate", "format_markdown", "plot_roc", "write_report",
+    "load_records", "meta_evaluate", "format_markdown", "plot_roc", "write_report", "FLAGS", "DEFECT_FLAGS",
+    "flag_summary",
 ]
 
 #: columns that are never metric scores in the wide format
 RESERVED = frozenset({
     "id", "model", "human", "metric", "score", "spec_json", "predicted_scene", "annotated_scene", "scene",
     "package", "label", "prompt", "image", "path", "file", "split", "n", "m",
+    "rendering_error", "deformed", "empty_scene", "notes", "n_boxes", "updated_by", "updated_at", "annotation",
 })
+#: the annotation flags of the Space's Annotate tab (`logicval_hf.space.annotate.FLAGS`)
+FLAGS = ("rendering_error", "deformed", "empty_scene")
+#: flags that mark a defective image (an empty scene is an answer: correct for UNSAT specifications)
+DEFECT_FLAGS = ("rendering_error", "deformed")
 ALL_MODELS = "all"
 _TRUE = {"1", "true", "yes", "y", "t"}
 _FALSE = {"0", "false", "no", "n", "f"}
@@ -235,6 +248,31 @@ class MetaRecord:
     predicted_scene: Scene | None = None
     annotated_scene: Scene | None = None
     spec_json: str | None = None
+    flags: dict[str, bool] = field(default_factory=dict)
+    package: str | None = None
+
+    @property
+    def flagged(self) -> bool | None:
+        """A rendering error or a deformed object (`DEFECT_FLAGS`); ``None`` without flag annotations."""
+        if not any(f in self.flags for f in DEFECT_FLAGS):
+            return None
+        return any(self.flags.get(f, False) for f in DEFECT_FLAGS)
+
+
+_PACKAGE_PREFIX = re.compile(r"^(\d+(?:UN)?SAT)-")
+
+
+def _package_of(rid: str, value: Any) -> str | None:
+    if not _missing(value):
+        return str(value)
+    m = _PACKAGE_PREFIX.match(rid)
+    return m.group(1) if m else None
+
+
+def _read_flags(rec: MetaRecord, r: Mapping[str, Any], where: str) -> None:
+    for f in FLAGS:
+        if not _missing(r.get(f)):
+            rec.flags[f] = bool(_human(r[f], f"{where} {f}"))
 
 
 def _missing(v: Any) -> bool:
@@ -372,6 +410,8 @@ def load_records(path: str | Path, annotations: str | Path | None = None,
             rec.annotated_scene = _scene(r["annotated_scene"], f"{where} annotated_scene")
         if not _missing(r.get("spec_json")):
             rec.spec_json = r["spec_json"] if isinstance(r["spec_json"], str) else json.dumps(r["spec_json"])
+        _read_flags(rec, r, where)
+        rec.package = rec.package or _package_of(rid, r.get("package"))
     if not long and metrics is None:  # a wide column is a metric only if every non-empty value is a number
         numeric = {name for r in rows for name in r if name not in RESERVED}
         for r in rows:
@@ -405,6 +445,9 @@ def _join_annotations(records: list[MetaRecord], path: Path) -> None:
             rec.spec_json = r["spec_json"] if isinstance(r["spec_json"], str) else json.dumps(r["spec_json"])
         if rec.human is None and not _missing(r.get("human")):
             rec.human = _human(r["human"], where)
+        _read_flags(rec, r, where)
+        if rec.package is None:
+            rec.package = _package_of(rec.id, r.get("package"))
 
 
 def _derive_human(records: Sequence[MetaRecord]) -> int:
@@ -470,7 +513,47 @@ def meta_evaluate(records: Sequence[MetaRecord], matching: str = "hungarian",
                  if r.predicted_scene is not None and r.annotated_scene is not None]
         if pairs:
             result["scene_graph_accuracy"][m] = scene_graph_accuracy(pairs, matching, max_distance)
+    flagged = {m: flag_summary(rs, metrics) for m, rs in groups.items() if any(r.flags for r in rs)}
+    result["flags"] = flagged
     return result
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return float(np.mean(xs)) if len(xs) else None
+
+
+def flag_summary(records: Sequence[MetaRecord], metrics: Sequence[str] = ()) -> dict[str, Any]:
+    """Annotation flags of one model's images: the rate of each flag (and of images with a deformed object,
+    paper Table 4) overall and per package, and the success rates with and without the flagged images.
+
+    Rates are over the images that carry the flag's annotation. ``success``: the human verdicts' rate and each
+    metric's mean score on ``all`` images, on the ``unflagged`` ones (no rendering error, no deformed object)
+    and on the ``flagged`` ones.
+    """
+    annotated = [r for r in records if r.flags]
+
+    def rates(rs: Sequence[MetaRecord]) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": len(rs)}
+        for f in FLAGS:
+            marked = [r.flags[f] for r in rs if f in r.flags]
+            out[f] = sum(marked) / len(marked) if marked else None
+        known = [r.flagged for r in rs if r.flagged is not None]
+        out["flagged"] = sum(known) / len(known) if known else None
+        return out
+
+    summary = rates(annotated)
+    packages = sorted({r.package for r in annotated if r.package})
+    summary["by_package"] = {p: rates([r for r in annotated if r.package == p]) for p in packages}
+    subsets = {"all": annotated, "unflagged": [r for r in annotated if r.flagged is False],
+               "flagged": [r for r in annotated if r.flagged]}
+    success: dict[str, Any] = {}
+    for key, rs in subsets.items():
+        entry: dict[str, Any] = {"n": len(rs), "human": _mean([r.human for r in rs if r.human is not None])}
+        for name in metrics:
+            entry[name] = _mean([r.scores[name] for r in rs if name in r.scores])
+        success[key] = entry
+    summary["success"] = success
+    return summary
 
 
 def _fmt(v: Any, pct: bool = False) -> str:
@@ -509,6 +592,28 @@ def format_markdown(result: Mapping[str, Any]) -> str:
         parts += ["", "## Exact agreement of binary metrics with human verdicts (%)", "",
                   md_table(["metric", "model", "n", "agreement", "TP", "TN", "FP", "FN", "FP share of errors"],
                             rows)]
+    flags = result.get("flags") or {}
+    if flags:
+        fm = list(flags)
+        packages = sorted({p for e in flags.values() for p in e["by_package"]})
+        rows = [[m, flags[m]["n"], *(_fmt(flags[m]["by_package"].get(p, {}).get("deformed"), True) for p in packages),
+                 _fmt(flags[m]["deformed"], True), _fmt(flags[m]["rendering_error"], True),
+                 _fmt(flags[m]["empty_scene"], True)] for m in fm]
+        parts += ["", "## Images with a deformed object (%, paper Table 4)", "",
+                  "From the annotators' scene flags; per package, then over all annotated images, with the rates of "
+                  "rendering errors and empty scenes.", "",
+                  md_table(["model", "annotated images", *(f"deformed {p}" for p in packages), "deformed (all)",
+                            "rendering error", "empty scene"], rows)]
+        rows = []
+        for m in fm:
+            sc = flags[m]["success"]
+            for key in ("all", "unflagged", "flagged"):
+                rows.append([m, key, sc[key]["n"], _fmt(sc[key]["human"], True),
+                             *(_fmt(sc[key].get(n)) for n in metrics)])
+        parts += ["", "## Success with and without flagged images", "",
+                  "*Flagged*: a rendering error or a deformed object. `human (%)`: human-correct rate; metric "
+                  "columns: mean score (for a binary metric such as LogicVal, its success rate).", "",
+                  md_table(["model", "images", "n", "human (%)", *metrics], rows)]
     sga = result["scene_graph_accuracy"]
     if sga:
         attrs = [k for k in next(iter(sga.values())) if k not in

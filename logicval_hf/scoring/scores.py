@@ -8,7 +8,10 @@ the verdicts under both count modes. `aggregate` turns records into the paper's 
 * ``relaxed_score``: the same with the object count ignored (paper §5.4);
 * ``abstention_rate``: on UNSAT specs, the fraction of empty scenes (paper §5.2);
 * breakdowns per package, per class and per template (single-constraint specs, as in the paper's Figure 2
-  and Appendix H.2), per constraint class over all constraints, and per logical operator (∃, ∀, →, count).
+  and Appendix H.2), per constraint class over all constraints, and per logical operator (∃, ∀, →, count);
+* ``by_load``: success on SAT specs per *compositional load* (Imag-Eval): the number of object instances plus
+  the number of constraints that must hold at once, ``n + m`` (keys are the loads as strings, in increasing
+  order).
 """
 
 from __future__ import annotations
@@ -60,19 +63,29 @@ class Record:
     def abstained(self) -> bool:
         return self.strict.n_objects == 0
 
+    @property
+    def load(self) -> int:
+        """Compositional load of the spec: object instances plus constraints that must hold at once."""
+        return compositional_load(self.spec)
+
+
+def compositional_load(spec: Spec) -> int:
+    """Imag-Eval's compositional load of a spec: ``n`` (object instances) + ``m`` (constraints)."""
+    return spec.n + spec.m
+
 
 def _rate(xs: Sequence[bool]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _group(records: Iterable[Record], key) -> dict[str, dict[str, Any]]:
+def _group(records: Iterable[Record], key, order=None) -> dict[str, dict[str, Any]]:
     groups: dict[str, list[Record]] = {}
     for r in records:
         for k in key(r):
             groups.setdefault(k, []).append(r)
     return {
         k: {"n": len(rs), "score": _rate([r.strict.ok for r in rs]), "relaxed_score": _rate([r.relaxed.ok for r in rs])}
-        for k, rs in sorted(groups.items())
+        for k, rs in sorted(groups.items(), key=order)
     }
 
 
@@ -103,6 +116,7 @@ def aggregate(records: Sequence[Record]) -> dict[str, Any]:
         "by_package": _group(records, lambda r: [r.package] if r.package else []),
         "by_class": _group(single_sat, lambda r: [r.spec.constraints[0].cls]),
         "by_template": _group(single_sat, lambda r: [r.spec.constraints[0].template_id]),
+        "by_load": _group(sat, lambda r: [str(r.load)], order=lambda kv: int(kv[0])),
         "constraint_success_by_class": {k: {"n": len(v), "rate": _rate(v)} for k, v in sorted(per_constraint.items())},
         "constraint_success_by_operator": {k: {"n": len(per_operator[k]), "rate": _rate(per_operator[k])}
                                            for k in OPERATORS if k in per_operator},

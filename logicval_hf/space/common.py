@@ -76,9 +76,9 @@ def use_disk_cache(cache_dir: str | Path | None) -> None:
 
 def fingerprint() -> str:
     """Hash of the code and data that decide the benchmark rows (a cached file is used only when it matches)."""
-    from logicval_hf.job.run import _code_fingerprint  # the main job's benchmark.json uses the same hash
+    from logicval_hf.benchmark.fingerprint import benchmark_fingerprint  # the main job's benchmark.json too
 
-    return _code_fingerprint()
+    return benchmark_fingerprint()
 
 
 def cache_file(seed: int = DEFAULT_SEED, cache_dir: str | Path | None = None) -> Path | None:

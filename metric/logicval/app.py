@@ -10,13 +10,15 @@ import inspect
 import sys
 from pathlib import Path
 
-try:
-    import gradio as gr
-except ImportError as e:  # pragma: no cover - exercised by hiding gradio in the tests
-    raise ImportError(
-        "the LogicVal metric app needs gradio: `pip install gradio` (a Hugging Face Space with `sdk: gradio` "
-        "installs it); the metric itself works without it: evaluate.load('owner/logicval')"
-    ) from e
+from logicval_hf.common.extras import MissingExtraError, require
+
+try:  # the metric itself works without gradio: evaluate.load('owner/logicval')
+    gr = require("gradio", "space", "the LogicVal metric app")
+except MissingExtraError as e:  # exercised by hiding gradio in the tests
+    if __name__ == "__main__":
+        print(f"logicval: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    raise
 
 import evaluate
 from evaluate.utils import launch_gradio_widget

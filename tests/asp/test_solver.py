@@ -189,3 +189,17 @@ def test_tautology_at_n():
     assert solver.is_tautology(parity, 5)          # odd n: the two counts can never be equal
     assert not solver.is_tautology(parity, 4)
     assert not solver.is_tautology({"template": "C1/1prop", "params": {"A1": attr("color", "red")}}, 4)
+
+
+def test_relaxed_verdict_derived_from_the_strict_one_equals_a_relaxed_verification():
+    rng = random.Random(12)
+    solver = Solver()
+    from helpers import random_scene
+
+    for _ in range(60):
+        spec = random_spec(rng, rng.choice([1, 3]))
+        label = solver.solve(spec).label
+        sc = random_scene(rng, rng.randint(0, 9), grid=4)
+        strict = solver.verify(spec, sc, count="strict", label=label)
+        assert strict.with_count("relaxed") == solver.verify(spec, sc, count="relaxed", label=label)
+        assert strict.with_count("strict") == strict

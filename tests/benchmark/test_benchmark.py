@@ -93,6 +93,8 @@ def test_streaming(folder):
     assert len(got) == 25
     assert set(got[0]) == set(features())
     assert got[0]["witness"]["objects"] and got[0]["core"] is None
+    size = got[0]["witness"]["image_size"]
+    assert size == [480, 320] and all(type(v) is int for v in size)  # pixels: integers, in the parquet too
 
 
 # ---------------------------------------------------------------------------------------------

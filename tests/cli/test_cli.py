@@ -87,3 +87,88 @@ def test_top_level_entry_points():
     assert callable(lv.extract_scene) and callable(lv.ground_captions) and callable(lv.probability)
     with pytest.raises(AttributeError):
         lv.no_such_thing  # noqa: B018
+
+
+# ---- images: `check`, and `verify` given an image ----------------------------------------------
+@pytest.fixture(scope="module")
+def witness_png(tmp_path_factory):
+    from logicval_hf.generation.render import render_scene
+    import logicval_hf as lv
+
+    path = tmp_path_factory.mktemp("img") / "witness.png"
+    render_scene(lv.solve(SPEC).witness)[0].save(path)
+    return path
+
+
+def test_verify_given_an_image_says_scenes_are_json(files, witness_png, capsys):
+    rc, out, err = run(capsys, "verify", files / "spec.json", witness_png)
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
+    assert f"scene '{witness_png}' is not JSON text" in err and "scenes are JSON" in err
+    assert f"`logicval check {files / 'spec.json'} {witness_png}`" in err
+
+
+def test_check_image_to_verdict(files, witness_png, capsys):
+    rc, out, _ = run(capsys, "check", files / "spec.json", witness_png)
+    res = json.loads(out)
+    assert rc == 0 and res["ok"] is True and res["violated"] == [] and res["backend"] == "clevr"
+    assert len(res["scene"]["objects"]) == 3 and res["scene"]["image_size"] == [480, 320]
+    assert all("probs" not in o for o in res["scene"]["objects"])
+    # a failing verdict still exits 0
+    from logicval_hf.cli.demo import EXAMPLE_SAT  # five objects: three is the wrong count
+
+    (files / "five.json").write_text(json.dumps(EXAMPLE_SAT))
+    rc, out, _ = run(capsys, "check", files / "five.json", witness_png, "--pretty")
+    res = json.loads(out)
+    assert rc == 0 and res["ok"] is False and res["count_ok"] is False and res["count"] == "strict"
+    rc, out, _ = run(capsys, "check", files / "spec.json", witness_png, "--relaxed", "--probs")
+    res = json.loads(out)
+    assert rc == 0 and res["count"] == "relaxed" and any("probs" in o for o in res["scene"]["objects"])
+
+
+def test_check_bad_input(files, witness_png, capsys):
+    rc, out, err = run(capsys, "check", files / "spec.json", files / "scene.json")
+    assert rc == 2 and out == "" and "is a JSON file" in err and "logicval verify" in err
+    rc, _, err = run(capsys, "check", files / "spec.json", files / "nope.png")
+    assert rc == 2 and "cannot read image" in err and "no such file" in err
+    (files / "text.png").write_text("not an image")
+    rc, _, err = run(capsys, "check", files / "spec.json", files / "text.png")
+    assert rc == 2 and "not an image file" in err
+    rc, _, err = run(capsys, "check", files / "scene.json", witness_png)
+    assert rc == 2 and err.startswith("logicval: error: spec")
+    with pytest.raises(SystemExit) as e:  # argparse: unknown backend
+        main(["check", str(files / "spec.json"), str(witness_png), "--backend", "magic"])
+    assert e.value.code == 2
+
+
+# ---- pipes and human-facing numbering -----------------------------------------------------------
+def test_broken_pipe_exits_quietly(files):
+    """`logicval asp spec.json | head`: the reader goes away before we write; no error, status 0."""
+    code = "import sys; from logicval_hf.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.Popen([sys.executable, "-c", code, "asp", str(files / "spec.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # like `head` exiting before the program's first write
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b""
+
+
+def test_demo_numbers_constraints_from_one(capsys):
+    rc, out, _ = run(capsys, "demo")
+    assert rc == 0
+    assert "  Constraint 1: " in out and "violated: none" in out
+    assert "minimal unsat core: Constraints 1, 2 and 3" in out
+    assert "violated=[" not in out and "constraints=[" not in out  # no bare lists of numbers
+
+
+def test_constraint_names():
+    from logicval_hf.contract.verbalise import constraint_names
+
+    assert constraint_names([]) == "none"
+    assert constraint_names([0]) == "Constraint 1"
+    assert constraint_names((2, 0)) == "Constraints 1 and 3"
+    assert constraint_names([0, 1, 5]) == "Constraints 1, 2 and 6"
+
+
+def test_solve_witness_image_size_is_integers(files, capsys):
+    rc, out, _ = run(capsys, "solve", files / "spec.json", "--image-size", "640", "480")
+    size = json.loads(out)["witness"]["image_size"]
+    assert size == [640, 480] and all(type(v) is int for v in size)

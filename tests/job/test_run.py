@@ -155,6 +155,37 @@ def test_report_tables_mention_everything(first):
                 j += 1
 
 
+def test_report_breaks_success_down_by_compositional_load(first):
+    out, summary = first
+    rows = load_rows(run_mod.DEFAULT_SEED, out / "benchmark.json", reuse=True)
+    sat = [json.loads(r["spec_json"]) for r in _limit_rows(rows, LIMIT) if r["label"] == "SAT"]
+    loads = sorted({s["n"] + len(s["constraints"]) for s in sat})
+    for g in GENS:
+        for who in ("metric", "truth"):
+            by_load = summary["generators"][g][who]["by_load"]
+            assert [int(k) for k in by_load] == loads
+            assert sum(v["n"] for v in by_load.values()) == len(sat)
+    assert all(v["score"] == 1.0 for v in summary["generators"]["oracle"]["truth"]["by_load"].values())
+    assert all(v["score"] == 0.0 for v in summary["generators"]["perturbed"]["truth"]["by_load"].values())
+    md = (out / "report.md").read_text()
+    assert "## Success per compositional load" in md and "![Success per compositional load](plots/by_load.png)" in md
+    assert "| generator | verdicts | " + " | ".join(f"load {k}" for k in loads) + " |" in md
+    png = (out / "plots" / "by_load.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_names_constraints_from_one(first):
+    from logicval_hf.job.report import sections, to_markdown
+
+    out, summary = first
+    worst = {"perturbed": [{"id": "3SAT-0000", "package": "3SAT", "kind": "false positive", "intended_objects": 4,
+                            "perceived_objects": 4, "scene_errors": 1, "diff": "obj 0 color red->blue",
+                            "truth_violated": [1], "metric_violated": [], "generation": "recoloured"}]}
+    md = to_markdown(sections(summary, worst))
+    row = next(line for line in md.splitlines() if line.startswith("| 3SAT-0000 "))
+    assert "| Constraint 2 | none |" in row and "[1]" not in row
+
+
 def test_resume_skips_work_and_reproduces_the_summary(first):
     out, summary = first
     before = {p: p.stat().st_mtime_ns for p in _files(out / "images")}

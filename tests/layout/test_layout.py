@@ -155,6 +155,7 @@ def test_the_space_builds_from_a_checkout(tmp_path):
     pytest.importorskip("gradio")
     env = _checkout_env(tmp_path)
     env["LOGICVAL_ANNOTATION_ROOT"] = str(tmp_path / "annotations")
+    env["LOGICVAL_SPACE_PRELOAD"] = "0"  # building the benchmark in the background is not what is tested here
     code = ("import runpy\n"
             f"ns = runpy.run_path({str(REPO / 'space' / 'app.py')!r}, run_name='space_app')\n"
             "assert type(ns['demo']).__name__ == 'Blocks'\n"

@@ -53,3 +53,39 @@ def test_images_in_folder(tmp_path):
     assert sorted(found) == ["1SAT-0001", "1SAT-0002"]
     with pytest.raises(ValueError, match="does not exist"):
         images_in_folder(tmp_path / "nope", [])
+
+
+def test_each_pair_is_grounded_once_and_the_relaxed_verdict_is_derived(monkeypatch):
+    import logicval_hf.asp.solver as solver_mod
+
+    calls = []
+    real = solver_mod._verify_batch
+
+    def counting(spec, scenes):
+        calls.append(len(scenes))
+        return real(spec, scenes)
+
+    monkeypatch.setattr(solver_mod, "_verify_batch", counting)
+    two = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50))
+    three = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50),
+                  obj("gray", "sphere", "rubber", 250, 250))
+    none = scene(obj("blue", "cube", "metal", 50, 50))
+    out = compute([two, three, none], [SPEC] * 3)
+    assert calls == [3]  # one grounding for the three scenes of one spec, one count mode
+    got = [(s["ok"], s["relaxed_ok"], s["count_ok"], s["violated"]) for s in out["per_sample"]]
+    assert got == [(False, True, False, []), (True, True, True, []), (False, False, False, [0])]
+    assert out["relaxed_score"] == pytest.approx(2 / 3) and out["logicval_score"] == pytest.approx(1 / 3)
+
+
+def test_bad_calls_are_clear_value_errors(tmp_path):
+    with pytest.raises(ValueError, match="no predictions to score"):
+        compute([], [])
+    img = tmp_path / "a.png"
+    render_scene(solve(SPEC).witness)[0].save(img)
+    with pytest.raises(ValueError, match=r"predictions\[0\] is a scene graph \(dict\) but predictions\[1\] is the "
+                                         r"image path"):
+        compute([scene(), str(img)], [SPEC, SPEC])
+    with pytest.raises(ValueError, match="probabilistic: unknown setting"):
+        compute([scene()], [SPEC], probabilistic={"samplez": 3})
+    with pytest.raises(ValueError, match="count must be"):
+        compute([scene()], [SPEC], count="loose")

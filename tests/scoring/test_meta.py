@@ -221,3 +221,67 @@ def test_records_can_be_built_in_python():
     recs = [MetaRecord(str(i), "m", h, {"x": s}) for i, (h, s) in enumerate([(1, 0.9), (0, 0.1), (1, 0.5)])]
     result = meta_evaluate(recs)
     assert result["by_metric"]["x"]["m"]["roc_auc"] == 1.0 and result["scene_graph_accuracy"] == {}
+
+
+# ---- annotation flags (paper Table 4) ----------------------------------------------------------
+def _annotate_and_export(tmp_path):
+    """Two models' images annotated through the Space's store and exported as the Annotate tab does."""
+    from PIL import Image
+
+    from logicval_hf.space.annotate import AnnotationStore, export_model
+
+    root = tmp_path / "images"
+    store = AnnotationStore(tmp_path / "ann.sqlite")
+    plan = {  # model -> id -> (deformed, rendering_error)
+        "flux": {"1SAT-0000": (True, False), "1SAT-0001": (True, False), "1SAT-0002": (False, False),
+                 "3SAT-0000": (False, True)},
+        "gemini": {"1SAT-0000": (False, False), "1SAT-0001": (False, False), "1SAT-0002": (False, False),
+                   "3SAT-0000": (False, False)},
+    }
+    for model, images in plan.items():
+        (root / model).mkdir(parents=True)
+        for image_id, (deformed, broken) in images.items():
+            Image.new("RGB", (64, 48), "white").save(root / model / f"{image_id}.png")
+            store.save(model, image_id, "empty_scene", True, "ann")  # exported without boxes
+            store.save(model, image_id, "deformed", deformed, "ann")
+            store.save(model, image_id, "rendering_error", broken, "ann")
+    paths = [export_model(store, root, m, tmp_path / "export")["annotations_file"] for m in plan]
+    merged = tmp_path / "annotations.jsonl"
+    merged.write_text("".join(open(p).read() for p in paths))
+    return plan, merged
+
+
+def test_annotation_flags_reach_meta(tmp_path, capsys):
+    plan, ann = _annotate_and_export(tmp_path)
+    rows = []
+    for model, images in plan.items():
+        for k, image_id in enumerate(images):
+            human = int(model == "gemini" or k == 2)  # flux is right only on its one clean 1SAT image
+            rows.append({"id": image_id, "model": model, "human": human, "logicval": human})
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    records = load_records(scores, annotations=ann)
+    assert all(set(r.scores) == {"logicval"} for r in records)  # flags are never metric columns
+    result = meta_evaluate(records)
+    flux, gemini = result["flags"]["flux"], result["flags"]["gemini"]
+    assert flux["deformed"] == 0.5 and flux["rendering_error"] == 0.25 and flux["empty_scene"] == 1.0
+    assert flux["by_package"]["1SAT"]["deformed"] == pytest.approx(2 / 3) and flux["by_package"]["3SAT"]["deformed"] == 0
+    assert gemini["deformed"] == 0.0 and gemini["flagged"] == 0.0
+    assert flux["success"]["all"] == {"n": 4, "human": 0.25, "logicval": 0.25}
+    assert flux["success"]["unflagged"] == {"n": 1, "human": 1.0, "logicval": 1.0}
+    assert flux["success"]["flagged"]["n"] == 3 and flux["success"]["flagged"]["human"] == 0.0
+    assert result["flags"]["all"]["success"]["unflagged"]["n"] == 5
+    md = format_markdown(result)
+    assert "## Images with a deformed object (%, paper Table 4)" in md
+    assert "| flux | 4 | 66.7 | 0.0 | 50.0 | 25.0 | 100.0 |" in md
+    assert "## Success with and without flagged images" in md and "| flux | unflagged | 1 | 100.0 | 1.000 |" in md
+    # and through the command
+    assert meta_main(["meta", str(scores), "--annotations", str(ann), "--out", str(tmp_path / "out")]) == 0
+    assert "paper Table 4" in capsys.readouterr().out
+    assert json.loads((tmp_path / "out" / "meta.json").read_text())["flags"]["flux"]["deformed"] == 0.5
+
+
+def test_without_flags_there_is_no_flag_section():
+    recs = [MetaRecord(str(i), "m", h, {"x": s}) for i, (h, s) in enumerate([(1, 0.9), (0, 0.1)])]
+    result = meta_evaluate(recs)
+    assert result["flags"] == {} and "Table 4" not in format_markdown(result)

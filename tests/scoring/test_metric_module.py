@@ -77,7 +77,8 @@ def test_docstring_and_card_examples(monkeypatch):
         result = runner.run(test, out=lambda s: None)
         assert result.failed == 0, name
     info = module.info
-    assert "LogicVal" in info.citation and "2026" in info.citation and isinstance(module.features, list)
+    assert "LogicVal" in info.citation and "2026" in info.citation
+    assert set(module.features) == {"predictions", "references"}  # one input format: images or scene graphs
 
 
 def test_images_pil_arrays_and_paths(tmp_path, rows, images):
@@ -128,10 +129,13 @@ def test_add_batch_and_add(tmp_path, rows, witnesses, images):
     module.add_batch(predictions=images[:3], references=rows[:3])
     module.add_batch(predictions=[str(path)], references=rows[3:])
     assert strip(module.compute()) == strip(direct_compute(images, rows))
+    # scene graphs and images added to one module are refused at compute(), naming the first odd item
     module.add_batch(predictions=witnesses[:1], references=rows[:1])
-    with pytest.raises(ValueError, match="already holds scene graphs"):
-        module.add_batch(predictions=images[:1], references=rows[:1])
-    module.compute()  # drain
+    module.add_batch(predictions=[str(path)], references=rows[:1])
+    with pytest.raises(ValueError, match=r"predictions mix images and scene graphs: predictions\[0\] is the "
+                                         r"scene-graph JSON .* but predictions\[1\] is the image path '.*last\.png'"):
+        module.compute()
+    assert module.compute(predictions=witnesses[:1], references=rows[:1])["logicval_score"] == 1.0
 
 
 def test_distributed_mode(tmp_path, rows, witnesses):
@@ -175,7 +179,8 @@ def test_probabilistic_scores(tmp_path):
 
 def test_bad_inputs_raise_before_scoring(tmp_path, images, monkeypatch):
     module = load(tmp_path)
-    with pytest.raises(ValueError, match="got 2 predictions for 1 references"):
+    # evaluate compares the two lengths first
+    with pytest.raises(ValueError, match=r"predictions \(2\) and references \(1\)|got 2 predictions for 1"):
         module.compute(predictions=[json.dumps(GOOD)] * 2, references=[SPEC])
     with pytest.raises(ValueError, match=r"references\[1\]: .*spec\.n"):
         module.compute(predictions=[json.dumps(GOOD)] * 2, references=[SPEC, {"n": 99, "constraints": []}])
@@ -204,10 +209,56 @@ def test_bad_inputs_raise_before_scoring(tmp_path, images, monkeypatch):
         module.compute(predictions=[images[0], json.dumps(GOOD)], references=[SPEC, SPEC])
     with pytest.raises(ValueError, match="expected an image"):
         module.compute(predictions=[42], references=[SPEC])
-    with pytest.raises(ValueError, match="must be lists"):
+    with pytest.raises(ValueError, match="predictions"):
         module.compute(predictions=json.dumps(GOOD), references=[SPEC])
     # the module is still usable afterwards
     assert module.compute(predictions=[json.dumps(GOOD)], references=[SPEC])["logicval_score"] == 1.0
+
+
+def test_empty_call_is_a_clear_error(tmp_path):
+    module = load(tmp_path)
+    with pytest.raises(ValueError, match="no predictions to score"):
+        module.compute(predictions=[], references=[])
+    assert module.compute(predictions=[json.dumps(GOOD)], references=[SPEC])["logicval_score"] == 1.0
+
+
+def test_paths_and_scene_json_do_not_mix(tmp_path, images):
+    """The card says images and scene graphs are not mixed in one call: paths among JSON strings are refused."""
+    module = load(tmp_path)
+    path = tmp_path / "img.png"
+    images[0].save(path)
+    with pytest.raises(ValueError, match=r"predictions\[0\] is the scene-graph JSON .* but predictions\[2\] is "
+                                         r"the image path '.*img\.png'; score scene graphs and images in separate"):
+        module.compute(predictions=[json.dumps(GOOD), json.dumps(EMPTY), str(path)], references=[SPEC] * 3)
+    with pytest.raises(ValueError, match=r"predictions\[0\] is the image path .* but predictions\[1\] is the "
+                                         r"scene-graph JSON"):
+        module.compute(predictions=[str(path), json.dumps(GOOD)], references=[SPEC] * 2)
+    card = " ".join((METRIC / "README.md").read_text(encoding="utf-8").split())
+    assert "Images and scene graphs cannot be mixed in one `compute()` call" in card
+
+
+def test_per_sample_is_short_unless_probs(tmp_path):
+    module = load(tmp_path)
+    uncertain = json.loads(json.dumps(GOOD))
+    uncertain["objects"][0]["probs"] = {"color": {"red": 0.6, "blue": 0.4}}
+    out = module.compute(predictions=[json.dumps(uncertain)], references=[SPEC])
+    sample = out["per_sample"][0]
+    assert {"ok", "violated", "scene"} <= set(sample)
+    assert all("probs" not in o for o in sample["scene"]["objects"])
+    full = module.compute(predictions=[json.dumps(uncertain)], references=[SPEC], probs=True)
+    assert full["per_sample"][0]["scene"]["objects"][0]["probs"] == {"color": {"red": 0.6, "blue": 0.4}}
+
+
+def test_by_load(tmp_path, rows, witnesses):
+    module = load(tmp_path)
+    out = module.compute(predictions=witnesses, references=rows)
+    loads = [json.loads(r["spec_json"]) for r in rows if r["label"] == "SAT"]
+    expected = sorted({str(s["n"] + len(s["constraints"])) for s in loads}, key=int)
+    assert list(out["by_load"]) == expected
+    assert all(v["score"] == 1.0 for v in out["by_load"].values())
+    assert sum(v["n"] for v in out["by_load"].values()) == len(loads)
+    assert [s["load"] for s in out["per_sample"]] == [json.loads(r["spec_json"])["n"]
+                                                      + len(json.loads(r["spec_json"])["constraints"]) for r in rows]
 
 
 def test_config_name_selects_the_backend(tmp_path, images):
@@ -307,11 +358,12 @@ def _import_app():
 
 def test_app_without_gradio_fails_clearly():
     # in a fresh interpreter: hiding gradio in this one would break later imports of it
-    code = "import runpy, sys; sys.modules['gradio'] = None; runpy.run_path(sys.argv[1])"
+    code = "import runpy, sys; sys.modules['gradio'] = None; runpy.run_path(sys.argv[1], run_name='__main__')"
     proc = subprocess.run([sys.executable, "-c", code, str(METRIC / "app.py")], capture_output=True, text=True,
                           timeout=120)
-    assert proc.returncode != 0
-    assert "ImportError: the LogicVal metric app needs gradio: `pip install gradio`" in proc.stderr
+    assert proc.returncode == 2
+    assert proc.stderr == ('logicval: error: the LogicVal metric app needs the "space" extra (gradio is not '
+                           'installed): pip install "logicval-hf[space]"\n')
 
 
 def test_app_builds_the_widget(tmp_path):

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from logicval_hf.common.extras import require
 from logicval_hf.scoring.baselines.base import DEFAULT_PROMPT_FIELD, BaselineError, BaselineMetric, BaselineResult, check_pairs, prompt_text, to_pil
 
 __all__ = ["CLIPScore", "DEFAULT_LONGCLIP", "LONGCLIP_KEEP", "convert_longclip_state_dict",
@@ -166,7 +167,7 @@ class CLIPScore(BaselineMetric):
 
     def __init__(self, encoder: Any, *, device: str | None = None, batch_size: int = 32,
                  prompt_field: str = DEFAULT_PROMPT_FIELD) -> None:
-        import torch
+        torch = require("torch", "neural", "the CLIPScore baseline")
 
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.encoder = encoder
@@ -196,7 +197,7 @@ class CLIPScore(BaselineMetric):
     def from_open_clip(cls, name: str = "ViT-L-14", pretrained: str | None = "openai", *,
                        quick_gelu: bool | None = None, device: str | None = None, **kwargs: Any) -> "CLIPScore":
         """An open_clip model: ``pretrained`` is an open_clip tag, a local checkpoint file or None (random)."""
-        import open_clip
+        open_clip = require("open_clip", "neural", "the CLIPScore baseline (open_clip)")
 
         dev = device or None
         if pretrained is not None and Path(str(pretrained)).is_file():
@@ -227,6 +228,7 @@ class CLIPScore(BaselineMetric):
     def from_transformers(cls, model_id_or_path: str = DEFAULT_LONGCLIP, *, device: str | None = None,
                           **kwargs: Any) -> "CLIPScore":
         """A ``transformers`` CLIP model + processor from a hub id or a local directory."""
+        require("transformers", "neural", "the CLIPScore baseline (transformers)")
         from transformers import AutoModel, AutoProcessor
 
         processor = AutoProcessor.from_pretrained(model_id_or_path)

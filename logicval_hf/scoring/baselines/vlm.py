@@ -39,6 +39,7 @@ from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
+from logicval_hf.common.extras import require
 from logicval_hf.scoring.baselines.base import BaselineError
 
 __all__ = ["VLMBackend", "TransformersVLM", "OpenAIChatVLM", "VLMRequestError", "VLMResponseError",
@@ -76,7 +77,7 @@ class TransformersVLM(VLMBackend):
     """A local ``transformers`` VLM (already constructed model + processor, or `from_pretrained`)."""
 
     def __init__(self, model: Any, processor: Any, *, device: str | None = None, batch_size: int = 8) -> None:
-        import torch
+        torch = require("torch", "neural", "the local transformers VLM")
 
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -91,6 +92,7 @@ class TransformersVLM(VLMBackend):
     def from_pretrained(cls, model_id_or_path: str, *, device: str | None = None, dtype: Any = None,
                         batch_size: int = 8, **kwargs: Any) -> "TransformersVLM":
         """Load with ``AutoModelForImageTextToText`` / ``AutoProcessor`` from a hub id or a local directory."""
+        require("transformers", "neural", "the local transformers VLM")
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         processor = AutoProcessor.from_pretrained(model_id_or_path)

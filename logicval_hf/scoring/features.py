@@ -1,0 +1,120 @@
+"""`datasets` feature types for the ``evaluate`` metric: how a prediction (image or scene graph) and a reference
+(spec or benchmark row) are stored in the metric's Arrow cache between ``add_batch`` and ``compute``.
+
+Storage only: encoding turns any accepted input into a storable value (scene graphs and references become JSON
+text, images PNG bytes or their path) and refuses what cannot be stored (an unknown type, an array that is not
+``uint8``, an image over the pixel cap, before it is encoded); decoding hands back what
+`logicval_hf.scoring.evaluation.compute` accepts, which checks every item and names it (``predictions[3]: ...``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, Optional
+
+import datasets
+import pyarrow as pa
+
+from logicval_hf.contract.scene import Scene
+from logicval_hf.scoring.inputs import is_scene_graph, reference_json
+
+__all__ = ["Prediction", "Reference", "metric_features"]
+
+
+def _png(rgb: Any) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+@dataclass
+class Prediction:
+    """An image or a scene graph: ``{"scene": JSON text}``, ``{"path": image file}`` or ``{"bytes": image}``."""
+
+    decode: bool = True
+    id: Optional[str] = field(default=None, repr=False)
+    pa_type: ClassVar[Any] = pa.struct({"scene": pa.string(), "path": pa.string(), "bytes": pa.binary()})
+    _type: str = field(default="LogicValPrediction", init=False, repr=False)
+
+    def __call__(self):
+        return self.pa_type
+
+    def encode_example(self, value: Any) -> dict[str, Any]:
+        from logicval_hf.perception.images import check_size, load_image
+
+        what = "prediction"
+        if isinstance(value, Scene):
+            return {"scene": value.to_json(), "path": None, "bytes": None}
+        if isinstance(value, Mapping) and is_scene_graph(value):
+            try:
+                return {"scene": json.dumps(value, default=str), "path": None, "bytes": None}
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{what}: scene graph is not JSON-serialisable ({e})") from None
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if isinstance(value, str):
+            if is_scene_graph(value):
+                return {"scene": value, "path": None, "bytes": None}
+            return {"scene": None, "path": value, "bytes": None}
+        if isinstance(value, (bytes, bytearray)):
+            return {"scene": None, "path": None, "bytes": bytes(value)}
+        if isinstance(value, Mapping) and ("bytes" in value or "path" in value):  # a `datasets.Image` cell
+            b, p = value.get("bytes"), value.get("path")
+            if b is None and p is None:
+                raise ValueError(f"{what}: an image cell needs 'bytes' or 'path'")
+            return {"scene": None, "path": None if b is not None else os.fspath(p),
+                    "bytes": bytes(b) if b is not None else None}
+        if hasattr(value, "__array_interface__") and not type(value).__module__.startswith("PIL."):
+            import numpy as np
+
+            return {"scene": None, "path": None, "bytes": _png(load_image(np.asarray(value), what))}
+        if type(value).__module__.startswith("PIL."):
+            check_size(*value.size, what)  # before spending time on encoding
+            return {"scene": None, "path": None, "bytes": _png(load_image(value, what))}
+        raise ValueError(
+            f"{what}: expected an image (PIL image, uint8 array, path, encoded bytes) or a scene graph (JSON string, "
+            f"dict, Scene), got {type(value).__name__}"
+        )
+
+    def decode_example(self, value: Mapping[str, Any], token_per_repo_id: Any = None) -> Any:
+        if value.get("scene") is not None:
+            return value["scene"]
+        if value.get("bytes") is not None:
+            return value["bytes"]
+        return value.get("path")
+
+
+@dataclass
+class Reference:
+    """A spec or a benchmark row, as JSON text (a row keeps only id, package, label and spec_json)."""
+
+    decode: bool = True
+    id: Optional[str] = field(default=None, repr=False)
+    pa_type: ClassVar[Any] = pa.string()
+    _type: str = field(default="LogicValReference", init=False, repr=False)
+
+    def __call__(self):
+        return self.pa_type
+
+    def encode_example(self, value: Any) -> str:
+        return reference_json(value)
+
+    def decode_example(self, value: str, token_per_repo_id: Any = None) -> str:
+        return value
+
+
+with warnings.catch_warnings():  # "register_feature is experimental": it is how custom types are read back
+    warnings.simplefilter("ignore", UserWarning)
+    datasets.features.features.register_feature(Prediction, "LogicValPrediction")
+    datasets.features.features.register_feature(Reference, "LogicValReference")
+
+
+def metric_features() -> datasets.Features:
+    """The metric's one input format: ``{"predictions": Prediction(), "references": Reference()}``."""
+    return datasets.Features({"predictions": Prediction(), "references": Reference()})

@@ -1,0 +1,205 @@
+"""What `compute` (and through it the ``evaluate`` metric and the main job) accepts, checked before any work.
+
+Predictions are one of two kinds, never mixed in one call:
+
+* **scene graphs**: a `Scene`, a dict with ``objects``, or a JSON string (``{"image_size": ..., "objects": ...}``);
+* **images**: a PIL image, a ``uint8`` numpy array, a path (``str`` / ``os.PathLike``), encoded image bytes
+  (PNG, JPEG, ...) or a ``datasets.Image`` cell (``{"bytes": ..., "path": ...}``).
+
+References are specs (`Spec`, dict, JSON string / bytes) or benchmark rows (dicts with ``spec_json`` and
+optionally ``id``, ``package``, ``label``). Every error is a `ValueError` that names the item
+(``predictions[3]: ...``). Images are checked cheaply (file header, pixel cap `MAX_PIXELS`, array dtype and
+shape) before anything decodes them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from typing import Any, Mapping, Sequence
+
+from logicval_hf.contract.scene import Scene
+from logicval_hf.contract.spec import Spec
+from logicval_hf.errors import SceneError, SpecError
+from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, check_size
+
+__all__ = ["MAX_PIXELS", "ROW_KEYS", "check_lists", "is_scene_graph", "prediction_kind", "normalise_prediction",
+           "normalise_predictions", "parse_reference", "reference_json"]
+
+#: benchmark-row fields a reference keeps (the rest of a row, e.g. the prompt or the witness, is not needed)
+ROW_KEYS = ("id", "package", "label", "spec_json")
+
+
+def check_lists(predictions: Any, references: Any) -> tuple[list[Any], list[Any]]:
+    """Predictions and references as two lists of the same, non-zero length."""
+    if isinstance(predictions, (str, bytes)) or isinstance(references, (str, bytes)):
+        raise ValueError("predictions and references must be lists (one item per sample)")
+    predictions = list(predictions) if predictions is not None else []
+    references = list(references) if references is not None else []
+    if len(predictions) != len(references):
+        raise ValueError(f"got {len(predictions)} predictions for {len(references)} references")
+    if not predictions:
+        raise ValueError("no predictions to score: predictions and references are empty (pass one prediction "
+                         "per reference)")
+    return predictions, references
+
+
+def is_scene_graph(x: Any) -> bool:
+    """Whether a prediction is a scene graph (a `Scene`, a dict with ``objects``, a JSON object string)."""
+    if isinstance(x, Scene):
+        return True
+    if isinstance(x, Mapping):
+        return "objects" in x and not ("bytes" in x or "path" in x)
+    if isinstance(x, str):
+        return x.lstrip().startswith("{")
+    return False
+
+
+def prediction_kind(x: Any) -> str:
+    """``"scene graph"`` or ``"image"``."""
+    return "scene graph" if is_scene_graph(x) else "image"
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (str, os.PathLike)) and not is_scene_graph(x):
+        return f"the image path {os.fspath(x)[:120]!r}"
+    if isinstance(x, str):
+        return f"the scene-graph JSON {x.strip()[:60]!r}..." if len(x.strip()) > 60 else f"the scene-graph JSON {x!r}"
+    if isinstance(x, (Scene, Mapping)) and is_scene_graph(x):
+        return f"a scene graph ({type(x).__name__})"
+    return f"an image ({type(x).__name__})"
+
+
+def _scene(x: Any, what: str) -> Scene:
+    if not isinstance(x, (Scene, Mapping, str)):
+        kind = "image bytes" if isinstance(x, (bytes, bytearray)) else type(x).__name__
+        raise SceneError(f"{what}: scene: must be a JSON object (a scene graph), got {kind}")
+    try:
+        return x if isinstance(x, Scene) else Scene.from_dict(x)
+    except ValueError as e:
+        raise type(e)(f"{what}: {e}") from None
+
+
+def _open_image_bytes(data: bytes, what: str) -> Any:
+    """A lazily decoded PIL image from encoded bytes, its header checked (type, pixel cap)."""
+    from PIL import Image, UnidentifiedImageError
+
+    what = f"{what} (image bytes)"
+    try:
+        im = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise PerceptionError(f"{what}: not an image file PIL can read") from None
+    except (OSError, ValueError, SyntaxError) as e:
+        raise PerceptionError(f"{what}: corrupt image ({e})") from None
+    check_size(*im.size, what)
+    return im
+
+
+def _check_image_file(path: str, what: str) -> None:
+    """Refuse a missing, non-image or oversized file from its header, before anything decodes it."""
+    from PIL import Image, UnidentifiedImageError
+
+    if not os.path.isfile(path):
+        raise PerceptionError(f"{what}: {path[:200]!r} is neither scene-graph JSON nor an existing image file")
+    what = f"{what} {path!r}"
+    try:
+        with Image.open(path) as im:
+            w, h = im.size
+    except UnidentifiedImageError:
+        raise PerceptionError(f"{what}: not an image file PIL can read (scene graphs are JSON: pass the JSON "
+                              "text, not an image)" if path.lower().endswith(".json") else
+                              f"{what}: not an image file PIL can read") from None
+    except (OSError, ValueError, SyntaxError) as e:
+        raise PerceptionError(f"{what}: corrupt image ({e})") from None
+    check_size(w, h, what)
+
+
+def normalise_prediction(x: Any, what: str = "prediction", backend: str | None = None) -> Any:
+    """A checked prediction: a `Scene` for a scene graph; for an image, a path string, a numpy array or a PIL
+    image (encoded bytes and ``datasets.Image`` cells are opened lazily). With ``backend="given"`` every
+    prediction must be a scene graph."""
+    if backend == "given" or is_scene_graph(x):
+        return _scene(x, what)
+    if isinstance(x, os.PathLike):
+        x = os.fspath(x)
+    if isinstance(x, str):
+        _check_image_file(x, what)
+        return x
+    if isinstance(x, (bytes, bytearray)):
+        return _open_image_bytes(bytes(x), what)
+    if isinstance(x, Mapping) and ("bytes" in x or "path" in x):  # a `datasets.Image` cell
+        if x.get("bytes") is not None:
+            return _open_image_bytes(bytes(x["bytes"]), what)
+        if x.get("path") is not None:
+            return normalise_prediction(os.fspath(x["path"]), what)
+        raise ValueError(f"{what}: an image cell needs 'bytes' or 'path'")
+    import numpy as np
+
+    if isinstance(x, np.ndarray):
+        from logicval_hf.perception.images import load_image
+
+        load_image(x, what)  # dtype, shape and size (no decoding involved)
+        return x
+    if type(x).__module__.startswith("PIL."):
+        check_size(*x.size, what)
+        return x
+    raise ValueError(
+        f"{what}: expected an image (PIL image, uint8 array, path, encoded bytes) or a scene graph (JSON string, "
+        f"dict, Scene), got {type(x).__name__}"
+    )
+
+
+def normalise_predictions(predictions: Sequence[Any], backend: str | None = None) -> list[Any]:
+    """Every prediction checked (`normalise_prediction`); images and scene graphs in one call are refused,
+    naming the first item of the other kind."""
+    predictions = list(predictions)
+    if backend != "given" and predictions:
+        first = prediction_kind(predictions[0])
+        for i, p in enumerate(predictions):
+            if prediction_kind(p) != first:
+                raise ValueError(
+                    f"predictions mix images and scene graphs: predictions[0] is {_describe(predictions[0])} but "
+                    f"predictions[{i}] is {_describe(p)}; score scene graphs and images in separate calls")
+    return [normalise_prediction(p, f"predictions[{i}]", backend) for i, p in enumerate(predictions)]
+
+
+def parse_reference(ref: Any, catalog: Any = None) -> tuple[Spec, dict[str, Any]]:
+    """A reference as (spec, metadata with id / package / label when the reference carries them)."""
+    meta: dict[str, Any] = {}
+    if isinstance(ref, bytes):
+        ref = ref.decode("utf-8", errors="replace")
+    if isinstance(ref, str):
+        try:
+            ref = json.loads(ref)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"reference is not valid spec JSON ({e})") from None
+    if isinstance(ref, Mapping) and "spec_json" in ref:
+        meta = {k: ref[k] for k in ("id", "package", "label") if k in ref and ref[k] is not None}
+        ref = ref["spec_json"]
+        if isinstance(ref, str):
+            try:
+                ref = json.loads(ref)
+            except json.JSONDecodeError as e:
+                raise SpecError(f"spec_json is not valid JSON ({e})") from None
+    if isinstance(ref, Spec):
+        return ref, meta
+    if not isinstance(ref, Mapping):
+        raise SpecError(f"expected a spec or a benchmark row (JSON or dict), got {type(ref).__name__}")
+    return Spec.from_dict(ref, catalog=catalog), meta
+
+
+def reference_json(ref: Any) -> str:
+    """A reference as one JSON string (a spec, or a benchmark row reduced to `ROW_KEYS`), unchecked: for
+    storage (the ``evaluate`` metric's Arrow cache); `parse_reference` checks it."""
+    if isinstance(ref, Spec):
+        return ref.to_json()
+    if isinstance(ref, (bytes, bytearray)):
+        return bytes(ref).decode("utf-8", errors="replace")
+    if isinstance(ref, str):
+        return ref
+    if isinstance(ref, Mapping):
+        if "spec_json" in ref:
+            ref = {k: ref[k] for k in ROW_KEYS if ref.get(k) is not None}
+        return json.dumps(ref, separators=(",", ":"), default=str)
+    raise SpecError(f"reference: expected a spec or a benchmark row (JSON or dict), got {type(ref).__name__}")
