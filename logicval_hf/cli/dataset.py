@@ -1,6 +1,6 @@
 """Dataset subcommands of ``logicval``: ``build-dataset``, ``push-dataset`` and ``stats``.
 
-`add_subcommands(subparsers)` registers them on the main parser's subparsers (``logicval_hf/cli.py``); each
+`add_subcommands(subparsers)` registers them on the main parser's subparsers (``logicval_hf/cli/main.py``); each
 sets ``func`` to a handler ``(args) -> exit status``, like the other subcommands. Importing this module is
 cheap (no clingo, datasets or matplotlib until a command runs). ``python -m
 logicval_hf.cli.dataset ...`` runs them standalone. They need the ``data`` extras (datasets, pyarrow,
@@ -200,7 +200,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.main import standalone_main
+    from logicval_hf.cli.dispatch import standalone_main
 
     return standalone_main(add_subcommands, argv, "LogicVal dataset commands.")
 

@@ -1,6 +1,6 @@
 """The ``logicval generate`` subcommand: generate one image per benchmark row with a T2I model.
 
-`add_subcommands(subparsers)` registers it on the main parser (``logicval_hf/cli.py``); ``python -m
+`add_subcommands(subparsers)` registers it on the main parser (``logicval_hf/cli/main.py``); ``python -m
 logicval_hf.cli.generate generate ...`` runs it standalone. Importing this module is cheap: torch/diffusers are
 imported only for ``--backend diffusers``, and only when the command runs.
 
@@ -175,7 +175,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.main import standalone_main
+    from logicval_hf.cli.dispatch import standalone_main
 
     return standalone_main(add_subcommands, argv, "LogicVal generation commands.")
 

@@ -1,7 +1,7 @@
 """Metric subcommands of ``logicval``: ``meta`` (meta-evaluation against human verdicts) and ``push-metric``
 (publish the ``evaluate`` metric folder as a Space).
 
-`add_subcommands(subparsers)` registers them on the main parser's subparsers (``logicval_hf/cli.py``); each
+`add_subcommands(subparsers)` registers them on the main parser's subparsers (``logicval_hf/cli/main.py``); each
 sets ``func`` to a handler ``(args) -> exit status``. Importing this module is cheap (numpy, scipy and
 matplotlib load when a command runs). ``python -m logicval_hf.cli.meta ...`` runs them standalone.
 """
@@ -68,7 +68,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.main import standalone_main
+    from logicval_hf.cli.dispatch import standalone_main
 
     return standalone_main(add_subcommands, argv, "LogicVal metric commands.")
 

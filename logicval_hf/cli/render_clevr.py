@@ -87,7 +87,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.main import standalone_main
+    from logicval_hf.cli.dispatch import standalone_main
 
     return standalone_main(add_subcommands, argv, "LogicVal CLEVR renders with Blender.")
 

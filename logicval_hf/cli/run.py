@@ -1,11 +1,6 @@
 """``logicval run``: the whole loop offline in one command (benchmark -> images -> verdicts -> report).
 
-Wire it into ``logicval_hf/cli.py`` next to the dataset subcommands::
-
-    from logicval_hf.cli.run import add_subcommands as add_run_subcommands
-    add_run_subcommands(sub)
-
-It also runs on its own: ``python -m logicval_hf.cli.run run --limit 2``.
+`add_subcommands` registers it (``logicval_hf.cli.main`` lists every group). It also runs on its own: ``python -m logicval_hf.cli.run run --limit 2``.
 """
 
 from __future__ import annotations
@@ -103,7 +98,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.main import standalone_main
+    from logicval_hf.cli.dispatch import standalone_main
 
     return standalone_main(add_subcommands, argv, "LogicVal main job.")
 

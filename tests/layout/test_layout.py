@@ -117,6 +117,20 @@ def test_lower_rooms_never_import_higher_ones():
     assert not bad, bad
 
 
+def test_command_modules_import_only_the_dispatcher():
+    """``cli/main`` lists the groups; a group module never imports another group or ``main`` (even lazily)."""
+    mods = _modules()
+    groups = {m for m in mods if m.startswith("logicval_hf.cli.") and m.split(".")[-1] not in ("main", "__main__")}
+    bad = []
+    for m in groups:
+        src = mods[m].read_text(encoding="utf-8")
+        for other in groups | {"logicval_hf.cli.main"}:
+            if other not in (m, "logicval_hf.cli.dispatch", "logicval_hf.cli.demo") and (
+                    f"from {other} import" in src or f"import {other}" in src):
+                bad.append(f"{m} -> {other}")
+    assert not bad, bad
+
+
 def _checkout_env(tmp_path: Path) -> dict[str, str]:
     """An interpreter that sees the checkout through PYTHONPATH only: the installed copy is hidden."""
     hide = tmp_path / "hide"

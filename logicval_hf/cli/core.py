@@ -1,0 +1,210 @@
+"""The core subcommands of ``logicval``: ``solve``, ``verify``, ``check``, ``asp``, ``run-asp`` and ``demo``. Every one is
+a thin call into the package; JSON in, JSON out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
+from logicval_hf.cli.dispatch import emit as _emit
+from logicval_hf.cli.dispatch import read_json as _read_json
+
+_SCENE_FORMAT = '{"image_size": [W, H], "objects": [{"color", "shape", "material", "bbox"}]}'
+
+__all__ = ["add_subcommands"]
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from logicval_hf.asp.solver import solve
+
+    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size))
+    _emit(result.to_dict(), args.pretty)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from logicval_hf.asp.solver import verify
+
+    count = "relaxed" if args.relaxed else "strict"
+    if args.jsonl:
+        return _verify_jsonl(args.jsonl, count)
+    if not args.spec or not args.scene:
+        raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
+    hint = (f"a scene graph is {_SCENE_FORMAT}; to check an image, run "
+            f"`logicval check {args.spec} {args.scene}`")
+    verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene", hint), count=count)
+    _emit(verdict.to_dict(), args.pretty)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Image -> scene graph (perception backend) -> verdict; exit 0 whatever the verdict."""
+    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.common.extras import require_backend
+    from logicval_hf.contract.spec import as_spec
+    from logicval_hf.perception import extract_scene
+    from logicval_hf.scoring.inputs import normalise_prediction
+
+    solver = default_solver()
+    spec = as_spec(_read_json(args.spec, "spec"), solver.catalog)
+    if args.image.lower().endswith(".json"):
+        raise ValueError(f"image {args.image!r} is a JSON file: scene graphs are checked with "
+                         f"`logicval verify {args.spec} {args.image}`; `logicval check` takes an image")
+    if not os.path.isfile(args.image):
+        raise ValueError(f"cannot read image {args.image!r}: no such file")
+    image = normalise_prediction(args.image, "image")
+    require_backend(args.backend)
+    scene = extract_scene(image, backend=args.backend)
+    verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict")
+    out = verdict.to_dict()
+    out.update(image=args.image, backend=args.backend, scene=scene.to_dict())
+    if not args.probs:
+        for o in out["scene"]["objects"]:
+            o.pop("probs", None)
+    _emit(out, args.pretty)
+    return 0
+
+
+def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
+    """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line).
+
+    Lines are checked one by one, then verified in chunks so that scenes of one spec share a grounding.
+    """
+    from logicval_hf.contract.scene import Scene
+    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.contract.spec import as_spec
+
+    solver = default_solver()
+    try:
+        fh = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read pairs file {path!r}: {e.strerror}") from None
+    failures = 0
+    pending: list[tuple[int, Any]] = []  # (line number, parsed item or error dict)
+
+    def flush() -> None:
+        good = [(k, item) for k, item in pending if not isinstance(item, dict)]
+        by_mode: dict[str, list[tuple[int, Any]]] = {}
+        for k, item in good:
+            by_mode.setdefault(item[3], []).append((k, item))
+        verdicts: dict[int, dict] = {}
+        for mode, items in by_mode.items():
+            results = solver.verify_many([(it[0], it[1]) for _, it in items], count=mode,
+                                         labels=[it[2] for _, it in items])
+            verdicts.update({k: v.to_dict() for (k, _), v in zip(items, results)})
+        for k, item in pending:
+            out = item if isinstance(item, dict) else verdicts[k]
+            print(json.dumps(out, separators=(",", ":")))
+        pending.clear()
+
+    with fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                pair = json.loads(line)
+                if not isinstance(pair, dict) or "spec" not in pair or "scene" not in pair:
+                    raise ValueError('each line must be a JSON object {"spec": ..., "scene": ...}')
+                mode = pair.get("count", count)
+                if mode not in ("strict", "relaxed"):
+                    raise ValueError(f"count must be 'strict' or 'relaxed', got {mode!r}")
+                label = pair.get("label")
+                if label not in (None, "SAT", "UNSAT"):
+                    raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
+                spec = as_spec(pair["spec"], solver.catalog)
+                scene = Scene.from_dict(pair["scene"], solver.catalog.domain)
+                pending.append((lineno, (spec, scene, label, mode)))
+            except (json.JSONDecodeError, *_USER_ERRORS) as e:
+                failures += 1
+                pending.append((lineno, {"line": lineno, "error": str(e)}))
+            if len(pending) >= chunk:
+                flush()
+    flush()
+    if failures:
+        print(f"logicval: error: {failures} line(s) of {path} could not be verified", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_asp(args: argparse.Namespace) -> int:
+    from logicval_hf.asp.programs import spec_program, write_generated
+
+    if args.write_templates is not None:
+        for p in write_generated(args.write_templates or None):
+            print(p)
+        return 0
+    if not args.spec:
+        raise ValueError("asp needs SPEC.json (or --write-templates DIR)")
+    from logicval_hf.contract.spec import Spec
+
+    print(spec_program(Spec.from_dict(_read_json(args.spec, "spec"))), end="")
+    return 0
+
+
+def cmd_run_asp(args: argparse.Namespace) -> int:
+    from logicval_hf.asp.safety import run_program
+
+    try:
+        text = sys.stdin.read() if args.program == "-" else Path(args.program).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read program {args.program!r}: {e.strerror}") from None
+    _emit(run_program(text, timeout=args.timeout).to_dict(), args.pretty)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.demo import run_demo
+
+    run_demo(out=sys.stdout)
+    return 0
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register the core subcommands on the ``logicval`` subparsers."""
+    s = sub.add_parser("solve", help="label a spec SAT/UNSAT with a witness scene or a minimal unsat core")
+    s.add_argument("spec", help="spec JSON file ({'n': ..., 'constraints': [...]}), or - for stdin")
+    s.add_argument("--image-size", type=int, nargs=2, default=[480, 320], metavar=("W", "H"),
+                   help="image size for the witness's bounding boxes (default 480 320)")
+    s.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    s.set_defaults(func=cmd_solve)
+
+    v = sub.add_parser("verify", help="check scene graphs against specs")
+    v.add_argument("spec", nargs="?", help="spec JSON file")
+    v.add_argument("scene", nargs="?", help="scene JSON file ({'image_size': [W, H], 'objects': [...]})")
+    v.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
+    v.add_argument("--jsonl", metavar="PAIRS.jsonl",
+                   help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out")
+    v.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    v.set_defaults(func=cmd_verify)
+
+    c = sub.add_parser("check", help="check an image against a spec: image -> scene graph -> verdict JSON "
+                                     "(exit 0 whatever the verdict, 2 on bad input)")
+    c.add_argument("spec", help="spec JSON file, or - for stdin")
+    c.add_argument("image", help="image file (PNG, JPEG, WebP, ...)")
+    c.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
+                   help='perception backend (default clevr, weight-free; neural needs "logicval-hf[neural]")')
+    c.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
+    c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
+    c.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    c.set_defaults(func=cmd_check)
+
+    a = sub.add_parser("asp", help="print the complete ASP program of a spec")
+    a.add_argument("spec", nargs="?", help="spec JSON file")
+    a.add_argument("--write-templates", metavar="DIR", nargs="?", const="",
+                   help="regenerate the parametric template programs and vocabulary; under DIR if given, else "
+                        "in the package's own logicval_hf/asp/lp/ (where the solver reads them)")
+    a.set_defaults(func=cmd_asp)
+
+    r = sub.add_parser("run-asp", help="solve an untrusted ASP program safely (no #include/#script, time-bounded)")
+    r.add_argument("program", help="program file, or - for stdin")
+    r.add_argument("--timeout", type=float, default=10.0, help="seconds for grounding + solving (default 10)")
+    r.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    r.set_defaults(func=cmd_run_asp)
+
+    d = sub.add_parser("demo", help="solve and verify a built-in example spec (no downloads)")
+    d.set_defaults(func=cmd_demo)

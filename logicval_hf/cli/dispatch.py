@@ -1,0 +1,85 @@
+"""How every ``logicval`` command runs: bad input prints ``logicval: error: <what is wrong>`` and exits 2 (so does a
+command that needs an extra that is not installed, with one line naming it); output piped into ``head`` and the
+like ends quietly. Also the small JSON helpers the command groups share. Command modules import this one, never
+each other or `logicval_hf.cli.main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from logicval_hf.common.extras import MissingExtraError, missing_extra
+from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
+
+__all__ = ["USER_ERRORS", "dispatch", "emit", "read_json", "standalone_main"]
+
+#: errors that mean bad input: reported in one line, exit status 2
+USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
+
+
+
+
+def read_json(path: str, what: str, hint: str = "") -> Any:
+    """A JSON file (or stdin for ``-``); an unreadable, binary or malformed file is a one-line error naming it."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path!r} is not JSON text (a binary file, an image?): {what}s are JSON"
+                         + (f"; {hint}" if hint else "")) from None
+    except OSError as e:
+        raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {path!r} is not valid JSON: {e}" + (f"; {hint}" if hint else "")) from None
+
+
+def emit(obj: Any, pretty: bool) -> None:
+    print(json.dumps(obj, indent=2 if pretty else None, separators=None if pretty else (",", ":")))
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        rc = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return rc
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly, as Unix tools do
+        _silence_stdout()
+        return 0
+    except MissingExtraError as e:
+        print(f"logicval: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:  # an optional stack imported deep inside a command
+        missing = missing_extra(e, f"`logicval {args.command}`")
+        if missing is None:
+            raise
+        print(f"logicval: error: {missing}", file=sys.stderr)
+        return 2
+    except USER_ERRORS as e:
+        print(f"logicval: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush does not report the broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (tests capture it)
+        pass
+
+
+def standalone_main(add_subcommands: Callable[[Any], None], argv: Sequence[str] | None, description: str) -> int:
+    """Entry point of a command group run on its own (``python -m logicval_hf.cli.<group>``), with the
+    same handling of bad input as ``logicval``."""
+    parser = argparse.ArgumentParser(prog="logicval", description=description)
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    return dispatch(parser, argv)
