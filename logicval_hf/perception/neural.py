@@ -593,6 +593,9 @@ def _split(settings: dict[str, Any]) -> tuple[NeuralPipeline, dict[str, Any]]:
     pipe = settings.pop("pipeline", None)
     run = {k: settings.pop(k) for k in list(settings) if k in DEFAULTS}
     if pipe is None:
+        from logicval_hf.common.extras import require_backend
+
+        require_backend("neural")  # one line naming the extra, not a traceback from deep inside transformers
         pipe = load_pipeline(**settings)
     elif settings:
         raise ValueError(f"model settings {sorted(settings)} cannot be combined with pipeline=")
