@@ -31,7 +31,16 @@ try:  # running from a checkout without `pip install -e .`
 except ImportError:  # pragma: no cover
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import gradio as gr
+from logicval_hf.common.extras import MissingExtraError, require
+from logicval_hf.space.config import exit_with_error
+
+try:  # without the "space" extra: one line and exit status 2 (exercised by hiding gradio in the tests)
+    gr = require("gradio", "space", "the Space")
+except MissingExtraError as e:
+    if __name__ == "__main__":
+        exit_with_error(str(e))
+    raise
+
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
@@ -147,6 +156,26 @@ def upload_image(max_bytes: int, **kwargs: Any) -> gr.Image:
     return comp
 
 
+def closed_menu(*args: Any, **kwargs: Any) -> gr.Dropdown:
+    """`gr.Dropdown` of fixed choices whose refusal of any other value (sent through the API) quotes the value cut
+    short (`logicval_hf.space.common.quote`), as every message of the Space does: gradio's own message repeats it
+    whole, however long, and logs a traceback. For menus whose choices never change (a handler that returned
+    new choices would get gradio's own component back)."""
+    comp = gr.Dropdown(*args, **kwargs)
+    inner = comp.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        values = [v for _, v in comp.choices]
+        if payload is not None and payload not in values:
+            listed = ", ".join(map(str, values)) if len(values) <= 12 else f"{len(values)} of them"
+            raise gr.Error(html.escape(f"{comp.label}: {common.quote(payload)} is not one of the choices "
+                                       f"({listed})", quote=False), print_exception=False)
+        return inner(payload)
+
+    comp.preprocess = preprocess  # type: ignore[method-assign]
+    return comp
+
+
 def annotator_input(comp: Any, max_bytes: int) -> Any:
     """The annotation widget with its input passed through the image gate (the widget would decode any image
     it is sent, whatever its size) and its boxes handed over raw: `logicval_hf.space.annotate.check_boxes`
@@ -243,7 +272,7 @@ def _explore_tab() -> dict[str, Any]:
     gr.Markdown("Pick a configuration and a prompt. UNSAT prompts show their minimal unsat core; SAT prompts show "
                 "the solver's witness scene, rendered.")
     with gr.Row():
-        pkg = gr.Dropdown(list(PACKAGE_NAMES), value="1SAT", label="Configuration", scale=1)
+        pkg = closed_menu(list(PACKAGE_NAMES), value="1SAT", label="Configuration", scale=1)
         rid = gr.Dropdown(common.package_ids("1SAT"), value="1SAT-0001", label="Prompt id", scale=1,
                           allow_custom_value=True)
         to_check = gr.Button("Check an image against this prompt →", scale=1)
@@ -277,8 +306,7 @@ def _explore_tab() -> dict[str, Any]:
     def show(row_id: str):
         v = exp.explore_row(row_id)
         scene = exp.witness_scene(v)
-        sq = _df([[s["constraint"] + 1, s["question"], s["type"], s["expect"], s["bind"] or ""]
-                  for s in v["subquestions"]], exp.SUBQUESTION_HEADERS)
+        sq = _df(exp.subquestion_rows(v), exp.SUBQUESTION_HEADERS)
         wt = (_df(common.scene_rows(scene), common.scene_headers(scene)).drop(columns=["score"])
               if scene is not None else None)
         return (exp.header_markdown(v), v["prompt_short"], v["prompt_long"], v["full_prompt_short"],
@@ -298,7 +326,7 @@ def _compose_tab(catalog: Any) -> None:
                 "only valid values. Slot rules that relate several slots are listed under each template and "
                 "explained if broken.")
     n_choices = list(range(catalog.domain.n_min, catalog.domain.n_max + 1))
-    n = gr.Dropdown(n_choices, value=4, label="n (number of objects)")
+    n = closed_menu(n_choices, value=4, label="n (number of objects)")
     t_choices = [("(none)", "")] + cmp.template_choices(catalog)
     templates, slots, rules = [], [], []
     first_default = "C3/2prop"
@@ -307,7 +335,7 @@ def _compose_tab(catalog: Any) -> None:
             tid0 = first_default if k == 0 else ""
             menus = cmp.slot_menus(tid0, 4, None, catalog) if tid0 else []
             with gr.Row():
-                t = gr.Dropdown(t_choices, value=tid0, label=f"Constraint {k + 1}: template", scale=3)
+                t = closed_menu(t_choices, value=tid0, label=f"Constraint {k + 1}: template", scale=3)
             with gr.Row():
                 row_slots = []
                 for j in range(cmp.MAX_SLOTS):
@@ -387,17 +415,7 @@ def _compose_tab(catalog: Any) -> None:
     def view(result: Mapping[str, Any]):
         spec = Spec.from_dict(result["spec"], catalog=catalog, allowed_m=common.COMPOSE_M)
         d = cmp.describe_spec(spec, catalog)
-        lines = []
-        for c in d["constraints"]:
-            lines.append(f"**Constraint {c['index'] + 1}** (`{c['template']}`)  \n{c['text_short']}  \n"
-                         f"<small>{c['text_long']}</small>")
-        if result["label"] == "SAT":
-            label = "### SAT (satisfiable)\nThe solver found a scene; its witness is rendered on the right."
-        else:
-            core = "\n".join(f"- **Constraint {c['index'] + 1}** (`{c['template']}`): {c['text']}"
-                             for c in result["core_constraints"])
-            label = f"### UNSAT (contradictory)\nMinimal unsat core:\n{core}"
-        return (label, "\n\n".join(lines), d["full_prompt_short"], d["asp_program"],
+        return (cmp.solve_markdown(result), cmp.constraints_markdown(d), d["full_prompt_short"], d["asp_program"],
                 _render(cmp.witness_scene(result)))
 
     (solve_btn.click(compose, [n, *all_inputs], spec_box, api_name="compose")
@@ -428,7 +446,7 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
                                  elem_id="check-image")
             spec = gr.Textbox(label="Spec: benchmark id (e.g. 3SAT-0007) or spec JSON", lines=2,
                               value="1SAT-0001")
-            backend = gr.Dropdown(chk.backend_choices(), value=cfg.backend, label="Perception backend")
+            backend = closed_menu(chk.backend_choices(), value=cfg.backend, label="Perception backend")
             btn = gr.Button("Check", variant="primary")
         with gr.Column(scale=1):
             boxed = gr.Image(label="Detected objects", type="pil", interactive=False, height=300, elem_id="check-boxed")
@@ -465,7 +483,7 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
 
 # ---- Annotate --------------------------------------------------------------------------------------------------
 def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
-    from gradio_image_annotation import image_annotator
+    image_annotator = require("gradio_image_annotation", "space", "the annotation tool").image_annotator
 
     root = Path(cfg.annotation_root)  # type: ignore[arg-type]
     root.mkdir(parents=True, exist_ok=True)
@@ -479,7 +497,7 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
     with gr.Row():
         # filled after login (demo.load): the unauthenticated login page embeds the API description, menus included
         model = gr.Dropdown([], value=None, label="Model (output folder)", scale=2, allow_custom_value=True)
-        package = gr.Dropdown(list(PACKAGE_NAMES), value="1SAT", label="Package", scale=1)
+        package = closed_menu(list(PACKAGE_NAMES), value="1SAT", label="Package", scale=1)
         image_id = gr.Dropdown([], label="Image", scale=2, allow_custom_value=True)
         next_btn = gr.Button("Next unannotated →", scale=1)
         refresh = gr.Button("↻ Refresh folders", scale=1)
@@ -502,15 +520,7 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
         export_file = gr.File(label="Download", interactive=False)
 
     def image_choices(m: str | None, p: str | None) -> list[tuple[str, str]]:
-        if not m:
-            return []
-        recs = store.records(m)
-        out = []
-        for i in ann.list_images(root, m, p):
-            r = recs.get(i)
-            done = bool(r and (r.get("boxes") or r.get("empty_scene")))
-            out.append((f"{i} ✓" if done else i, i))
-        return out
+        return ann.image_choices(store, root, m, p) if m else []
 
     def progress_text(m: str | None, p: str | None) -> str:
         if not m:
@@ -581,7 +591,7 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
     def next_unannotated(m: str, p: str, current: str, request: gr.Request):
         _user(request)
         ch = image_choices(m, p)
-        todo = [v for lab, v in ch if not lab.endswith("✓")]
+        todo = ann.unannotated(store, root, m, p) if m else []
         if not todo:
             return gr.skip(), "_Every image of this package is annotated._"
         after = [v for v in todo if current is None or v > current]
@@ -632,8 +642,14 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
-# a misconfigured Space stops here with one line (exit status 2), not a traceback
-demo = build_demo(config_or_exit())
+# a misconfigured Space (or one without gradio_image_annotation for Annotate) stops here with one line (exit
+# status 2), not a traceback
+try:
+    demo = build_demo(config_or_exit())
+except MissingExtraError as e:
+    if __name__ == "__main__":
+        exit_with_error(str(e))
+    raise
 
 if __name__ == "__main__":
     demo.queue(default_concurrency_limit=2).launch(**launch_kwargs(demo))

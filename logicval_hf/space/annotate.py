@@ -512,6 +512,17 @@ class AnnotationStore:
 
 
 # ---- export --------------------------------------------------------------------------------------------------
+def is_annotated(record: Mapping[str, Any] | None) -> bool:
+    """The "annotated" rule, the one place it is written: an image counts as annotated when its record has at
+    least one box or is marked as an empty scene (flags or notes alone do not count). `export_model` exports
+    exactly these, `progress` counts them, the Space marks them ✓ and skips them in "Next unannotated"."""
+    return bool(record) and bool(record.get("boxes") or record.get("empty_scene"))
+
+
+#: why `export_model` skips a record that is not `is_annotated`
+NOT_ANNOTATED = "no boxes and not marked as an empty scene"
+
+
 def record_scene(record: Mapping[str, Any], size: tuple[int, int], domain: Domain | None = None) -> Scene:
     """The scene graph of an annotation record (boxes with complete labels, clipped to the image), validated."""
     domain = domain or load_catalog().domain
@@ -553,8 +564,8 @@ def _write_atomic(path: Path, text: str) -> None:
 def export_model(store: AnnotationStore, root: str | Path, model: str, out_dir: str | Path) -> dict[str, Any]:
     """Write one scene-graph JSON per annotated image of ``model`` plus ``flags.jsonl``; report what was skipped.
 
-    An image is exported when it has at least one box or is marked as an empty scene; boxes need complete
-    labels. Images with no annotation are counted as ``unannotated``.
+    An image is exported when it `is_annotated` (at least one box, or marked as an empty scene); boxes need
+    complete labels. Images with no annotation are counted as ``unannotated``.
     """
     ids = list_images(root, model)
     records = store.records(model)
@@ -571,8 +582,8 @@ def export_model(store: AnnotationStore, root: str | Path, model: str, out_dir: 
         flags_lines.append(json.dumps({"id": image_id, **{f: bool(rec.get(f)) for f in FLAGS},
                                        "n_boxes": len(rec.get("boxes") or []), "notes": rec.get("notes", ""),
                                        "updated_by": last["by"], "updated_at": last["at"]}, sort_keys=True))
-        if not rec.get("boxes") and not rec.get("empty_scene"):
-            skipped[image_id] = "no boxes and not marked as an empty scene"
+        if not is_annotated(rec):
+            skipped[image_id] = NOT_ANNOTATED
             continue
         try:
             scene = record_scene(rec, image_size(image_path(root, model, image_id)), domain)
@@ -590,9 +601,22 @@ def export_model(store: AnnotationStore, root: str | Path, model: str, out_dir: 
             "annotations_file": str(dest / "annotations.jsonl")}
 
 
+def image_choices(store: AnnotationStore, root: str | Path, model: str,
+                  package: str | None = None) -> list[tuple[str, str]]:
+    """The image menu of a model (optionally one package): (``"3SAT-0001 ✓"`` when `is_annotated`, id)."""
+    recs = store.records(model)
+    return [(f"{i} ✓" if is_annotated(recs.get(i)) else i, i) for i in list_images(root, model, package)]
+
+
+def unannotated(store: AnnotationStore, root: str | Path, model: str, package: str | None = None) -> list[str]:
+    """Ids of the model's images (optionally one package) that are not `is_annotated`, in id order."""
+    recs = store.records(model)
+    return [i for i in list_images(root, model, package) if not is_annotated(recs.get(i))]
+
+
 def progress(store: AnnotationStore, root: str | Path, model: str, package: str | None = None) -> tuple[int, int]:
-    """(annotated, total) images of a model (optionally one package): annotated = has boxes or is marked empty."""
+    """(annotated, total) images of a model (optionally one package); annotated: `is_annotated`."""
     ids = list_images(root, model, package)
     recs = store.records(model)
-    done = sum(1 for i in ids if i in recs and (recs[i].get("boxes") or recs[i].get("empty_scene")))
+    done = sum(1 for i in ids if is_annotated(recs.get(i)))
     return done, len(ids)

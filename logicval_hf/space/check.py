@@ -16,7 +16,7 @@ from logicval_hf import perception
 from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.spec import Spec
-from logicval_hf.contract.verbalise import constraint_text
+from logicval_hf.contract.verbalise import constraint_names, constraint_text
 from logicval_hf.space import images
 from logicval_hf.space.common import boxes_json, listed, object_label, parse_spec_input
 from logicval_hf.space.config import NEURAL_ENV_PREFIX, default_backend  # noqa: F401  (re-exported)
@@ -68,12 +68,15 @@ def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any
 
 def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = None,
                    solver: Solver | None = None) -> dict[str, Any]:
-    """Verdicts (strict and count-relaxed), the failing constraints with the objects involved, the score."""
+    """Verdicts (strict and count-relaxed), the failing constraints with the objects involved, the score.
+
+    The scene is verified once: the count-relaxed verdict is derived from the strict one (`Verdict.with_count`;
+    only ``ok`` depends on the count mode)."""
     solver = solver or default_solver()
     meta = dict(meta or {})
     label = meta.get("label") or solver.solve(spec).label
     strict = solver.verify(spec, scene, count="strict", label=label)
-    relaxed = solver.verify(spec, scene, count="relaxed", label=label)
+    relaxed = strict.with_count("relaxed")
     constraints = []
     violated = []
     for i, c in enumerate(spec.constraints):
@@ -132,9 +135,10 @@ def verdict_markdown(result: Mapping[str, Any]) -> str:
     prob = result["probability"]
     p = f"{prob['p']:.3f}" + (f" ({prob['note']})" if prob.get("note") else "") if prob.get("p") is not None \
         else prob.get("note", "n/a")
+    failing = f"; failing: {constraint_names(s['violated'])}" if s["violated"] else ""
     lines = [head, "",
              f"- **Strict:** {mark(s['ok'])} — {s['n_objects']} object(s) detected, count "
-             f"{'matches' if s['count_ok'] else 'does not match'} n",
+             f"{'matches' if s['count_ok'] else 'does not match'} n{failing}",
              f"- **Count-relaxed:** {mark(r['ok'])}",
              f"- **Probabilistic score:** {p}"]
     for note in result.get("notes", []):
@@ -147,7 +151,7 @@ def violations_markdown(result: Mapping[str, Any]) -> str:
         return "**Every constraint holds on the detected scene.**"
     lines = ["### Failing constraints", ""]
     for v in result["violated"]:
-        lines.append(f"**Constraint {v['index'] + 1}** (`{v['template']}`): {v['text']}")
+        lines.append(f"**{constraint_names([v['index']])}** (`{v['template']}`): {v['text']}")
         lines.append(f"- why: {v['explanation']}")
         if v["object_labels"]:
             lines.append(f"- objects involved: {listed(v['object_labels'])}")
@@ -157,9 +161,14 @@ def violations_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: the columns of `violation_rows`
+VIOLATION_HEADERS = ["constraint", "template", "text", "why", "objects involved"]
+
+
 def violation_rows(result: Mapping[str, Any]) -> list[list[Any]]:
-    return [[v["index"] + 1, v["template"], v["text"], v["explanation"], ", ".join(v["object_labels"])]
-            for v in result["violated"]]
+    """One table row per failing constraint, named as the prompt numbers it (``Constraint 1``)."""
+    return [[constraint_names([v["index"]]), v["template"], v["text"], v["explanation"],
+             ", ".join(v["object_labels"])] for v in result["violated"]]
 
 
 #: box colours (dark enough for white label text; no red, which marks objects of failing constraints)

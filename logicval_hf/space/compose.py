@@ -22,13 +22,17 @@ from logicval_hf.asp.programs import spec_program
 from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.spec import Constraint, Spec
-from logicval_hf.contract.verbalise import REL_PHRASES, constraint_text, full_prompt, spec_subquestions
-from logicval_hf.space.common import COMPOSE_M
+from logicval_hf.contract.verbalise import (REL_PHRASES, constraint_names, constraint_text, full_prompt,
+                                            spec_subquestions)
+from logicval_hf.space.common import COMPOSE_M, quote
+from logicval_hf.space.explore import core_lines, core_names
 
 #: most constraints in a composed spec (one per class, distinct classes)
 MAX_CONSTRAINTS = 6
 #: most slots of any template (the UI shows this many parameter menus per constraint)
 MAX_SLOTS = 5
+#: longest value a parameter menu accepts (its menus accept typed values; the longest offered one is ~20)
+MAX_VALUE_CHARS = 100
 
 THETA_WORDS = {"=": "exactly as many", "!=": "not as many", "<": "fewer", "<=": "at most as many",
                ">": "more", ">=": "at least as many"}
@@ -120,25 +124,32 @@ def display_value(slot: Slot, v: Any) -> str:
 
 
 def decode_value(slot: Slot, s: Any, path: str) -> Any:
-    """The contract's JSON value of a menu value; `SpecError` naming ``path`` when unreadable."""
+    """The contract's JSON value of a menu value; `SpecError` naming ``path`` when unreadable. The menus accept
+    typed values: a refused one is quoted cut short (`quote`), one over `MAX_VALUE_CHARS` is refused unread."""
     if s is None or (isinstance(s, str) and not s.strip()):
         raise SpecError(f"{path}: no value chosen for slot {slot.name}")
+    if not isinstance(s, (str, int)) or isinstance(s, bool):
+        raise SpecError(f"{path}: a menu value is text, got {type(s).__name__}")
+    text = str(s)
+    if len(text) > MAX_VALUE_CHARS:
+        raise SpecError(f"{path}: {quote(text)} is too long for a value of slot {slot.name} (at most "
+                        f"{MAX_VALUE_CHARS} characters)")
     if slot.type == "attr":
-        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(!?=)\s*([A-Za-z0-9_]+)\s*", str(s))
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(!?=)\s*([A-Za-z0-9_]+)\s*", text)
         if not m:
-            raise SpecError(f"{path}: {s!r} is not an attribute literal like 'color=red' or 'color!=red'")
+            raise SpecError(f"{path}: {quote(text)} is not an attribute literal like 'color=red' or 'color!=red'")
         return {"prop": m.group(1), "value": m.group(3), "negated": m.group(2) == "!="}
     if slot.type == "rel":
-        m = re.fullmatch(r"\s*(not\s+)?([A-Za-z_]\w*)\s*", str(s))
+        m = re.fullmatch(r"\s*(not\s+)?([A-Za-z_]\w*)\s*", text)
         if not m:
-            raise SpecError(f"{path}: {s!r} is not a relation like 'left' or 'not left'")
+            raise SpecError(f"{path}: {quote(text)} is not a relation like 'left' or 'not left'")
         return {"rel": m.group(2), "negated": bool(m.group(1))}
     if slot.type == "count":
         try:
-            return int(str(s).strip())
+            return int(text.strip())
         except ValueError:
-            raise SpecError(f"{path}: count must be an integer, got {s!r}") from None
-    return str(s).strip()
+            raise SpecError(f"{path}: count must be an integer, got {quote(text)}") from None
+    return text.strip()
 
 
 def slot_options(slot: Slot, n: int, catalog: Catalog | None = None) -> list[tuple[str, str]]:
@@ -196,7 +207,7 @@ def build_spec(n: Any, rows: Sequence[tuple[str | None, Mapping[str, Any]]], cat
     try:
         n = int(n)
     except (TypeError, ValueError):
-        raise SpecError(f"spec.n: must be an integer, got {n!r}") from None
+        raise SpecError(f"spec.n: must be an integer, got {quote(n)}") from None
     used = [(i, t, p) for i, (t, p) in enumerate(rows) if t]
     if not used:
         raise SpecError("spec.constraints: choose at least one template")
@@ -204,7 +215,9 @@ def build_spec(n: Any, rows: Sequence[tuple[str | None, Mapping[str, Any]]], cat
         raise SpecError(f"spec.constraints: at most {MAX_CONSTRAINTS} constraints, got {len(used)}")
     cons = []
     for k, (row, tid, params) in enumerate(used):
-        path = f"spec.constraints[{k}] (constraint {row + 1})"
+        path = f"spec.constraints[{k}] ({constraint_label(k, row)})"
+        if not isinstance(tid, str) or len(tid) > MAX_VALUE_CHARS:
+            raise SpecError(f"{path}.template: {quote(tid)} is not a template id (like C1/1prop)")
         try:
             t = catalog.template(tid)
         except SpecError as e:
@@ -220,6 +233,13 @@ def build_spec(n: Any, rows: Sequence[tuple[str | None, Mapping[str, Any]]], cat
         raise SpecError(explain_spec_error(str(e), templates, [r for r, _, _ in used])) from None
 
 
+def constraint_label(k: int, row: int | None = None) -> str:
+    """How a message names the spec's constraint ``k`` (0-based): ``Constraint 1``, as the prompt numbers it;
+    plus the menu row (counted from 1) when empty rows above it make the two differ."""
+    name = constraint_names([k])
+    return name if row is None or row == k else f"{name}, in menu row {row + 1}"
+
+
 def explain_spec_error(msg: str, templates: Sequence[Template], rows: Sequence[int] | None = None) -> str:
     """The validator's message, plus the slot rules of the constraint it names (when it is a slot rule)."""
     m = re.match(r"spec\.constraints\[(\d+)\]", msg)
@@ -229,7 +249,7 @@ def explain_spec_error(msg: str, templates: Sequence[Template], rows: Sequence[i
     if k >= len(templates):
         return msg
     t = templates[k]
-    where = f"constraint {rows[k] + 1}" if rows is not None else f"constraint {k + 1}"
+    where = constraint_label(k, rows[k] if rows is not None else None)
     msg = msg.replace(f"spec.constraints[{k}]", f"spec.constraints[{k}] ({where}, {t.id})", 1)
     rules = slot_rules(t)
     if "slot rule" in msg and rules:
@@ -272,6 +292,20 @@ def solve_spec(spec: Spec, solver: Solver | None = None) -> dict[str, Any]:
         "constraints": [{"index": i, "template": c.template_id, "text": texts[i]}
                         for i, c in enumerate(spec.constraints)],
     }
+
+
+def solve_markdown(result: Mapping[str, Any]) -> str:
+    """The Compose tab's verdict: SAT, or UNSAT with the minimal core named as the prompt numbers it."""
+    if result["label"] == "SAT":
+        return "### SAT (satisfiable)\nThe solver found a scene; its witness is rendered on the right."
+    return ("### UNSAT (contradictory)\n"
+            f"Minimal unsat core: {core_names(result)}\n" + "\n".join(core_lines(result)))
+
+
+def constraints_markdown(described: Mapping[str, Any]) -> str:
+    """Each constraint of a `describe_spec` answer: ``**Constraint 1** (`C1/1prop`)`` and its two texts."""
+    return "\n\n".join(f"**{constraint_names([c['index']])}** (`{c['template']}`)  \n{c['text_short']}  \n"
+                        f"<small>{c['text_long']}</small>" for c in described["constraints"])
 
 
 def witness_scene(result: Mapping[str, Any]) -> Scene | None:

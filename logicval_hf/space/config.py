@@ -118,12 +118,15 @@ def config_or_exit(environ: Mapping[str, str] | None = None) -> SpaceConfig:
     try:
         return config_from_env(environ)
     except ConfigError as e:
-        _exit(str(e))
+        exit_with_error(str(e))
 
 
-def _exit(message: str) -> NoReturn:
+def exit_with_error(message: str) -> NoReturn:
+    """Stop the Space with ``logicval space: error: MESSAGE`` (one line on stderr) and exit status 2: bad
+    settings (`config_or_exit`), a missing extra (``space/app.py``)."""
     print(f"logicval space: error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(EXIT_CONFIG)
+
 
 
 def make_auth(credentials: Sequence[tuple[str, str]]) -> Callable[[str, str], bool]:

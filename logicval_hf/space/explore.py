@@ -7,6 +7,7 @@ from typing import Any
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.contract.scene import Scene
+from logicval_hf.contract.verbalise import constraint_names
 from logicval_hf.space.common import get_row
 
 SUBQUESTION_HEADERS = ["constraint", "question", "type", "expect", "bind"]
@@ -55,11 +56,27 @@ def core_markdown(view: dict[str, Any]) -> str:
     if view["label"] == "SAT":
         return ("**Satisfiable.** The solver's witness scene is rendered below (one scene that satisfies every "
                 "constraint; its boxes are listed in the table).")
-    lines = ["**Unsatisfiable.** Minimal unsat core (dropping any one of these makes the rest satisfiable):", ""]
-    for c in view["core_constraints"]:
-        lines.append(f"- **Constraint {c['index'] + 1}** (`{c['template']}`): {c['text']}")
-    lines += ["", "The correct image for this prompt is an empty scene."]
+    lines = [f"**Unsatisfiable.** Minimal unsat core: {core_names(view)} (dropping any one of these makes the rest "
+             "satisfiable):", "", *core_lines(view), "", "The correct image for this prompt is an empty scene."]
     return "\n".join(lines)
+
+
+def core_names(result: dict[str, Any]) -> str:
+    """The core named as the prompt numbers its constraints: ``Constraints 1 and 3`` (``core`` stays 0-based)."""
+    return constraint_names(c["index"] for c in result.get("core_constraints") or ())
+
+
+def core_lines(result: dict[str, Any]) -> list[str]:
+    """One Markdown list item per core constraint: ``- **Constraint 2** (`C8/1prop_exact`): text``
+    (Explore's and Compose's core)."""
+    return [f"- **{constraint_names([c['index']])}** (`{c['template']}`): {c['text']}"
+            for c in result.get("core_constraints") or ()]
+
+
+def subquestion_rows(view: dict[str, Any]) -> list[list[Any]]:
+    """The sub-question table (`SUBQUESTION_HEADERS`): the constraint named as in the prompt (``Constraint 1``)."""
+    return [[constraint_names([s["constraint"]]), s["question"], s["type"], s["expect"], s["bind"] or ""]
+            for s in view["subquestions"]]
 
 
 def witness_scene(view: dict[str, Any]) -> Scene | None:

@@ -1,8 +1,9 @@
 """One gate for every image the Space receives (Check uploads, the Annotate widget's image, annotation folders).
 
 Checked before anything is decoded: the file exists, its size (``max_bytes``, the same cap the server enforces
-with ``max_file_size``), that it is an image at all (PIL reads the header) and its pixel count against
-`logicval_hf.perception.MAX_PIXELS`, from the header only. `decode` then hands the opened image to
+with ``max_file_size``), that it is an image at all (PIL reads the header) and its size from the header only,
+with `logicval_hf.perception.images.check_size` (the package's one pixel cap, `logicval_hf.perception.MAX_PIXELS`,
+the same check the decoder and the metric's inputs make). `decode` then hands the opened image to
 `logicval_hf.perception.load_image`, the package's one decoder. Errors are `ImageInputError` (a `ValueError`)
 with a sentence a user can act on, naming the file (never a server path).
 """
@@ -18,6 +19,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from logicval_hf import perception
+from logicval_hf.perception.images import check_size
 
 #: default upload cap in bytes (the server's ``max_file_size`` uses the same number)
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -31,12 +33,6 @@ class ImageInputError(ValueError):
 
 def human_bytes(n: float) -> str:
     return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KB"
-
-
-def _pixel_error(name: str, w: int, h: int) -> ImageInputError:
-    limit = perception.MAX_PIXELS
-    return ImageInputError(f"{name}: image of {w}x{h} = {w * h / 1e6:.1f} megapixels exceeds the limit of "
-                           f"{limit / 1e6:.0f} megapixels; downscale it first")
 
 
 @contextlib.contextmanager
@@ -59,11 +55,7 @@ def open_image(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(p) as im:
-                w, h = im.size
-                if w * h > perception.MAX_PIXELS:
-                    raise _pixel_error(name, w, h)
-                if w <= 0 or h <= 0:
-                    raise ImageInputError(f"{name}: empty image ({w}x{h})")
+                check_size(*im.size, name)  # the package's one pixel cap (and emptiness) check
                 yield im
     except ImageInputError:
         raise

@@ -1030,3 +1030,252 @@ def test_annotate_export_escapes_labels(server, alice, gate_model):
     assert state["value"]["boxes"][0]["label"] == legacy[0]["label"]
     md, _ = alice.predict(gate_model, api_name="/annotate_export")
     assert "3SAT-0001" in md and "&lt;img" in md and "<img" not in md
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Constraint numbering, one verification, one "annotated" rule, one pixel cap, the missing extra, typed values
+# ---------------------------------------------------------------------------------------------------------------
+def _lit(prop, value, negated=False):
+    return {"prop": prop, "value": value, "negated": negated}
+
+
+#: "there is a green object", "all objects are cubes", "every red object is rubber" (SAT): on red metal cubes
+#: the first and the third fail, i.e. Constraints 1 and 3 of the prompt (indices 0 and 2 in JSON)
+NUMBERED = {"n": 3, "constraints": [
+    {"template": "C1/1prop", "params": {"A1": _lit("color", "green")}},
+    {"template": "C2/1prop", "params": {"A1": _lit("shape", "cube")}},
+    {"template": "C3/1prop", "params": {"A1": _lit("color", "red"), "C1": _lit("material", "rubber")}}]}
+
+
+def _red_cubes(k: int = 3) -> Scene:
+    from logicval_hf.contract.scene import SceneObject
+
+    return Scene((480, 320), tuple(SceneObject({"color": "red", "material": "metal", "shape": "cube"},
+                                               (20 + 100 * i, 100, 80 + 100 * i, 160)) for i in range(k)))
+
+
+def test_check_texts_name_constraints_as_the_prompt_does(alice, sandbox):
+    """Issue 12, point 5: human texts say "Constraint k" from 1 (as the prompt does); JSON stays 0-based."""
+    from logicval_hf.contract.verbalise import full_prompt
+
+    spec, _ = common.parse_spec_input(json.dumps(NUMBERED))
+    assert "Constraint 1: There is a green object" in full_prompt(spec, "short")
+    res = chk.evaluate_scene(spec, _red_cubes())
+    assert res["verdict"]["strict"]["violated"] == [0, 2] and [v["index"] for v in res["violated"]] == [0, 2]
+    rows = chk.violation_rows(res)
+    assert [r[0] for r in rows] == ["Constraint 1", "Constraint 3"] and len(chk.VIOLATION_HEADERS) == len(rows[0])
+    verdict = chk.verdict_markdown(res)
+    assert "failing: Constraints 1 and 3" in verdict and "[0, 2]" not in verdict
+    why = chk.violations_markdown(res)
+    assert "**Constraint 1** (`C1/1prop`)" in why and "**Constraint 3** (`C3/1prop`)" in why
+    assert "Constraint 2" not in why and "Constraint 0" not in why
+    # through the API: /check_view shows these texts for a /check answer
+    from gradio_client import handle_file
+
+    img, _ = render_scene(_red_cubes())
+    path = sandbox / "numbered" / "red_cubes.png"
+    path.parent.mkdir()
+    img.save(path)
+    _, verdict_md, violations_md, _ = alice.predict(json.loads(json.dumps(res)), handle_file(str(path)),
+                                                    api_name="/check_view")
+    assert "failing: Constraints 1 and 3" in verdict_md and "**Constraint 3** (`C3/1prop`)" in violations_md
+
+
+def test_compose_texts_name_constraints_as_the_prompt_does(alice):
+    # an UNSAT spec whose core is its second and third constraints: "Constraints 2 and 3", never "[1, 2]"
+    spec_text = alice.predict(*_compose_args(4, ["C1/1prop", "color=red"], ["C2/1prop", "shape=cube"],
+                                             ["C8/1prop_exact", "shape=cube", "2"]), api_name="/compose")
+    res = alice.predict(spec_text, api_name="/solve")
+    assert res["label"] == "UNSAT" and res["core"] == [1, 2]  # JSON: 0-based
+    label_md, texts_md, full_prompt, _, witness = alice.predict(res, api_name="/solve_view")
+    assert "Minimal unsat core: Constraints 2 and 3" in label_md and "[1, 2]" not in label_md
+    assert "- **Constraint 2** (`C2/1prop`)" in label_md and "- **Constraint 3** (`C8/1prop_exact`)" in label_md
+    assert "**Constraint 1** (`C1/1prop`)" in texts_md and "Constraint 1: There is a red object" in full_prompt
+    assert witness is None
+    # errors name the constraint as the prompt will (empty menu rows above it are skipped in the prompt)
+    bad = ["C4/pair_2rel", "color=red", "shape=cube", "left", "right"]
+    msg = _app_error(alice.predict, *_compose_args(5, bad), api_name="/compose")
+    assert "spec.constraints[0] (Constraint 1, C4/pair_2rel)" in msg
+    msg = _app_error(alice.predict, *_compose_args(5, EMPTY_ROW, bad), api_name="/compose")
+    assert "spec.constraints[0] (Constraint 1, in menu row 2, C4/pair_2rel)" in msg
+    msg = _app_error(alice.predict, *_compose_args(5, ["C1/1prop", "color=red"], ["C2/1prop", "kolor=red"]),
+                     api_name="/compose")
+    assert "spec.constraints[1] (Constraint 2, C2/1prop)" in msg and "constraint 2)" not in msg
+
+
+def test_explore_texts_name_constraints_as_the_prompt_does(alice):
+    row = common.get_row("3UNSAT-0001")
+    assert row["core"] == [0, 1]
+    out = alice.predict("3UNSAT-0001", api_name="/explore")
+    subq, core_md = out[6], out[8]
+    assert "Minimal unsat core: Constraints 1 and 2" in core_md and "[0, 1]" not in core_md
+    for i in row["core"]:
+        assert f"- **Constraint {i + 1}** (`{row['templates'][i]}`)" in core_md
+    col = [r[0] for r in subq["data"]]
+    assert col == [f"Constraint {s['constraint'] + 1}" for s in row["subquestions"]]
+
+
+class _CountingSolver:
+    """The default solver, counting its verifications (and their count modes)."""
+
+    def __init__(self):
+        from logicval_hf.asp.solver import default_solver
+
+        self.inner, self.calls = default_solver(), []
+
+    def solve(self, spec):
+        return self.inner.solve(spec)
+
+    def verify(self, spec, scene, **kw):
+        self.calls.append(kw.get("count", "strict"))
+        return self.inner.verify(spec, scene, **kw)
+
+
+def test_check_verifies_once():
+    """Issue 11, item 2: one verification per (spec, scene); the count-relaxed verdict is derived from it."""
+    spec, _ = common.parse_spec_input(json.dumps(NUMBERED))
+    for scene in (_red_cubes(3), _red_cubes(4), _red_cubes(0)):
+        solver = _CountingSolver()
+        res = chk.evaluate_scene(spec, scene, {"label": "SAT"}, solver=solver)
+        assert solver.calls == ["strict"]
+        for mode in ("strict", "relaxed"):
+            assert res["verdict"][mode] == verify(spec, scene, count=mode).to_dict()
+    only_cubes, _ = common.parse_spec_input(json.dumps({"n": 3, "constraints": [NUMBERED["constraints"][1]]}))
+    res = chk.evaluate_scene(only_cubes, _red_cubes(2), solver=_CountingSolver())
+    assert res["verdict"]["strict"]["ok"] is False and res["verdict"]["relaxed"]["ok"] is True  # count only
+
+
+def test_annotated_rule_is_one_helper(server, alice, tmp_path, monkeypatch):
+    """An image is annotated when it has boxes or is marked empty: one helper (`ann.is_annotated`) decides it
+    for the export, the progress line, the ✓ in the image menu and "Next unannotated"."""
+    root = tmp_path / "outputs"
+    (root / "m").mkdir(parents=True)
+    src = server["root"] / "modelA" / "3SAT-0001.png"
+    ids = ["3SAT-0001", "3SAT-0002", "3SAT-0003", "3SAT-0004", "3SAT-0005"]
+    for i in ids:
+        (root / "m" / f"{i}.png").write_bytes(src.read_bytes())
+    store = ann.AnnotationStore(tmp_path / "a.sqlite")
+    store.save("m", "3SAT-0001", "boxes", _boxes((20, 20, "red metal cube")), "alice")
+    store.save("m", "3SAT-0002", "empty_scene", True, "alice")
+    store.save("m", "3SAT-0003", "deformed", True, "alice")  # a flag alone is not an annotation
+    store.save("m", "3SAT-0004", "notes", "later", "alice")  # nor are notes
+    recs = store.records("m")
+    assert [ann.is_annotated(recs.get(i)) for i in ids] == [True, True, False, False, False]
+    assert not ann.is_annotated(None) and not ann.is_annotated({})
+    assert ann.progress(store, root, "m") == (2, 5)
+    assert ann.unannotated(store, root, "m") == ids[2:]
+    assert [lab for lab, _ in ann.image_choices(store, root, "m")] == [
+        "3SAT-0001 ✓", "3SAT-0002 ✓", "3SAT-0003", "3SAT-0004", "3SAT-0005"]
+    res = ann.export_model(store, root, "m", tmp_path / "export")
+    assert res["written"] == ids[:2] and res["unannotated"] == ["3SAT-0005"]
+    assert res["skipped"] == {"3SAT-0003": ann.NOT_ANNOTATED, "3SAT-0004": ann.NOT_ANNOTATED}
+    # every decision goes through the helper: change the rule, and all of them follow
+    monkeypatch.setattr(ann, "is_annotated", lambda rec: bool(rec) and bool(rec.get("deformed")))
+    assert ann.progress(store, root, "m") == (1, 5) and ann.unannotated(store, root, "m") == [
+        "3SAT-0001", "3SAT-0002", "3SAT-0004", "3SAT-0005"]
+    res = ann.export_model(store, root, "m", tmp_path / "export2")
+    assert res["written"] == ["3SAT-0003"] and set(res["skipped"]) == {"3SAT-0001", "3SAT-0002", "3SAT-0004"}
+    # ... the Space's menu, progress line and "Next unannotated" too (the server runs in this process)
+    monkeypatch.setattr(ann, "is_annotated", lambda rec: True)
+    update, progress_md = alice.predict("modelB", "3SAT", api_name="/annotate_images")
+    assert all(lab.endswith(" ✓") for lab, _ in update["choices"]) and "3 of 3 images annotated" in progress_md
+    assert alice.predict("modelB", "3SAT", "3SAT-0001", api_name="/annotate_next")[1] == (
+        "_Every image of this package is annotated._")
+    monkeypatch.setattr(ann, "is_annotated", lambda rec: False)
+    update, progress_md = alice.predict("modelB", "3SAT", api_name="/annotate_images")
+    assert not any(lab.endswith("✓") for lab, _ in update["choices"]) and "0 of 3 images annotated" in progress_md
+
+
+def test_image_gate_uses_the_packages_pixel_check(server, alice, sandbox, monkeypatch):
+    """One pixel cap: the Space's gate calls `logicval_hf.perception.images.check_size`, so changing the cap
+    there changes what every upload route accepts, with that function's message."""
+    from gradio_client import handle_file
+    from PIL import Image
+
+    from logicval_hf import perception
+    from logicval_hf.perception import images as pimages
+    from logicval_hf.space import images
+
+    path = sandbox / "pixels" / "small.png"
+    path.parent.mkdir()
+    Image.new("RGB", (100, 80), "white").save(path)
+    assert images.image_size(path) == (100, 80)
+    monkeypatch.setattr(pimages, "MAX_PIXELS", 5000)
+    with pytest.raises(perception.PerceptionError) as expected:
+        pimages.check_size(100, 80, "small.png")
+    with pytest.raises(images.ImageInputError) as got:
+        images.image_size(path)
+    assert str(got.value) == str(expected.value) and "8000" not in str(got.value) and "100x80" in str(got.value)
+    msg = _app_error(alice.predict, handle_file(str(path)), json.dumps(EXAMPLE_SAT), api_name="/check")
+    assert "small.png: image of 100x80" in msg and "exceeds the limit" in msg
+    src = Path(images.__file__).read_text()
+    assert "MAX_PIXELS:" not in src and "w * h" not in src  # no second copy of the comparison
+
+
+_HIDE = "import sys\nsys.modules[{name!r}] = None\n"
+
+
+def _run_app_hiding(name: str, env_extra: dict, tmp_path: Path, code: str | None = None):
+    hide = tmp_path / f"hide-{name}"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(_HIDE.format(name=name))
+    env = {**os.environ, **env_extra, "PYTHONPATH": os.pathsep.join([str(hide), str(ROOT)]),
+           "LOGICVAL_SPACE_PRELOAD": "0"}
+    argv = [sys.executable, str(APP)] if code is None else [sys.executable, "-c", code, str(APP)]
+    return subprocess.run(argv, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=240)
+
+
+def test_space_without_gradio_exits_with_one_line(sandbox, tmp_path):
+    """Issue 12, point 1: without the "space" extra the Space stops with one line naming it (exit status 2)."""
+    r = _run_app_hiding("gradio", {}, tmp_path)
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr[-2000:]
+    assert r.stderr == ('logicval space: error: the Space needs the "space" extra (gradio is not installed): '
+                        'pip install "logicval-hf[space]"\n')
+    # imported (not run), it raises the same error as an ImportError
+    code = ("import runpy, sys\n"
+            "try:\n    runpy.run_path(sys.argv[1], run_name='space_app')\n"
+            "except ImportError as e:\n    print(type(e).__name__, e.extra, e.module)\n")
+    (tmp_path / "imported").mkdir()
+    r = _run_app_hiding("gradio", {}, tmp_path / "imported", code)
+    assert r.returncode == 0 and r.stdout.strip() == "MissingExtraError space gradio", r.stderr[-2000:]
+
+
+def test_annotate_without_its_widget_exits_with_one_line(sandbox, tmp_path):
+    r = _run_app_hiding("gradio_image_annotation", {
+        "LOGICVAL_SPACE_USER": "alice", "LOGICVAL_SPACE_PASSWORD": "pw",
+        "LOGICVAL_ANNOTATION_ROOT": str(tmp_path / "outputs")}, tmp_path)
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines == ['logicval space: error: the annotation tool needs the "space" extra (gradio_image_annotation '
+                     'is not installed): pip install "logicval-hf[space]"'], r.stderr[-2000:]
+
+
+def test_compose_quotes_long_typed_values(alice):
+    """The parameter menus accept typed values: a refused one is quoted cut short, as Annotate does."""
+    from logicval_hf.space import compose as cmp
+
+    huge = "color=" + "r" * 1_000_000
+    msg = _app_error(alice.predict, *_compose_args(4, ["C1/1prop", huge]), api_name="/compose")
+    assert "params.A1" in msg and f"({len(huge)} characters)" in msg and "too long" in msg
+    assert f"at most {cmp.MAX_VALUE_CHARS}" in msg and len(msg) < 400
+    for slot_values, where in ((["C1/1prop", "x" * 90], "params.A1"),
+                               (["C8/1prop_exact", "color=red", "9" * 5000], "params.K"),
+                               (["C8/1prop_exact", "color=red", "z" * 99], "params.K"),
+                               (["C4/pair_2rel", "color=red", "shape=cube", "-" * 80, "front"], "params.R1")):
+        msg = _app_error(alice.predict, *_compose_args(4, slot_values), api_name="/compose")
+        assert where in msg and "..." in msg and len(msg) < 400, msg
+        assert "x" * (common.QUOTE_CHARS + 1) not in msg and "9" * 100 not in msg and "z" * 50 not in msg
+    # a value the validator refuses is short enough to be named as typed
+    msg = _app_error(alice.predict, *_compose_args(4, ["C1/1prop", "color=mauve"]), api_name="/compose")
+    assert "mauve" in msg and "Constraint 1" in msg
+
+
+
+def test_closed_menus_quote_foreign_values(alice):
+    """Menus of fixed choices refuse another value (sent through the API) quoting it cut short, not whole."""
+    for args, api, label in (
+            (_compose_args(4, ["t" * 100_000, "color=red"]), "/compose", "Constraint 1: template"),
+            (["n" * 100_000, *_compose_args(4, ["C1/1prop", "color=red"])[1:]], "/compose", "n (number of objects)"),
+            (["9SAT" * 25_000], "/explore_ids", "Configuration")):
+        msg = _app_error(alice.predict, *args, api_name=api)
+        assert f"{label}: " in msg and "(100000 characters) is not one of the choices" in msg and len(msg) < 700, msg
