@@ -30,7 +30,7 @@ def check_size(w: int, h: int, what: str) -> None:
     if w * h > MAX_PIXELS:
         raise PerceptionError(
             f"{what}: image of {w}x{h} = {w * h / 1e6:.1f} megapixels exceeds the limit of "
-            f"{MAX_PIXELS / 1e6:.0f} megapixels"
+            f"{MAX_PIXELS / 1e6:.0f} megapixels; downscale it first"
         )
 
 
