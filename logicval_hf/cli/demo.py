@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TextIO
+from typing import Any, Callable, TextIO
 
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.asp.solver import solve, verify
@@ -56,12 +56,17 @@ def _table(scene: Scene) -> list[str]:
     return rows
 
 
-def run_demo(out: TextIO) -> None:
-    w = out.write
-    spec = Spec.from_dict(EXAMPLE_SAT)
+def _write_spec(w: Callable[[str], Any], spec: Spec) -> None:
+    """The spec as the prompt numbers it: "Constraint 1", "Constraint 2", ..."""
     w(f"Spec: {spec.n} objects\n")
     for i, text in enumerate(_describe(spec), 1):
         w(f"  Constraint {i}: {text}\n")
+
+
+def run_demo(out: TextIO) -> None:
+    w = out.write
+    spec = Spec.from_dict(EXAMPLE_SAT)
+    _write_spec(w, spec)
     result = solve(spec)
     w(f"Solver label: {result.label}\n")
     assert result.witness is not None
@@ -82,9 +87,8 @@ def run_demo(out: TextIO) -> None:
     w(f"  count-relaxed: ok={v.ok} violated: {constraint_names(v.violated)}\n")
 
     unsat = Spec.from_dict(EXAMPLE_UNSAT)
-    w(f"\nSpec: {unsat.n} objects\n")
-    for i, text in enumerate(_describe(unsat), 1):
-        w(f"  Constraint {i}: {text}\n")
+    w("\n")
+    _write_spec(w, unsat)
     r2 = solve(unsat)
     w(f"Solver label: {r2.label}; minimal unsat core: {constraint_names(r2.core or ())}\n")
     w(f"Verify the empty scene: ok={verify(unsat, Scene.empty()).ok} (an UNSAT spec is answered by an empty image)\n")

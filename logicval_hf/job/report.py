@@ -365,19 +365,14 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
             truth[g] = [e["truth"][key].get(x, {}).get(field) for x in groups] if e["truth"] else None
         return series, truth
 
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    s, t = pick("by_class", classes)
-    _bars(ax, classes, s, t)
-    ax.set_title("1SAT success per constraint class (bars: metric, ticks: known truth)")
-    ax.set_ylabel("success rate")
-    save(fig, "by_class")
-
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    s, t = pick("by_package", packages)
-    _bars(ax, packages, s, t)
-    ax.set_title("Success per package (bars: metric, ticks: known truth)")
-    ax.set_ylabel("success rate")
-    save(fig, "by_package")
+    for key, groups, title in (("by_class", classes, "1SAT success per constraint class"),
+                               ("by_package", packages, "Success per package")):
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+        s, t = pick(key, groups)
+        _bars(ax, groups, s, t)
+        ax.set_title(f"{title} (bars: metric, ticks: known truth)")
+        ax.set_ylabel("success rate")
+        save(fig, key)
 
     loads = _loads(gens)
     if loads:
