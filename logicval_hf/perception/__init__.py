@@ -36,7 +36,7 @@ BATCH_CHUNK = 64
 #: Perception backends by name: a callable ``fn(rgb_uint8_array, **settings) -> Scene`` or a lazy
 #: ``"module:function"`` reference, imported on first use.
 BACKENDS: Registry[Callable[..., Scene]] = Registry("perception backend", {
-    "clevr": "logicval_hf.perception.clevr:extract",
+    "clevr": "logicval_hf.perception.scene_parser:extract",
     "given": "logicval_hf.perception.given:extract",
     "neural": "logicval_hf.perception.neural:extract",
 })

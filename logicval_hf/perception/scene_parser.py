@@ -1,0 +1,272 @@
+"""Learned CLEVR scene parser: one image in, every object with its centre, box, colour, shape and material out.
+
+A small fully convolutional CenterNet-style network (trained by ``logicval_hf.training.train_scene_parser`` on
+Blender renders of the official CLEVR assets and on the project's numpy renders, never on real CLEVR) predicts
+at stride 8 a centre heat map, a sub-cell offset, a box size and per-location logits for colour, shape,
+material and size. Objects are the local maxima of the heat map above ``threshold``.
+
+Inference runs the exported ONNX graph with ``onnxruntime`` (no torch). The model file carries its own
+metadata (class order, input normalisation, calibrated softmax temperatures, default threshold), so a newer
+model file needs no code change.
+
+Box convention: the network predicts the object's *projected 3D centre* (CLEVR's ``pixel_coords``), because
+the project derives regions and left/right/front/behind from box centres and CLEVR's ground truth does so from
+``pixel_coords``. The emitted box is centred on that point rounded to whole pixels (CLEVR rounds
+``pixel_coords`` the same way, so an object within half a pixel of a midline gets the truth's region), with the
+predicted extent of the visible object; where it would leave the image it is shrunk symmetrically, so the
+centre never moves.
+
+Entry points::
+
+    from logicval_hf.perception.scene_parser import extract, extract_batch, load_model
+    scene = extract(rgb)                          # rgb: H x W x 3 uint8
+    scenes = extract_batch([rgb1, rgb2], threshold=0.35)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["DEFAULT_MODEL", "META_KEY", "SceneParser", "load_model", "extract", "extract_batch", "prepare",
+           "decode"]
+
+#: The shipped model (ONNX graph with metadata).
+DEFAULT_MODEL = Path(__file__).with_name("scene_parser.onnx")
+#: what the main job hashes to know when cached verdicts are stale (`logicval_hf.job.run.backend_fingerprint`)
+MODEL_PATH = DEFAULT_MODEL
+#: ONNX metadata key holding the model's JSON description.
+META_KEY = "logicval_scene_parser"
+
+#: Geometry shared with training: the longer image side is scaled to LONG_SIDE (CLEVR's 480), because object
+#: scale then matches the renders for both CLEVR sizes (the Blender camera keeps the horizontal field of view,
+#: so a 320x240 CLEVR image shows objects at 2/3 the size of a 480x320 one); padded to a multiple of MULTIPLE.
+LONG_SIDE = 480
+MULTIPLE = 32
+STRIDE = 8
+
+
+def target_scale(width: int, height: int, long_side: int = LONG_SIDE) -> float:
+    return long_side / max(width, height)
+
+
+def resize(rgb: np.ndarray, scale: float) -> np.ndarray:
+    """Area filter when shrinking (no aliasing of thin highlights), bilinear when enlarging."""
+    import cv2
+
+    if abs(scale - 1.0) < 1e-6:
+        return rgb
+    h, w = rgb.shape[:2]
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+
+
+def pad_to_multiple(rgb: np.ndarray, multiple: int = MULTIPLE) -> np.ndarray:
+    """Replicate the border (not zeros): the padded strip then looks like floor, not like an edge the network
+    could mistake for an object boundary."""
+    import cv2
+
+    h, w = rgb.shape[:2]
+    ph, pw = -h % multiple, -w % multiple
+    if ph == 0 and pw == 0:
+        return rgb
+    return cv2.copyMakeBorder(rgb, 0, ph, 0, pw, cv2.BORDER_REPLICATE)
+
+
+def prepare(rgb: np.ndarray, long_side: int = LONG_SIDE, multiple: int = MULTIPLE) -> tuple[np.ndarray, float]:
+    """The network input of one image (float32 CHW in [0, 1], padded) and the scale applied to it."""
+    h, w = rgb.shape[:2]
+    s = target_scale(w, h, long_side)
+    x = pad_to_multiple(resize(rgb, s), multiple)
+    return np.ascontiguousarray(x.transpose(2, 0, 1), dtype=np.float32) * np.float32(1 / 255), s
+
+
+def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    z = z - z.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@dataclass
+class Detection:
+    cx: float
+    cy: float
+    w: float
+    h: float
+    score: float
+    probs: dict[str, np.ndarray]  # attribute -> calibrated class probabilities (metadata class order)
+
+
+def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str, Any], scale: float,
+           width: int, height: int, threshold: float, max_objects: int) -> list[Detection]:
+    """Objects of one image from the network outputs (``peak``: 1 x h x w heat values at local maxima, else 0;
+    ``reg``: offset x/y and log box size; ``logits``: attribute logits stacked in metadata order)."""
+    stride = meta["stride"]
+    ys, xs = np.nonzero(peak[0] >= threshold)
+    if len(ys) == 0:
+        return []
+    scores = peak[0, ys, xs]
+    order = np.argsort(-scores, kind="stable")[:max_objects]
+    ys, xs, scores = ys[order], xs[order], scores[order]
+    bx, by = meta.get("offset_bias", (0.0, 0.0))  # the offset head's median error on held-out renders
+    cx = (xs + reg[0, ys, xs] - bx) * stride / scale
+    cy = (ys + reg[1, ys, xs] - by) * stride / scale
+    bw = np.exp(reg[2, ys, xs]) * stride / scale
+    bh = np.exp(reg[3, ys, xs]) * stride / scale
+    out = []
+    start = 0
+    attr_slices = {}
+    for a in meta["attributes"]:
+        k = len(meta["classes"][a])
+        attr_slices[a] = slice(start, start + k)
+        start += k
+    temps = meta.get("temperatures", {})
+    for i in range(len(ys)):
+        if not (0 <= cx[i] < width and 0 <= cy[i] < height):  # a peak in the padding
+            continue
+        probs = {a: _softmax(logits[sl, ys[i], xs[i]] / float(temps.get(a, 1.0))) for a, sl in attr_slices.items()}
+        out.append(Detection(float(cx[i]), float(cy[i]), float(bw[i]), float(bh[i]), float(scores[i]), probs))
+    return out
+
+
+class SceneParser:
+    """An ONNX scene-parser model and its metadata, ready to parse batches of images."""
+
+    def __init__(self, path: str | os.PathLike | None = None, threads: int | None = None):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise ImportError(
+                "the clevr scene parser needs onnxruntime: pip install onnxruntime (CPU wheel: about 28 MB "
+                "download, 80 MB installed)") from None
+        self.path = Path(path) if path is not None else DEFAULT_MODEL
+        if not self.path.is_file():
+            raise FileNotFoundError(f"scene-parser model {str(self.path)!r} not found (train one with "
+                                    "python -m logicval_hf.training.train_scene_parser --export FILE)")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(self.path), opts, providers=["CPUExecutionProvider"])
+        raw = self.session.get_modelmeta().custom_metadata_map.get(META_KEY)
+        if raw is None:
+            raise ValueError(f"{self.path}: not a LogicVal scene-parser model (no {META_KEY!r} metadata)")
+        self.meta: dict[str, Any] = json.loads(raw)
+        self.outputs = {o.name for o in self.session.get_outputs()}
+        self._lock = threading.Lock()
+
+    @property
+    def threshold(self) -> float:
+        return float(self.meta.get("threshold", 0.35))
+
+    def forward(self, batch: np.ndarray, flip: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(peak, reg, logits) of a batch. ``flip``: also run the mirrored images and average their offsets and
+        logits into the original's (the scene is the same up to the mirror: two looks per object at twice
+        the cost); peaks, hence the object count, stay those of the original view, because averaging two
+        heat maps whose peaks sit in neighbouring cells can split or drop an object."""
+        if not flip:
+            with self._lock:  # one session, many threads: onnxruntime already uses all intra-op threads
+                peak, reg, logits = self.session.run(["peak", "reg", "logits"], {"image": batch})
+            return peak, reg, logits
+        n = len(batch)
+        with self._lock:
+            peak, reg, logits = self.session.run(["peak", "reg", "logits"],
+                                                 {"image": np.concatenate([batch, batch[..., ::-1]])})
+        rf = reg[n:, ..., ::-1].copy()
+        rf[:, 0] = 1 - rf[:, 0]  # mirrored cell j' = gw - 1 - j holds x offset 1 - ox
+        reg = (reg[:n] + rf) / 2
+        logits = (logits[:n] + logits[n:, ..., ::-1]) / 2
+        return peak[:n], reg, logits
+
+    def detect_batch(self, images: Sequence[np.ndarray], threshold: float | None = None, max_objects: int = 32,
+                     batch_size: int = 8, flip: bool | None = None) -> list[list[Detection]]:
+        """Detections per image. Images of equal prepared shape share a forward pass; others run apart, so
+        mixed sizes cost nothing but smaller batches."""
+        thr = self.threshold if threshold is None else float(threshold)
+        flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
+        long_side, multiple = self.meta.get("long_side", LONG_SIDE), self.meta.get("multiple", MULTIPLE)
+        prepared = [prepare(im, long_side, multiple) for im in images]
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, (x, _) in enumerate(prepared):
+            groups.setdefault(x.shape[1:], []).append(i)
+        out: list[list[Detection]] = [[] for _ in images]
+        for idx in groups.values():
+            for start in range(0, len(idx), batch_size):
+                chunk = idx[start:start + batch_size]
+                peak, reg, logits = self.forward(np.stack([prepared[i][0] for i in chunk]), flip)
+                for k, i in enumerate(chunk):
+                    h, w = images[i].shape[:2]
+                    out[i] = decode(peak[k], reg[k], logits[k], self.meta, prepared[i][1], w, h, thr, max_objects)
+        return out
+
+    def parse_batch(self, images: Sequence[np.ndarray], **settings: Any) -> list[Any]:
+        """`Scene` per image: attributes the project's domain perceives (colour, shape, material) with their
+        calibrated probabilities; the network's size head serves training only (the domain has no size)."""
+        from logicval_hf import Scene, SceneObject
+        from logicval_hf import load_catalog
+
+        dom = load_catalog().domain
+        dets = self.detect_batch(images, **settings)
+        scenes = []
+        for im, ds in zip(images, dets):
+            h, w = im.shape[:2]
+            objs = []
+            for d in ds:
+                attrs, probs = {}, {}
+                for a in dom.perceived_attributes:
+                    classes = self.meta["classes"][a]
+                    p = d.probs[a]
+                    attrs[a] = classes[int(np.argmax(p))]
+                    probs[a] = {v: float(p[classes.index(v)]) for v in dom.attributes[a]}
+                # whole pixels, as CLEVR's pixel_coords (round(x * W)): a centre within half a pixel of a
+                # midline then falls on the side CLEVR's rounded truth puts it
+                cx = min(max(math.floor(d.cx + 0.5), 1), w - 1)
+                cy = min(max(math.floor(d.cy + 0.5), 1), h - 1)
+                hw = max(min(d.w / 2, cx, w - cx), 0.5)
+                hh = max(min(d.h / 2, cy, h - cy), 0.5)
+                objs.append(SceneObject(attrs, (cx - hw, cy - hh, cx + hw, cy + hh), round(d.score, 4), probs))
+            scenes.append(Scene((w, h), tuple(objs)))
+        return scenes
+
+
+_CACHE: dict[tuple[str, int | None], SceneParser] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_model(path: str | os.PathLike | None = None, threads: int | None = None) -> SceneParser:
+    """The model at ``path`` (default: the shipped one), loaded once per process and path."""
+    key = (str(Path(path).resolve()) if path is not None else str(DEFAULT_MODEL), threads)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = SceneParser(path, threads)
+        return _CACHE[key]
+
+
+def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, Any]]:
+    settings = dict(settings)
+    model = load_model(settings.pop("model_path", None), settings.pop("threads", None))
+    unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip"}
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, max_objects, "
+                        "batch_size, flip, model_path, threads")
+    return model, settings
+
+
+def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
+    """`Scene` per RGB uint8 image. Settings: ``threshold`` (heat-map peak, default from the model),
+    ``max_objects`` (32), ``batch_size`` (8), ``flip`` (also parse the mirrored image and average; default
+    from the model), ``model_path``, ``threads`` (onnxruntime intra-op threads)."""
+    model, rest = _split_settings(settings)
+    return model.parse_batch(list(images), **rest)
+
+
+def extract(rgb: np.ndarray, **settings: Any) -> Any:
+    """`Scene` of one RGB uint8 image (same settings as `extract_batch`)."""
+    return extract_batch([rgb], **settings)[0]
