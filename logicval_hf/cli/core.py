@@ -187,7 +187,7 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("spec", help="spec JSON file, or - for stdin")
     c.add_argument("image", help="image file (PNG, JPEG, WebP, ...)")
     c.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
-                   help='perception backend (default clevr, weight-free; neural needs "logicval-hf[neural]")')
+                   help='perception backend (default clevr: the shipped CLEVR scene parser; neural needs "logicval-hf[neural]")')
     c.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")

@@ -81,7 +81,7 @@ def add_subcommands(subparsers: Any) -> None:
     r.add_argument("--generator", action="extend", nargs="+", metavar="NAME|PATH",
                    help="oracle, naive, perturbed, or a folder of images named <id>.png/.jpg (repeatable; "
                         "default: oracle naive perturbed)")
-    r.add_argument("--backend", default="clevr", help="perception backend (default clevr, weight-free)")
+    r.add_argument("--backend", default="clevr", help="perception backend (default clevr: the shipped CLEVR scene parser)")
     r.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"benchmark seed (default {DEFAULT_SEED})")
     r.add_argument("--no-resume", action="store_true",
                    help="regenerate and re-score every image instead of reusing the files in DIR")

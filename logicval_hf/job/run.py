@@ -2,7 +2,7 @@
 
 ``run(out_dir)`` builds the benchmark (`logicval_hf.benchmark.sampler.cached_benchmark`), generates one image per
 specification with each generator (`logicval_hf.generation.builtin`: ``oracle``, ``naive``, ``perturbed``), scores
-every image with `logicval_hf.scoring.evaluation.compute` (perception backend ``"clevr"`` by default, weight-free),
+every image with `logicval_hf.scoring.evaluation.compute` (perception backend ``"clevr"`` by default: the shipped CLEVR scene parser),
 compares the metric's verdicts with the generators' *known truth* (the solver's verdict on the scene each
 generator intended) and writes a report. A folder of images named by benchmark id (``<id>.png`` / ``.jpg`` /
 ``.jpeg`` / ``.webp``: a user's model outputs) is scored the same way; ids without an image count as failed
@@ -573,7 +573,7 @@ def run(
         generators: built-in generator names (``oracle``, ``naive``, ``perturbed``) and/or folders of images
             named by benchmark id (scored as a model's outputs; named after the folder).
         seed: benchmark seed (`cached_benchmark`); also seeds the generators.
-        backend: perception backend for `evaluation.compute` (default the weight-free ``"clevr"``).
+        backend: perception backend for `evaluation.compute` (default ``"clevr"``, the shipped CLEVR scene parser).
         image_folder: one more folder of images to score (same as listing it in ``generators``).
         resume: reuse images, intended scenes and verdicts already in ``out_dir`` (each checked against the spec,
             seed, image hash and perception backend); ``False`` regenerates and re-scores every image. The

@@ -3,7 +3,7 @@
 ``compute(predictions, references)``: predictions are images (PIL, uint8 arrays, paths, encoded bytes) or scene
 graphs (`Scene`, dicts, JSON strings), one kind per call; references are specs (`Spec`, dicts, JSON strings) or
 benchmark rows (dicts with ``spec_json`` and optionally ``id``, ``package``, ``label``); see
-`logicval_hf.scoring.inputs`. Images go through a perception backend (default ``"clevr"``, weight-free); scene
+`logicval_hf.scoring.inputs`. Images go through a perception backend (default ``"clevr"``, the shipped CLEVR scene parser); scene
 graphs are used as given. Each (spec, scene) is verified once, in batches; the count-relaxed verdict is derived
 from the same result.
 """

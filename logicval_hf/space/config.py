@@ -27,7 +27,7 @@ class ConfigError(RuntimeError):
 
 def default_backend(environ: Mapping[str, str] | None = None) -> str:
     """``LOGICVAL_SPACE_BACKEND`` if set; ``neural`` when any ``LOGICVAL_NEURAL_*`` setting is configured;
-    otherwise the weight-free ``clevr`` backend."""
+    otherwise the ``clevr`` backend (the shipped CLEVR scene parser)."""
     env = os.environ if environ is None else environ
     if env.get("LOGICVAL_SPACE_BACKEND"):
         return env["LOGICVAL_SPACE_BACKEND"]

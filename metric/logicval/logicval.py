@@ -30,7 +30,7 @@ LogicVal scores a text-to-image model by checking its images against the logical
 was generated from. A specification fixes the number of objects n and one or more first-order constraints
 (existence, universal, conditional, relational and counting constraints over colour, shape, material, one of
 four image regions, and left/right/front/behind). For every image a scene graph is extracted (objects with
-attributes and boxes; a CLEVR-specific, weight-free perception backend by default) or taken as given, and
+attributes and boxes; the CLEVR scene parser shipped in the package by default) or taken as given, and
 the answer-set solver clingo decides whether it satisfies the specification. The LogicVal score is the
 fraction of images that do (exactly n objects and every constraint). For unsatisfiable specifications the
 right answer is an empty scene: the abstention rate reports how often a model draws one. A count-relaxed

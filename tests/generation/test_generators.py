@@ -218,7 +218,7 @@ def test_naive_truth_rate_matches_chance_and_metric(rows, solver):
     assert 0.05 < np.mean(truth) < 0.6
     graphs = compute([o.scene for o in outs], one, solver=solver)
     assert [s["ok"] for s in graphs["per_sample"]] == truth
-    # images through the weight-free perception backend (a subset keeps the test fast)
+    # images through the default perception backend (a subset keeps the test fast)
     sub = list(range(0, len(one), 4))
     res = compute([outs[i].image for i in sub], [one[i] for i in sub], backend="clevr", solver=solver)
     metric = [s["ok"] for s in res["per_sample"]]
@@ -228,7 +228,7 @@ def test_naive_truth_rate_matches_chance_and_metric(rows, solver):
 
 
 def test_oracle_and_perturbed_images_read_back_through_the_clevr_backend(rows, solver):
-    """The main job's claim on a sample: the weight-free backend accepts nearly every oracle image of a SAT spec
+    """The main job's claim on a sample: the default backend accepts nearly every oracle image of a SAT spec
     and rejects the perturbed image of the same row (the change is one attribute, move, swap or count)."""
     sat = [r for r in rows if r["label"] == "SAT"]
     sample = sat[::4]
