@@ -18,7 +18,6 @@ import functools
 import hashlib
 import html
 import logging
-import os
 import sys
 import tempfile
 import traceback
@@ -210,9 +209,9 @@ def _cache_copy(path: Path, cache_dir: str) -> str:
     d.mkdir(parents=True, exist_ok=True)
     dst = d / Path(path).name
     if not dst.exists():
-        tmp = dst.with_suffix(dst.suffix + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, dst)
+        from logicval_hf.common.atomic import atomic_write_bytes
+
+        atomic_write_bytes(dst, data)
     return str(dst)
 
 

@@ -25,11 +25,21 @@ __all__ = [
 TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, fsync: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; when the block ends without error it replaces ``path``.
 
     For writers that want a file name (``image.save(tmp)``, ``pyarrow.parquet.write_table(t, tmp)``).
+    ``fsync=True`` forces the data to disk before the rename (user data that must survive a power cut).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,6 +47,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, _FILE_MODE)  # mkstemp makes 0600; the result gets the mode a plain open() would give
+        if fsync:
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -44,16 +58,16 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+def atomic_write_bytes(path: str | Path, data: bytes, fsync: bool = False) -> Path:
     """Write ``data`` to ``path`` atomically; returns ``path``."""
-    with atomic_path(path) as tmp:
+    with atomic_path(path, fsync=fsync) as tmp:
         tmp.write_bytes(data)
     return Path(path)
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
+def atomic_write_text(path: str | Path, text: str, fsync: bool = False) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return atomic_write_bytes(path, text.encode("utf-8"))
+    return atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
 
 
 def atomic_write_json(path: str | Path, obj: Any, indent: int | None = None,

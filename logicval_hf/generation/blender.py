@@ -51,6 +51,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from logicval_hf.common.atomic import atomic_write_bytes
+
 __all__ = [
     "AssetsError", "BlenderUnavailable", "BlenderLayoutError", "ClevrAssets", "RenderConfig", "ImagePlan",
     "load_assets", "require_bpy", "plan_image", "sample_objects", "compute_relationships", "render_image",
@@ -596,20 +598,8 @@ def _name(index: int) -> str:
     return f"{PREFIX}_{index:06d}"
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _atomic_json(path: Path, obj: Any, indent: int | None = 2) -> None:
-    _atomic_write_bytes(path, json.dumps(obj, indent=indent).encode("utf-8"))
+    atomic_write_bytes(path, json.dumps(obj, indent=indent).encode("utf-8"))
 
 
 def _bpy_version() -> str:
@@ -678,8 +668,8 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
         with Image.open(tmp_img) as im:
             rgb = im.convert("RGB")
         os.unlink(tmp_img)
-        _atomic_write_bytes(mask_dir / f"{name}.png", _png_bytes(Image.fromarray(mask)))
-        _atomic_write_bytes(img_dir / f"{name}.png", _png_bytes(rgb))
+        atomic_write_bytes(mask_dir / f"{name}.png", _png_bytes(Image.fromarray(mask)))
+        atomic_write_bytes(img_dir / f"{name}.png", _png_bytes(rgb))
         _atomic_json(scene_dir / f"{name}.json", scene)
         return scene
     finally:

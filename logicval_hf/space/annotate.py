@@ -36,14 +36,13 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import re
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from logicval_hf import perception
+from logicval_hf.common.atomic import atomic_write_text
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.scene import Scene
@@ -548,17 +547,7 @@ def record_scene(record: Mapping[str, Any], size: tuple[int, int], domain: Domai
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, text, fsync=True)  # annotators' work: on disk before it replaces the old export
 
 
 def export_model(store: AnnotationStore, root: str | Path, model: str, out_dir: str | Path) -> dict[str, Any]:

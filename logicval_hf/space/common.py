@@ -6,14 +6,13 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import os
 import re
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, cached_benchmark
 from logicval_hf.contract.catalog import Catalog, load_catalog
 from logicval_hf.errors import SpecError
@@ -105,16 +104,8 @@ def _read_cache(path: Path, seed: int) -> dict[str, tuple[dict[str, Any], ...]] 
 
 def _write_cache(path: Path, seed: int, rows: Mapping[str, Any]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as gz:
-                gz.write(json.dumps({"seed": seed, "rows": {k: list(v) for k, v in rows.items()}}).encode())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        data = json.dumps({"seed": seed, "rows": {k: list(v) for k, v in rows.items()}}).encode()
+        atomic_write_bytes(path, gzip.compress(data, compresslevel=6))
     except OSError as e:  # a read-only disk only costs the next start-up the build
         log.warning("could not write the benchmark cache %s (%s)", path, e)
 

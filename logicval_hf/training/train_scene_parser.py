@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -37,6 +36,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from logicval_hf.common.atomic import atomic_path
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_blender"
@@ -559,30 +560,27 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
 
     from logicval_hf.perception.scene_parser import META_KEY
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.onnx")
-    wrapped = Export.wrap(net)
-    was_training = net.training
-    net.eval()
-    dummy = torch.zeros(1, 3, CANVAS[1], CANVAS[0])
-    axes = {"image": {0: "n", 2: "h", 3: "w"}, "peak": {0: "n", 2: "gh", 3: "gw"},
-            "reg": {0: "n", 2: "gh", 3: "gw"}, "logits": {0: "n", 2: "gh", 3: "gw"},
-            "heat": {0: "n", 2: "gh", 3: "gw"}}
-    import warnings
+    with atomic_path(Path(path)) as tmp:
+        wrapped = Export.wrap(net)
+        was_training = net.training
+        net.eval()
+        dummy = torch.zeros(1, 3, CANVAS[1], CANVAS[0])
+        axes = {"image": {0: "n", 2: "h", 3: "w"}, "peak": {0: "n", 2: "gh", 3: "gw"},
+                "reg": {0: "n", 2: "gh", 3: "gw"}, "logits": {0: "n", 2: "gh", 3: "gw"},
+                "heat": {0: "n", 2: "gh", 3: "gw"}}
+        import warnings
 
-    with warnings.catch_warnings():  # the TorchScript exporter is deprecated, but needs no onnxscript
-        warnings.simplefilter("ignore")
-        torch.onnx.export(wrapped, (dummy,), str(tmp), input_names=["image"],
-                          output_names=["peak", "reg", "logits", "heat"], dynamic_axes=axes, opset_version=17, dynamo=False)
-    if was_training:
-        net.train()
-    model = onnx.load(str(tmp))
-    entry = model.metadata_props.add()
-    entry.key, entry.value = META_KEY, json.dumps(meta)
-    model.doc_string = "LogicVal-HF CLEVR scene parser (see logicval_hf/perception/scene_parser.md)"
-    onnx.save(model, str(tmp))
-    os.replace(tmp, path)
+        with warnings.catch_warnings():  # the TorchScript exporter is deprecated, but needs no onnxscript
+            warnings.simplefilter("ignore")
+            torch.onnx.export(wrapped, (dummy,), str(tmp), input_names=["image"],
+                              output_names=["peak", "reg", "logits", "heat"], dynamic_axes=axes, opset_version=17, dynamo=False)
+        if was_training:
+            net.train()
+        model = onnx.load(str(tmp))
+        entry = model.metadata_props.add()
+        entry.key, entry.value = META_KEY, json.dumps(meta)
+        model.doc_string = "LogicVal-HF CLEVR scene parser (see logicval_hf/perception/scene_parser.md)"
+        onnx.save(model, str(tmp))
 
 
 # ---- main -----------------------------------------------------------------------------------------------
@@ -699,10 +697,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train_scene_parser: initialised from {args.init} (step {ck['step']} of that run)", flush=True)
 
     def save():
-        tmp = last.with_suffix(".tmp")
-        torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step, "elapsed": elapsed,
-                    "history": history, "args": {k: str(v) for k, v in vars(args).items()}}, tmp)
-        os.replace(tmp, last)
+        with atomic_path(last) as tmp:
+            torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step, "elapsed": elapsed,
+                        "history": history, "args": {k: str(v) for k, v in vars(args).items()}}, tmp)
 
     if args.export_only:
         if not last.is_file():

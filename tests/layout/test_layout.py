@@ -184,3 +184,35 @@ def test_the_lora_script_gets_past_its_imports_from_a_checkout(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "lora_training" / "train_lora.py"), "--help"], env=env,
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "usage" in out.stdout.lower(), out.stderr[-2000:]
+
+
+def test_atomic_writes_replace_whole_files_with_the_usual_mode(tmp_path):
+    from logicval_hf.common.atomic import atomic_write_json, atomic_write_text, remove_stale_temps
+
+    target = tmp_path / "out" / "a.json"
+    atomic_write_json(target, {"x": 1})
+    atomic_write_text(target, "replaced\n", fsync=True)
+    assert target.read_text() == "replaced\n"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+    with pytest.raises(RuntimeError):
+        from logicval_hf.common.atomic import atomic_path
+
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed mid-write")
+    assert target.read_text() == "replaced\n" and sorted(p.name for p in target.parent.iterdir()) == ["a.json"]
+    (target.parent / ".a.json.abc123.tmp").write_text("left by a crash")
+    assert remove_stale_temps(tmp_path) == 1
+
+
+def test_the_registry_suggests_close_names():
+    from logicval_hf.common.registry import Registry, UnknownNameError
+
+    reg = Registry("widget", {"oracle": 1, "naive": "json:loads"})
+    assert reg.get("oracle") == 1 and callable(reg.get("naive")) and reg.names() == ["naive", "oracle"]
+    with pytest.raises(UnknownNameError, match="did you mean 'oracle'"):
+        reg.get("oracel")
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("oracle", 2)
