@@ -19,6 +19,7 @@ from logicval_hf.asp.solver import Solver
 TEMPLATES = sorted(CATALOG.templates)
 
 
+@pytest.mark.slow
 def test_ten_thousand_random_pairs_over_all_templates():
     rng = random.Random(20261130)
     pairs = []
@@ -44,6 +45,7 @@ def test_ten_thousand_random_pairs_over_all_templates():
     assert all(outcomes == {True, False} for outcomes in by_class.values()), by_class
 
 
+@pytest.mark.slow
 @given(st.sampled_from(TEMPLATES), st.integers(3, 9), st.integers(0, 10), st.integers(0, 2**31), st.sampled_from([None, 2, 4]))
 @settings(max_examples=400, derandomize=True, deadline=None)
 def test_single_verify_agrees_with_reference(tid, n, k, seed, grid):

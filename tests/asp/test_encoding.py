@@ -42,6 +42,7 @@ def _violations(program: str) -> set[int]:
     return out
 
 
+@pytest.mark.slow
 def test_parametric_templates_agree_with_instantiated_rules():
     rng = random.Random(7)
     params = read_program("params.lp")

@@ -392,6 +392,7 @@ def test_push_uploads_the_folder(folder, monkeypatch):
     assert Path(kw["folder_path"]) == folder
 
 
+@pytest.mark.slow
 def test_stats_command_prints_tables_and_writes_png(folder, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     from logicval_hf.cli.dataset import main

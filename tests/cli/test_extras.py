@@ -51,6 +51,7 @@ def test_require_names_the_extra():
     assert set(EXTRAS) >= {"neural", "space", "train"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hidden", ["torch", "transformers", "open_clip"])
 def test_check_with_the_neural_backend_needs_the_neural_extra(spec_and_image, hidden):
     spec, image = spec_and_image
@@ -106,6 +107,7 @@ def test_baselines_name_the_neural_extra(build, line):
     assert proc.stdout.strip() == line, proc.stderr
 
 
+@pytest.mark.slow
 def test_run_with_the_neural_backend_needs_the_neural_extra(tmp_path):
     line = one_line(run_hidden(["open_clip"], ["run", "--backend", "neural", "--limit", "1", "--out", tmp_path / "r"]))
     assert line == ('logicval: error: the neural perception backend needs the "neural" extra (open_clip is not '

@@ -613,6 +613,7 @@ def test_search_matches_naive_enumeration(case, negate_first):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(sorted(CAT.templates)), st.integers(0, 10**6)), min_size=1, max_size=2),
        st.booleans())
+@pytest.mark.slow
 def test_search_matches_naive_enumeration_on_random_constraints(drawn, negate_first):
     items = [(random_constraint(tid, 3, random.Random(seed)), negate_first and i == 0)
              for i, (tid, seed) in enumerate(drawn)]

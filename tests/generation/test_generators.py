@@ -53,6 +53,7 @@ def test_registry_and_errors():
     assert seed_for("a", 1) == seed_for("a", 1) != seed_for("a", 2)
 
 
+@pytest.mark.slow
 def test_oracle_geometry_and_truth(rows, solver):
     """Oracle images: the intended (drawn) scene satisfies the spec; the drawn boxes keep the witness's
     attributes, regions and both orders exactly (regions.md §6)."""
@@ -84,6 +85,7 @@ def test_oracle_geometry_and_truth(rows, solver):
             assert 0 <= x0 < x1 <= SIZE[0] and 0 <= y0 < y1 <= SIZE[1]
 
 
+@pytest.mark.slow
 def test_varied_witness_is_a_model_with_natural_attributes(rows, solver):
     """Varying the witness keeps a model of the spec (regions and orders untouched) and spreads the attributes
     the solver fills with its first value; ``vary_witness=False`` renders the witness as is; both are
@@ -169,6 +171,7 @@ def _changes(base: Plan, new: Plan) -> str:
     return "swap"
 
 
+@pytest.mark.slow
 def test_perturbed_breaks_exactly_one_thing(rows, solver):
     """For many specs (every 3rd 1SAT, all 3SAT/6SAT): the perturbed scene is the oracle scene with one minimal
     change, and the solver finds exactly one constraint violated with the count right, or only the count wrong."""
@@ -205,6 +208,7 @@ def test_perturbed_unsat_is_non_empty(rows, solver):
         assert meta["truth_ok"] is False and meta["label"] == "UNSAT"
 
 
+@pytest.mark.slow
 def test_naive_truth_rate_matches_chance_and_metric(rows, solver):
     """The naive generator's truth rate on 1SAT is the chance rate (the rows' Monte Carlo estimate); scoring its
     intended scenes as scene graphs reproduces the truth exactly; scoring its images with the clevr backend
@@ -227,6 +231,7 @@ def test_naive_truth_rate_matches_chance_and_metric(rows, solver):
     assert abs(np.mean(metric) - np.mean([truth[i] for i in sub])) <= 0.2
 
 
+@pytest.mark.slow
 def test_oracle_and_perturbed_images_read_back_through_the_clevr_backend(rows, solver):
     """The main job's claim on a sample: the default backend accepts nearly every oracle image of a SAT spec
     and rejects the perturbed image of the same row (the change is one attribute, move, swap or count)."""

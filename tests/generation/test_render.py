@@ -173,6 +173,7 @@ def test_render_preserves_regions_and_relations(case):
     assert_total(out)
 
 
+@pytest.mark.slow
 def test_seeded_random_scenes_facts_and_colours():
     """Many random scenes: facts survive, boxes are sane, and object pixels show their CLEVR colour."""
     rng = random.Random(20240611)

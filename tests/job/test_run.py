@@ -233,6 +233,7 @@ def test_resolve_generators(tmp_path):
         resolve_generators(["dalle"])
 
 
+@pytest.mark.slow
 def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, monkeypatch):
     out_first, summary = first
     out = tmp_path / "report"

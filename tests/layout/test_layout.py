@@ -164,6 +164,7 @@ def test_a_checkout_solves_without_being_installed(tmp_path):
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_the_space_builds_from_a_checkout(tmp_path):
     """Hugging Face runs ``space/app.py`` from the repository: its ``demo`` must build without an install."""
     pytest.importorskip("gradio")

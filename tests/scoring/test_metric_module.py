@@ -177,6 +177,7 @@ def test_probabilistic_scores(tmp_path):
         module.compute(predictions=[json.dumps(GOOD)], references=[SPEC], count="approximately")
 
 
+@pytest.mark.slow
 def test_bad_inputs_raise_before_scoring(tmp_path, images, monkeypatch):
     module = load(tmp_path)
     # evaluate compares the two lengths first

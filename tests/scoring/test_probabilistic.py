@@ -120,6 +120,7 @@ def _noisy_witness(rng, spec):
     return Scene(witness.image_size, tuple(objs))
 
 
+@pytest.mark.slow
 def test_exact_and_sampled_agree_within_three_standard_errors():
     rng = random.Random(3)
     checked = 0

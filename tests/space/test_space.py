@@ -213,6 +213,7 @@ def test_configuration_modes(app):
     assert chk.default_backend({"LOGICVAL_SPACE_BACKEND": "clevr", "LOGICVAL_NEURAL_X": "1"}) == "clevr"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("half", [{"LOGICVAL_SPACE_USER": "alice"}, {"LOGICVAL_SPACE_PASSWORD": "secret"}])
 def test_half_set_credentials_exit_with_one_line(sandbox, tmp_path, half):
     """Only one of LOGICVAL_SPACE_USER / LOGICVAL_SPACE_PASSWORD: the Space refuses to start, with one line."""
@@ -460,6 +461,7 @@ def _annot(root: Path, model: str, image_id: str, boxes):
     return {"image": handle_file(str(root / model / f"{image_id}.png")), "boxes": boxes}
 
 
+@pytest.mark.slow
 def test_two_annotators_concurrently(server, alice, bob):
     """Different images and the same image at once: nothing lost, last write per field wins, all edits logged."""
     root = server["root"]
@@ -552,6 +554,7 @@ def _wait_up(proc: subprocess.Popen, url: str, log: Path, timeout: float = 90) -
     raise AssertionError(f"app did not start:\n{log.read_text()[-3000:]}")
 
 
+@pytest.mark.slow
 def test_autosave_survives_kill_9(images, sandbox, tmp_path):
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -624,6 +627,7 @@ def test_explore(alice):
     assert (spec_box[0] if isinstance(spec_box, (list, tuple)) else spec_box) == "3SAT-0002"
 
 
+@pytest.mark.slow
 def test_explore_is_ready_at_start_up(server, alice, tmp_path):
     """The benchmark is built once, cached on disk and read back lazily: a restarted Space answers Explore at
     once (it took ~15 s on 2 idle cores, 50 s on a loaded machine, when every start rebuilt it)."""
@@ -768,6 +772,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+@pytest.mark.slow
 def test_browser_explore_and_check(server, sandbox, tmp_path):
     if not CHROMIUM.exists():
         pytest.skip("no /usr/bin/chromium (apt-get install -y chromium chromium-driver)")
@@ -1240,6 +1245,7 @@ def test_space_without_gradio_exits_with_one_line(sandbox, tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "MissingExtraError space gradio", r.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_annotate_without_its_widget_exits_with_one_line(sandbox, tmp_path):
     r = _run_app_hiding("gradio_image_annotation", {
         "LOGICVAL_SPACE_USER": "alice", "LOGICVAL_SPACE_PASSWORD": "pw",

@@ -125,6 +125,7 @@ def test_dev_captions_hold_and_cover_the_classes(dev):
     assert grounder.stats["disagreements"] == 0  # the prefilter never contradicted the solver
 
 
+@pytest.mark.slow
 @needs_dev
 def test_dev_captions_are_deterministic_and_informative(dev):
     scenes, objs, caps, _ = dev
