@@ -1,7 +1,7 @@
 """Train the learned CLEVR scene parser (``logicval_hf/perception/scene_parser.py``) on renders, on the CPU.
 
     python -m logicval_hf.training.train_scene_parser --data ../shared/data/clevr_blender \\
-        --out /work/cache/scene_parser --steps 6000 --export logicval_hf/perception/scene_parser.onnx
+        --out ~/.cache/logicval/scene_parser --steps 6000 --export logicval_hf/perception/scene_parser.onnx
 
 Training data are Blender renders of the official CLEVR assets (folders in the CLEVR layout: ``images/``,
 ``scenes/*.json`` or ``scenes.json`` with ``pixel_coords`` and ``bbox_xyxy`` or a ``masks/`` instance mask)
@@ -41,7 +41,7 @@ from logicval_hf.common.atomic import atomic_path
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_blender"
-DEFAULT_OUT = Path("/work/cache/scene_parser")
+DEFAULT_OUT = Path("~/.cache/logicval/scene_parser").expanduser()
 DEFAULT_EXPORT = REPO / "logicval_hf" / "perception" / "scene_parser.onnx"
 
 ATTRIBUTES = ("color", "shape", "material", "size")

@@ -21,7 +21,7 @@ SHAPES = DOMAIN.attributes["shape"]
 MATERIALS = DOMAIN.attributes["material"]
 RELATIONS = ("left", "right", "front", "behind")
 SIZES = ((480, 320), (320, 240))
-PROPERTIES = Path("/work/shared/data/clevr_dev/properties.json")
+PROPERTIES = Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_dev" / "properties.json"
 
 
 # ---- building input scenes ---------------------------------------------------------------------------------

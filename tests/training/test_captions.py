@@ -1,6 +1,6 @@
 """The CLEVR caption grounder and the LoRA training data (held-out set, balanced batches).
 
-Runs on the 170 real CLEVR dev scenes in /work/shared/data/clevr_dev (skipped if absent), on
+Runs on the 170 real CLEVR dev scenes in ../shared/data/clevr_dev (skipped if absent), on
 tests/data/clevr (if another engineer shipped CLEVR scenes there; skipped otherwise) and on synthetic scenes.
 """
 
@@ -22,7 +22,7 @@ from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.spec import Constraint
 from logicval_hf.contract.verbalise import constraint_text
 
-DEV = Path(os.environ.get("LOGICVAL_CLEVR_DEV", "/work/shared/data/clevr_dev"))
+DEV = Path(os.environ.get("LOGICVAL_CLEVR_DEV", Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_dev"))
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "clevr"
 needs_dev = pytest.mark.skipif(not (DEV / "scenes.json").is_file(), reason="CLEVR dev scenes not available")
 
