@@ -45,19 +45,15 @@ BACKENDS: Registry[Callable[..., Scene]] = Registry("perception backend", {
 def register_backend(name: str, fn: Callable[..., Scene] | str, *, replace: bool = False) -> None:
     """Register a backend under ``name``: a callable ``fn(rgb_uint8_array, **settings) -> Scene`` or a
     lazy ``"package.module:function"`` reference."""
-    if not (callable(fn) or (isinstance(fn, str) and ":" in fn)):
+    if not (callable(fn) or isinstance(fn, str)):  # a string's 'module:function' form is the registry's check
         raise ValueError("backend must be a callable or a 'module:function' string")
     BACKENDS.register(name, fn, replace=replace)
-
-
-def _resolve(backend: str) -> Callable[..., Scene]:
-    return BACKENDS.get(backend)
 
 
 # ---- entry points ---------------------------------------------------------------------------------
 def extract_scene(image: Any, backend: str = "clevr", **settings: Any) -> Scene:
     """Perceive one image with the named backend and return its `Scene`."""
-    fn = _resolve(backend)
+    fn = BACKENDS.get(backend)
     if getattr(fn, "raw_input", False):  # e.g. "given": the input is a scene graph, not pixels
         return fn(image, **settings)
     return fn(load_image(image), **settings)
@@ -93,7 +89,7 @@ def extract_scenes(
     Paths travel cheaply; arrays and PIL images are decoded and validated here first, so errors for them name
     the offending image by its index.
     """
-    fn = _resolve(backend)
+    fn = BACKENDS.get(backend)
     items: Sequence[Any] = list(images)
     if not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
