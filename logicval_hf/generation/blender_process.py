@@ -163,7 +163,3 @@ def scene_renderer(assets: str | os.PathLike, python: str | None = None, **setti
     if bpy_in_process() and python is None:
         return BlenderSceneRenderer(assets, **settings)
     return RemoteSceneRenderer(assets, python=python, **settings)
-
-
-if __name__ == "__main__":  # pragma: no cover - convenience
-    sys.exit(run_cli(sys.argv[1:]))
