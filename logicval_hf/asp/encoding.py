@@ -19,12 +19,40 @@ Two renderings share one compiler:
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from logicval_hf.contract.catalog import Domain, Template
-from logicval_hf.contract.spatial import AXIS_RELATION, INVERSE, RELATION_GEOMETRY, region_cell
+from logicval_hf.contract.spatial import region_cell
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit
+
+_CONSTANT = re.compile(r"[a-z][A-Za-z0-9_]*")
+_KEYWORDS = {"not", "const", "show", "minimize", "maximize", "external", "include", "script", "program", "defined"}
+
+
+def asp_term(value: Any) -> str:
+    """A value as an ASP term: a plain constant where it is one (``red``), else a quoted string
+    (``"potted plant"``), so any class name is a term and none can inject syntax."""
+    if isinstance(value, bool):
+        raise TypeError("a truth value is not an ASP term")
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if _CONSTANT.fullmatch(text) and text not in _KEYWORDS:
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def symbol_value(sym: Any) -> Any:
+    """The Python value of an ASP term written by `asp_term` (constant, string or number)."""
+    import clingo
+
+    if sym.type == clingo.SymbolType.String:
+        return sym.string
+    if sym.type == clingo.SymbolType.Number:
+        return sym.number
+    return sym.name
 
 _FLIP_THETA = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 _ASP_THETA = {"=": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -91,7 +119,7 @@ class _Instantiated:
         v = self._value(lit)
         if isinstance(v, Mapping):
             v = AttrLit(v["prop"], v["value"], bool(v.get("negated", False)))
-        atom = f"hasProperty({self.s}{var},{v.prop},{v.value})"
+        atom = f"hasProperty({self.s}{var},{v.prop},{asp_term(v.value)})"
         return [atom if positive != v.negated else f"not {atom}"]
 
     def rel(self, lit: Any, a: str, b: str, positive: bool) -> list[str]:
@@ -103,6 +131,9 @@ class _Instantiated:
 
     def const(self, value: Any) -> tuple[list[str], str]:
         return [], str(int(self._value(value)))
+
+    def constant_name(self, ref: Any) -> tuple[list[str], str]:
+        return [], asp_term(self._value(ref))
 
     def theta(self, theta: str, lhs: str, rhs: str, positive: bool) -> list[str]:
         t = self._value(theta)
@@ -132,6 +163,12 @@ class _Parametric:
             var = f"P{value[1:].upper()}"
             return [f"count_param(C,{value[1:].lower()},{var})"], var
         return [], str(int(value))
+
+    def constant_name(self, ref: Any) -> tuple[list[str], str]:
+        if isinstance(ref, str) and ref.startswith("$"):
+            var = f"P{ref[1:].upper()}"
+            return [f"const_param(C,{ref[1:].lower()},{var})"], var
+        return [], asp_term(ref)
 
     def theta(self, theta: str, lhs: str, rhs: str, positive: bool) -> list[str]:
         if isinstance(theta, str) and theta.startswith("$"):
@@ -251,11 +288,11 @@ class _Compiler:
                 p, expr = self.term(term, env)
                 pre += p
                 sides.append(expr)
-            if all(not s.startswith("#count") for s in sides):
+            if all(not s.startswith("#") for s in sides):
                 return [*pre, *self.values.theta(node["theta"], sides[0], sides[1], positive)]
             names = []
             for s in sides:
-                if s.startswith("#count"):
+                if s.startswith("#"):
                     var = self._new_var("N")
                     pre.append(f"{var} = {s}")
                     names.append(var)
@@ -267,11 +304,23 @@ class _Compiler:
     def term(self, node: Mapping[str, Any], env: dict[str, str]) -> tuple[list[str], str]:
         if node["op"] == "const":
             return self.values.const(node["value"])
-        if node["op"] == "count":
+        if node["op"] == "value":  # a derived integer attribute of a bound object (a confidence rank)
+            var = self._new_var("V")
+            s = f"{self.scene_arg}," if self.scene_arg else ""
+            return [f"hasProperty({s}{env[node['var']]},{node['attr']},{var})"], var
+        if node["op"] in ("count", "sum"):
             inner, objs, dist = self._bind(node, env)
             new = [inner[v] for v in node["vars"]]
             cond = [*objs, *dist, *self.lits(nnf(node["where"]), inner)]
-            return [], f"#count{{ {','.join(new)} : {', '.join(cond)} }}"
+            if node["op"] == "count":
+                return [], f"#count{{ {','.join(new)} : {', '.join(cond)} }}"
+            # weights: the domain constant named by the slot, looked up by the object's value of its attribute
+            pre, name = self.values.constant_name(node["weight"])
+            s = f"{self.scene_arg}," if self.scene_arg else ""
+            w, p, v = self._new_var("W"), self._new_var("P"), self._new_var("C")
+            x = new[0]
+            cond += [f"hasProperty({s}{x},{p},{v})", f"domain_constant({name},{p},{v},{w})"]
+            return pre, f"#sum{{ {w},{','.join(new)} : {', '.join(cond)} }}"
         raise ValueError(f"unknown term op {node['op']!r}")
 
     # -- top level ------------------------------------------------------------------------------
@@ -356,33 +405,47 @@ def parameter_facts(constraint: Constraint, index: int) -> str:
         v = constraint.params[s.name]
         name = s.name.lower()
         if isinstance(v, AttrLit):
-            facts.append(f"attr_param({index},{name},{v.prop},{v.value},{'neg' if v.negated else 'pos'}).")
+            facts.append(f"attr_param({index},{name},{v.prop},{asp_term(v.value)},{'neg' if v.negated else 'pos'}).")
         elif isinstance(v, RelLit):
             facts.append(f"rel_param({index},{name},{v.rel},{'neg' if v.negated else 'pos'}).")
         elif s.type == "count":
             facts.append(f"count_param({index},{name},{v}).")
+        elif s.type == "constant":
+            facts.append(f"const_param({index},{name},{asp_term(v)}).")
         else:
             facts.append(f'theta_param({index},{name},"{v}").')
     return "\n".join(facts) + "\n"
 
 
 def vocabulary_program(domain: Domain) -> str:
-    """ASP facts for a domain's vocabulary and the geometry of its regions and relations (from the catalog)."""
-    lines = ["% Vocabulary, generated from the catalog's domain block (logicval_hf.asp.encoding.vocabulary_program)."]
+    """ASP facts for a domain's vocabulary and the geometry of its regions and relations (from the domain file)."""
+    lines = ["% Vocabulary, generated from the domain file (logicval_hf.asp.encoding.vocabulary_program)."]
     for a, values in domain.attributes.items():
         lines.append(f"attribute({a}).")
-        lines.append(" ".join(f"property({a},{v})." for v in values))
+        lines.append(" ".join(f"property({a},{asp_term(v)})." for v in values))
     lines.append(" ".join(f"relation({r})." for r in domain.relations))
-    if "region" in domain.attributes:
+    if domain.derived.get("region", {}).get("kind") == "quadrant":
         cells = [(r, *region_cell(r)) for r in domain.attributes["region"]]
         lines.append(" ".join(f"region_col({r},{c})." for r, c, _ in cells))
         lines.append(" ".join(f"region_row({r},{w})." for r, _, w in cells))
-    axes = {}
-    for rel, (axis, _sign) in RELATION_GEOMETRY.items():
-        if rel in domain.relations:
-            axes.setdefault(axis, AXIS_RELATION[axis])
-    lines.append(" ".join(f"axis_relation({ax},{r},{INVERSE[r]})." for ax, r in sorted(axes.items())))
+    pairs = domain.canonical_relations()
+    if domain.ordered:
+        # background.lp: one strict total order per axis, the first relation of each pair forwards
+        axes = {domain.rules[r].axis: (r, inv) for r, inv in pairs}
+        lines.append(" ".join(f"axis_relation({ax},{r},{inv})." for ax, (r, inv) in sorted(axes.items())))
+    lines.append(" ".join(f"relation_pair({r},{inv})." for r, inv in pairs))
+    for a in domain.numeric_attributes:
+        lines.append(f"numeric_attribute({a}).")
+    lines.extend(constants_program(domain).splitlines())
     return "\n".join(lines) + "\n"
+
+
+def constants_program(domain: Domain) -> str:
+    """``domain_constant(Name, Attribute, Value, Weight)`` facts: the domain's per-value integers (keyed by
+    its noun attribute, e.g. legs per class)."""
+    facts = [f"domain_constant({asp_term(c)},{domain.noun},{asp_term(v)},{w})."
+             for c, table in domain.constants.items() for v, w in table.items()]
+    return "".join(f"{f}\n" for f in facts)
 
 
 def scene_facts(scene: Any, scene_id: int | None = None) -> str:
@@ -392,9 +455,10 @@ def scene_facts(scene: Any, scene_id: int | None = None) -> str:
     """
     s = "" if scene_id is None else f"{scene_id},"
     lines = [] if scene_id is None else [f"scene({scene_id})."]
+    derived = list(scene.domain.derived)
     for i, obj in enumerate(scene.objects):
-        props = [f"hasProperty({s}{i},{p},{v})." for p, v in obj.attributes.items()]
-        props.append(f"hasProperty({s}{i},region,{scene.region(i)}).")
+        props = [f"hasProperty({s}{i},{p},{asp_term(v)})." for p, v in obj.attributes.items()]
+        props += [f"hasProperty({s}{i},{a},{asp_term(scene.attribute(i, a))})." for a in derived]
         lines.append(f"object({s}{i}). " + " ".join(props))
     rels = [f"hasRelationship({s}{a},{r},{b})." for a, r, b in scene.relations()]
     if rels:

@@ -15,10 +15,15 @@ from pathlib import Path
 from typing import Sequence
 
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
-from logicval_hf.asp.encoding import compile_constraint, compile_template, vocabulary_program
-from logicval_hf.contract.spatial import RELATION_GEOMETRY
+from logicval_hf.asp.encoding import asp_term, compile_constraint, compile_template, constants_program, vocabulary_program
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import AttrLit, RelLit, Spec
+
+#: Box placements for solving specs of a domain whose relations come from boxes (not centre orders): centres on a
+#: GRID x GRID lattice, square boxes of SIZES x the shorter image side. Relations between placements are derived
+#: by the same geometry that reads perceived scenes, so a witness's boxes give back exactly the relations solved.
+GRID = 3
+SIZES = (0.08, 0.16)
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,50 +41,125 @@ def constraint_rules(spec: Spec) -> str:
     return "".join(compile_constraint(c, i) for i, c in enumerate(spec.constraints))
 
 
+def placements(domain: Domain) -> list[tuple[float, float, float, float]]:
+    """The candidate boxes a solved object of a box-geometry domain may take (see `GRID`, `SIZES`)."""
+    w, h = domain.image_size
+    side = min(w, h)
+    out = []
+    for size in SIZES:
+        half = size * side / 2
+        for gy in range(GRID):
+            for gx in range(GRID):
+                cx, cy = (gx + 0.5) * w / GRID, (gy + 0.5) * h / GRID
+                out.append((cx - half, cy - half, cx + half, cy + half))
+    return out
+
+
+def universe_bound(spec: Spec) -> int:
+    """How many objects a spec with an open scene size is solved over: its counts and bound variables added up
+    (enough for the peers' rules, which need at most that many objects), within the domain's largest scene."""
+    need = 0
+    for c in spec.constraints:
+        need += sum(v for s_, v in zip(c.template.slots, c.params.values()) if s_.type == "count")
+        need += _variables(c.template.formula) + _variables(c.template.anti_vacuity)
+    return max(1, min(spec.domain.n_max, need))
+
+
+def _variables(node: object) -> int:
+    if isinstance(node, dict):
+        return len(node.get("vars", ())) + sum(_variables(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(_variables(v) for v in node)
+    return 0
+
+
+def _objects_program(spec: Spec) -> str:
+    if spec.n is not None:
+        return f"object(0..{spec.n - 1}).\n"
+    u = universe_bound(spec)
+    return (f"% open scene size: any number of objects up to {u}, numbered without gaps\n"
+            f"slot(0..{u - 1}).\n{{ object(X) }} :- slot(X).\n:- object(X), X > 0, not object(X-1).\n")
+
+
+def _geometry_program(spec: Spec, symmetry: bool = True) -> str:
+    """How relations and derived attributes arise when solving: two total orders (background.lp) for a
+    centre-order domain; box placements for the others; confidence ranks in the order of object numbers."""
+    dom = spec.domain
+    parts = []
+    if dom.ordered:
+        parts += [read_program("background.lp"), read_program("symmetry.lp") if symmetry else ""]
+    elif _mentioned(spec)[1]:
+        boxes = placements(dom)
+        facts = [f"placement({p})." for p in range(len(boxes))]
+        facts += [f"placement_rel({p},{r},{q})." for p, a in enumerate(boxes) for q, b in enumerate(boxes)
+                  for r in dom.relations if dom.holds(r, a, b)]
+        parts += ["% box placements (logicval_hf.asp.programs.placements) and the relations their boxes give",
+                  " ".join(facts),
+                  "1 { at(X,P) : placement(P) } 1 :- object(X).",
+                  "hasRelationship(X,R,Y) :- at(X,P), at(Y,Q), X != Y, placement_rel(P,R,Q).",
+                  "#show at/2."]
+    for a, d in dom.derived.items():
+        if d["kind"] == "score_rank":  # objects are numbered by falling score: nothing is lost (no rule names one)
+            w = d["within"]
+            parts.append(f"hasProperty(X,{a},N+1) :- object(X), hasProperty(X,{w},V), "
+                         f"N = #count{{ Y : object(Y), Y < X, hasProperty(Y,{w},V) }}.")
+    return "\n".join(p for p in parts if p) + "\n"
+
+
+def _generative_parts(spec: Spec, symmetry: bool = True) -> list[str]:
+    return [
+        vocabulary(spec.domain),
+        read_program("domain.lp"),
+        _geometry_program(spec, symmetry),
+        _objects_program(spec),
+        constraint_rules(spec),
+    ]
+
+
 def solve_program(spec: Spec, catalog: Catalog | None = None, symmetry: bool = True) -> str:
-    catalog = catalog or load_catalog()
     idx = " ".join(f"#external active({i}). [free]" for i in range(spec.m))
     parts = [
-        vocabulary(catalog.domain),
-        read_program("domain.lp"),
-        read_program("background.lp"),
-        read_program("symmetry.lp") if symmetry else "",
-        f"object(0..{spec.n - 1}).\n",
-        constraint_rules(spec),
+        *_generative_parts(spec, symmetry),
         "% A constraint is enforced while its `active` assumption holds (for unsat cores).\n",
         idx + "\n",
         ":- violated(I), active(I).\n",
-        "#defined violated/1.\n#show hasProperty/3.\n#show precedes/3.\n",
+        "#defined violated/1.\n#defined hasRelationship/3.\n#show hasProperty/3.\n#show precedes/3.\n#show object/1.\n",
     ]
     return "\n".join(p for p in parts if p)
 
 
-def scene_externals_program(universe: int, catalog: Catalog | None = None) -> str:
+def scene_externals_program(universe: int, domain: Domain | None = None) -> str:
     """The perceived scene as external atoms over object slots 0..universe-1 (grounded before any spec rules).
 
-    ``scene_rel`` carries only the first relation of each axis (``left``, ``behind``); the inverses are derived,
-    so ties give neither direction, as in regions.md §6.
+    ``scene_rel`` carries only the first relation of each inverse pair (``left``, ``behind``); the inverses are
+    derived, so ties give neither direction, as in regions.md §6.
     """
-    catalog = catalog or load_catalog()
+    if isinstance(domain, Catalog):
+        domain = domain.domain
+    domain = domain or load_catalog().domain
     return "\n".join([
-        vocabulary(catalog.domain),
+        vocabulary(domain),
         f"index(0..{universe - 1}).",
         "#external scene_object(I) : index(I). [free]",
         "#external scene_has(I,P,V) : index(I), property(P,V). [free]",
-        "#external scene_rel(I,R,J) : index(I), index(J), I != J, axis_relation(_,R,_). [free]",
+        f"#external scene_num(I,A,V) : index(I), numeric_attribute(A), V = 1..{universe}. [free]",
+        "#external scene_rel(I,R,J) : index(I), index(J), I != J, relation_pair(R,_). [free]",
+        "#defined numeric_attribute/1.",
         "",
     ])
 
 
 def verify_program(spec: Spec) -> str:
     """Constraint rules of a spec over the scene externals of `scene_externals_program`."""
+    count_ok = "count_ok." if spec.n is None else f"count_ok :- #count{{ X : object(X) }} = {spec.n}."
     return "\n".join([
         "object(I) :- scene_object(I).",
         "hasProperty(I,P,V) :- scene_has(I,P,V).",
+        "hasProperty(I,A,V) :- scene_num(I,A,V).",
         "hasRelationship(I,R,J) :- scene_rel(I,R,J).",
-        "hasRelationship(J,S,I) :- scene_rel(I,R,J), axis_relation(_,R,S).",
+        "hasRelationship(J,S,I) :- scene_rel(I,R,J), relation_pair(R,S).",
         constraint_rules(spec),
-        f"count_ok :- #count{{ X : object(X) }} = {spec.n}.",
+        count_ok,
         "#defined violated/1. #defined hasProperty/3. #defined hasRelationship/3.",
         "#show violated/1.",
         "#show count_ok/0.",
@@ -116,40 +196,55 @@ def _mentioned(spec: Spec) -> tuple[set[str], set[str]]:
     return attrs, rels
 
 
+def _categorical(domain: Domain) -> list[str]:
+    """Attributes carried in a batch's ``o/…`` facts: the perceived ones, then the derived categorical ones."""
+    return [a for a in domain.attributes]
+
+
 def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
     """Constraint rules over many scenes at once.
 
-    Scenes ``0..k-1`` arrive as ``scenes(k)`` and one fact per object, ``o(S,I,<attribute values>,Region,XR,YR)``
-    (attributes in the domain's order; XR/YR are the dense ranks of the box centre's coordinates). Relations
-    follow from the ranks, so equal ranks (ties) give no relation, as in regions.md §6.
+    Scenes ``0..k-1`` arrive as ``scenes(k)`` and one fact per object, ``o(S,I,<attribute values>)`` (the
+    domain's attributes in order, derived categorical ones such as the region last), plus, for a centre-order
+    domain, ``pos(S,I,XR,YR)`` (dense ranks of the box centre's coordinates: relations follow from the ranks,
+    so ties give no relation, as in regions.md §6); for a box-geometry domain ``r(S,I,R,J)`` for the first
+    relation of each inverse pair; ``num(S,I,A,V)`` for derived integers (confidence ranks).
     """
-    catalog = catalog or load_catalog()
-    attrs = catalog.domain.perceived_attributes
+    dom = spec.domain
+    attrs = _categorical(dom)
     k = len(attrs)
     # Only what the spec's literals test can change a verdict: derive nothing else (grounding dominates).
     used_attrs, used_rels = _mentioned(spec)
-    lines = ["scene(S) :- scenes(K), S = 0..K-1.", f"object(S,I) :- o(S,I{',_' * (k + 3)})."]
-    for pos, a in enumerate([*attrs, "region"]):
+    lines = ["scene(S) :- scenes(K), S = 0..K-1.", f"object(S,I) :- o(S,I{',_' * k})."]
+    for pos, a in enumerate(attrs):
         if a not in used_attrs:
             continue
-        args = ["_"] * (k + 3)
+        args = ["_"] * k
         args[pos] = "V"
         lines.append(f"hasProperty(S,I,{a},V) :- o(S,I,{','.join(args)}).")
-    skip = ",".join(["_"] * (k + 1))
-    lines.append(f"pos(S,I,X,Y) :- o(S,I,{skip},X,Y).")
-    for rel, (axis, sign) in RELATION_GEOMETRY.items():
-        if rel not in used_rels:
-            continue
-        a, b = ("A", "B") if sign < 0 else ("B", "A")
-        ci, cj = ("A,_", "B,_") if axis == "x" else ("_,A", "_,B")
-        lines.append(f"hasRelationship(S,I,{rel},J) :- pos(S,I,{ci}), pos(S,J,{cj}), {a} < {b}.")
+    lines.append("hasProperty(S,I,A,V) :- num(S,I,A,V).")
+    if dom.ordered:
+        for rel in dom.relations:
+            if rel not in used_rels:
+                continue
+            rule = dom.rules[rel]
+            a, b = ("A", "B") if rule.sign < 0 else ("B", "A")
+            ci, cj = ("A,_", "B,_") if rule.axis == "x" else ("_,A", "_,B")
+            lines.append(f"hasRelationship(S,I,{rel},J) :- pos(S,I,{ci}), pos(S,J,{cj}), {a} < {b}.")
+    else:
+        lines.append(" ".join(f"relation_pair({r},{inv})." for r, inv in dom.canonical_relations()))
+        lines.append("hasRelationship(S,I,R,J) :- r(S,I,R,J).")
+        lines.append("hasRelationship(S,J,Q,I) :- r(S,I,R,J), relation_pair(R,Q).")
     rules = "".join(compile_constraint(c, i, batched=True) for i, c in enumerate(spec.constraints))
+    count_ok = ("count_ok(S) :- scene(S)." if spec.n is None
+                else f"count_ok(S) :- scene(S), #count{{ X : object(S,X) }} = {spec.n}.")
     return "\n".join([
         *lines,
+        constants_program(dom),
         rules,
-        f"count_ok(S) :- scene(S), #count{{ X : object(S,X) }} = {spec.n}.",
-        f"#defined violated/2. #defined hasProperty/4. #defined hasRelationship/4. #defined object/2. #defined o/{k + 5}.",
-        "#defined pos/4.",
+        count_ok,
+        f"#defined violated/2. #defined hasProperty/4. #defined hasRelationship/4. #defined object/2. #defined o/{k + 2}.",
+        "#defined pos/4. #defined num/4. #defined r/4.",
         "#show violated/2.",
         "#show count_ok/1.",
         "",
@@ -157,20 +252,28 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
 
 
 def batch_scene_facts(scenes: Sequence[Scene]) -> str:
-    """Facts of scenes ``0..k-1`` for `batch_verify_program`: one ``o/…`` fact per object."""
+    """Facts of scenes ``0..k-1`` for `batch_verify_program` (see there)."""
     out = [f"scenes({len(scenes)})."]
     for sid, scene in enumerate(scenes):
         objs = scene.objects
         if not objs:
             continue
-        attrs = scene.domain.perceived_attributes
-        centres = [o.center for o in objs]
-        xr = {v: r for r, v in enumerate(sorted({c[0] for c in centres}))}
-        yr = {v: r for r, v in enumerate(sorted({c[1] for c in centres}))}
-        regions = scene.regions()
-        for i, o in enumerate(objs):
-            vals = ",".join(o.attributes[a] for a in attrs)
-            out.append(f"o({sid},{i},{vals},{regions[i]},{xr[centres[i][0]]},{yr[centres[i][1]]}).")
+        dom = scene.domain
+        attrs = _categorical(dom)
+        columns = [scene.derived(a) if a in dom.derived else [o.attributes[a] for o in objs] for a in attrs]
+        for i in range(len(objs)):
+            out.append(f"o({sid},{i},{','.join(asp_term(col[i]) for col in columns)}).")
+        for a in dom.numeric_attributes:
+            out.extend(f"num({sid},{i},{a},{v})." for i, v in enumerate(scene.derived(a)))
+        if dom.ordered:
+            centres = [o.center for o in objs]
+            xr = {v: r for r, v in enumerate(sorted({c[0] for c in centres}))}
+            yr = {v: r for r, v in enumerate(sorted({c[1] for c in centres}))}
+            out.extend(f"pos({sid},{i},{xr[c[0]]},{yr[c[1]]})." for i, c in enumerate(centres))
+        else:
+            n = len(objs)
+            out.extend(f"r({sid},{i},{r},{j})." for r, _ in dom.canonical_relations()
+                       for i in range(n) for j in range(n) if scene.holds(r, i, j))
     return "\n".join(out) + "\n"
 
 
@@ -178,20 +281,15 @@ def spec_program(spec: Spec, catalog: Catalog | None = None) -> str:
     """A standalone program for the spec: it has an answer set iff the spec is satisfiable."""
     catalog = catalog or load_catalog()
     header = (
-        f"% LogicVal specification: n = {spec.n}, {spec.m} constraint(s): "
+        f"% LogicVal specification ({spec.domain.name}): n = {'open' if spec.n is None else spec.n}, {spec.m} constraint(s): "
         + ", ".join(c.template_id for c in spec.constraints)
         + "\n% An answer set is a scene of n objects satisfying every constraint; none means UNSAT.\n"
     )
     parts = [
         header,
-        vocabulary(catalog.domain),
-        read_program("domain.lp"),
-        read_program("background.lp"),
-        read_program("symmetry.lp"),
-        f"object(0..{spec.n - 1}).\n",
-        constraint_rules(spec),
+        *_generative_parts(spec),
         ":- violated(I).\n",
-        "#defined violated/1.\n#show hasProperty/3.\n#show hasRelationship/3.\n",
+        "#defined violated/1.\n#defined hasRelationship/3.\n#show hasProperty/3.\n#show hasRelationship/3.\n",
     ]
     return "\n".join(parts)
 

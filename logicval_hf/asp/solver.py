@@ -15,12 +15,14 @@ from typing import Any, Iterable, Sequence
 
 import clingo
 
-from logicval_hf.contract.catalog import Catalog, load_catalog
+from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.layout import layout_scene
-from logicval_hf.asp.programs import batch_scene_facts, batch_verify_program, scene_externals_program, solve_program, verify_program
-from logicval_hf.contract.scene import Scene
-from logicval_hf.contract.spatial import RELATION_GEOMETRY
+from logicval_hf.asp.encoding import symbol_value
+from logicval_hf.asp.programs import (batch_scene_facts, batch_verify_program, placements, scene_externals_program,
+                                      solve_program, verify_program)
+from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec, as_spec
+from logicval_hf.errors import SceneError
 
 _CLINGO_ARGS = ["--warn=none"]
 DEFAULT_IMAGE_SIZE = (480, 320)
@@ -152,7 +154,9 @@ class _SpecSolver:
         return core
 
     def _witness(self, model: list[clingo.Symbol], image_size: tuple[float, float]) -> Scene:
-        n = self.spec.n
+        if not self.spec.domain.ordered:
+            return self._placed_witness(model)
+        n = self.spec.n if self.spec.n is not None else sum(1 for s in model if s.name == "object")
         attrs: list[dict[str, str]] = [{} for _ in range(n)]
         regions = [""] * n
         y_before = [0] * n
@@ -171,6 +175,31 @@ class _SpecSolver:
         y_order = sorted(range(n), key=lambda i: y_before[i])
         return layout_scene(attrs, regions, x_order, y_order, image_size)
 
+    def _placed_witness(self, model: list[clingo.Symbol]) -> Scene:
+        """A witness of a box-geometry domain (or of an open scene size): each object at its solved placement,
+        scores falling with the object number (so confidence ranks are the solved ones), all above the spec's
+        score threshold."""
+        dom = self.spec.domain
+        present = sorted({s.arguments[0].number for s in model if s.name == "object"})
+        attrs: dict[int, dict[str, str]] = {i: {} for i in present}
+        place: dict[int, int] = {}
+        for sym in model:
+            if sym.name == "hasProperty":
+                i, prop = sym.arguments[0].number, sym.arguments[1].name
+                if prop in dom.perceived_attributes:
+                    attrs[i][prop] = symbol_value(sym.arguments[2])
+            elif sym.name == "at":
+                place[sym.arguments[0].number] = sym.arguments[1].number
+        boxes = placements(dom)
+        lo = self.spec.score_threshold if self.spec.score_threshold is not None else 0.5
+        scored = bool(dom.numeric_attributes) or self.spec.score_threshold is not None
+        objs = []
+        for k, i in enumerate(present):
+            box = boxes[place.get(i, k % len(boxes))]
+            score = round(lo + (1 - lo) * (len(present) - k) / (len(present) + 1), 6) if scored else None
+            objs.append(SceneObject(attrs[i], box, score))
+        return Scene(tuple(dom.image_size), tuple(objs), dom)
+
 
 class Solver:
     """Labels specs and verifies scenes, reusing grounded programs (LRU caches keyed by the spec)."""
@@ -179,13 +208,14 @@ class Solver:
         self.catalog = catalog or load_catalog()
         self._results: collections.OrderedDict[str, SolveResult] = collections.OrderedDict()
         self._verifiers: collections.OrderedDict[tuple[str, int], _Verifier] = collections.OrderedDict()
-        self._layouts: dict[int, _SceneLayout] = {}
+        self._layouts: dict[tuple[Domain, int], _SceneLayout] = {}
         self.max_specs = max_specs
         self.max_verifiers = max_verifiers
         self._lock = threading.RLock()
 
-    def solve(self, spec: Any, image_size: tuple[float, float] = DEFAULT_IMAGE_SIZE) -> SolveResult:
+    def solve(self, spec: Any, image_size: tuple[float, float] | None = None) -> SolveResult:
         spec = as_spec(spec, self.catalog)
+        image_size = tuple(image_size or spec.domain.image_size)
         key = f"{spec.key()}@{image_size}"
         with self._lock:
             hit = self._results.get(key)
@@ -220,11 +250,15 @@ class Solver:
         return not ctl.solve().satisfiable
 
     def parse_pair(self, spec: Any, scene: Any) -> tuple[Spec, Scene]:
-        """A spec and a scene from their objects, dicts or JSON (validated against this solver's catalog)."""
+        """A spec and a scene from their objects, dicts or JSON (the scene validated in the spec's domain).
+
+        The scene comes back with only the objects that count for the spec (score above its threshold)."""
         spec = as_spec(spec, self.catalog)
         if not isinstance(scene, Scene):
-            scene = Scene.from_dict(scene, self.catalog.domain)
-        return spec, scene
+            scene = Scene.from_dict(scene, spec.domain)
+        elif scene.domain != spec.domain:
+            raise SceneError(f"scene: the scene is in domain {scene.domain.name!r}, the spec in {spec.domain.name!r}")
+        return spec, scene.above(spec.score_threshold)
 
     def verify_many(
         self,
@@ -277,14 +311,14 @@ class Solver:
         if label is None:
             label = self.solve(spec).label
         # The universe only has to hold the scene's objects; n keeps one grounding per spec in the usual case.
-        universe = max(spec.n, len(scene), 1)
+        universe = max(spec.n or 0, len(scene), 1)
         key = (spec.key(), universe)
         with self._lock:
             verifier = self._verifiers.get(key)
             if verifier is None:
-                layout = self._layouts.get(universe)
+                layout = self._layouts.get((spec.domain, universe))
                 if layout is None:
-                    layout = self._layouts[universe] = _SceneLayout(universe, self.catalog)
+                    layout = self._layouts[(spec.domain, universe)] = _SceneLayout(universe, spec.domain)
                 verifier = _Verifier(spec, layout)
                 self._verifiers[key] = verifier
                 if len(self._verifiers) > self.max_verifiers:
@@ -323,25 +357,26 @@ class _SceneLayout:
     (checked on each new Control); decoding the atoms once per universe size is then enough.
     """
 
-    def __init__(self, universe: int, catalog: Catalog):
+    def __init__(self, universe: int, domain: Domain):
         self.universe = universe
-        self.text = scene_externals_program(universe, catalog)
+        self.domain = domain
+        self.text = scene_externals_program(universe, domain)
         ctl = clingo.Control(_CLINGO_ARGS, logger=lambda code, msg: None)
         ctl.add("scene", [], self.text)
         ctl.ground([("scene", [])])
         lits: list[int] = []
         self.obj_pos: list[int] = [0] * universe
-        self.prop_pos: dict[str, dict[str, list[int]]] = {}  # attribute -> value -> position per object
+        self.prop_pos: dict[str, dict[Any, list[int]]] = {}  # attribute -> value -> position per object
         self.rel_pos: dict[str, list[list[int]]] = {}  # canonical relation -> [a][b] -> position
         self.symbols: list[clingo.Symbol] = []
-        for name, arity in (("scene_object", 1), ("scene_has", 3), ("scene_rel", 3)):
+        for name, arity in (("scene_object", 1), ("scene_has", 3), ("scene_num", 3), ("scene_rel", 3)):
             for sa in ctl.symbolic_atoms.by_signature(name, arity):
                 sym = sa.symbol
                 args = sym.arguments
                 if name == "scene_object":
                     self.obj_pos[args[0].number] = len(lits)
-                elif name == "scene_has":
-                    slots = self.prop_pos.setdefault(args[1].name, {}).setdefault(args[2].name, [0] * universe)
+                elif name in ("scene_has", "scene_num"):
+                    slots = self.prop_pos.setdefault(args[1].name, {}).setdefault(symbol_value(args[2]), [0] * universe)
                     slots[args[0].number] = len(lits)
                 else:
                     grid = self.rel_pos.setdefault(args[1].name, [[-1] * universe for _ in range(universe)])
@@ -371,23 +406,25 @@ class _SceneLayout:
         for i in range(len(objs)):
             k = self.obj_pos[i]
             a[k] = lits[k]
-        regions = scene.regions()
+        derived = scene.domain.derived
         for prop, by_value in self.prop_pos.items():
-            values = regions if prop == "region" else [o.attributes[prop] for o in objs]
+            values = scene.derived(prop) if prop in derived else [o.attributes[prop] for o in objs]
             for i, v in enumerate(values):
                 k = by_value[v][i]
                 a[k] = lits[k]
         centres = [o.center for o in objs]
         n = len(objs)
         for rel, grid in self.rel_pos.items():
-            axis, sign = RELATION_GEOMETRY[rel]
-            c = [p[0] if axis == "x" else p[1] for p in centres]
-            for i in range(n):
-                row, ci = grid[i], c[i]
-                for j in range(n):
-                    if sign * (ci - c[j]) > 0:
-                        k = row[j]
-                        a[k] = lits[k]
+            rule = self.domain.rules[rel]
+            if rule.kind == "centre_order":  # the common case, kept cheap: compare centres once
+                c = [p[0] if rule.axis == "x" else p[1] for p in centres]
+                sign = rule.sign
+                facts = ((i, j) for i in range(n) for j in range(n) if sign * (c[i] - c[j]) > 0)
+            else:
+                facts = ((i, j) for i in range(n) for j in range(n) if scene.holds(rel, i, j))
+            for i, j in facts:
+                k = grid[i][j]
+                a[k] = lits[k]
         return a
 
 
@@ -434,7 +471,7 @@ def default_solver() -> Solver:
         return _default
 
 
-def solve(spec: Any, image_size: tuple[float, float] = DEFAULT_IMAGE_SIZE) -> SolveResult:
+def solve(spec: Any, image_size: tuple[float, float] | None = None) -> SolveResult:
     """Label a spec (a `Spec`, its dict or its JSON): witness scene if SAT, minimal unsat core if UNSAT."""
     return default_solver().solve(spec, image_size)
 

@@ -14,44 +14,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from logicval_hf.contract.domain import Domain, load_domain
 from logicval_hf.errors import SpecError
 
-# Attributes that are derived from geometry rather than perceived (regions.md §6).
-DERIVED_ATTRIBUTES = ("region",)
-# Keys of the domain block that are not object attributes.
-_NON_ATTRIBUTE_KEYS = ("relations", "theta", "n_range")
+__all__ = ["Catalog", "Domain", "Slot", "Template", "catalog_path", "load_catalog", "load_domain"]
 
-
-@dataclass(frozen=True)
-class Domain:
-    """The vocabulary of one domain: attributes with their values, relations, comparators and scene sizes."""
-
-    attributes: Mapping[str, tuple[str, ...]]
-    relations: tuple[str, ...]
-    thetas: tuple[str, ...]
-    n_min: int
-    n_max: int
-
-    @classmethod
-    def from_dict(cls, block: Mapping[str, Any]) -> "Domain":
-        attrs = {k: tuple(v) for k, v in block.items() if k not in _NON_ATTRIBUTE_KEYS}
-        lo, hi = block["n_range"]
-        return cls(attrs, tuple(block["relations"]), tuple(block["theta"]), int(lo), int(hi))
-
-    def __hash__(self) -> int:
-        return hash((tuple(self.attributes.items()), self.relations, self.thetas, self.n_min, self.n_max))
-
-    @property
-    def perceived_attributes(self) -> tuple[str, ...]:
-        """Attributes an object carries by itself (everything but the geometry-derived ones)."""
-        return tuple(a for a in self.attributes if a not in DERIVED_ATTRIBUTES)
-
-    def values(self, attribute: str) -> tuple[str, ...]:
-        try:
-            return self.attributes[attribute]
-        except KeyError:
-            raise SpecError(f"unknown attribute {attribute!r}; expected one of {sorted(self.attributes)}") from None
-
+#: Templates beyond the paper's nine classes (the peers' rules: confidence ranks, relations between groups,
+#: weighted sums), shipped beside the unchanged catalog; their classes start with X and are never sampled.
+EXTENSIONS = "extensions.json"
 
 @dataclass(frozen=True)
 class Slot:
@@ -82,6 +52,8 @@ class Slot:
     def count_max(self, n: int) -> int:
         """The largest regular K at scene size n (``max`` may be an integer, "n", "n-1" or "n-2")."""
         m = self.max
+        if m is None:
+            return n
         if isinstance(m, int):
             return m
         if m == "n":
@@ -141,13 +113,15 @@ class Catalog:
 
     version: str
     domain: Domain
-    templates: Mapping[str, Template]
+    templates: Mapping[str, Template]  # the paper's templates (C1..C9)
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    extensions: Mapping[str, Template] = field(default_factory=dict)  # X1.. (`EXTENSIONS`): looked up, never sampled
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Catalog":
         templates = {t["id"]: Template.from_dict(t) for t in d["templates"]}
-        return cls(str(d.get("version", "")), Domain.from_dict(d["domain"]), templates, d)
+        extensions = {t["id"]: Template.from_dict(t) for t in d.get("extensions", ())}
+        return cls(str(d.get("version", "")), Domain.from_dict(d["domain"]), templates, d, extensions)
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -160,7 +134,9 @@ class Catalog:
         try:
             return self.templates[template_id]
         except KeyError:
-            near = difflib.get_close_matches(template_id, list(self.templates), n=3)
+            if template_id in self.extensions:
+                return self.extensions[template_id]
+            near = difflib.get_close_matches(template_id, [*self.templates, *self.extensions], n=3)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
             raise SpecError(f"unknown template {template_id!r}{hint}") from None
 
@@ -176,7 +152,12 @@ def catalog_path() -> Path:
 @functools.lru_cache(maxsize=None)
 def _load(path: str) -> Catalog:
     with open(path, encoding="utf-8") as fh:
-        return Catalog.from_dict(json.load(fh))
+        data = json.load(fh)
+    if Path(path) == catalog_path():
+        ext = Path(path).with_name(EXTENSIONS)
+        with open(ext, encoding="utf-8") as fh:
+            data = {**data, "extensions": json.load(fh)["templates"]}
+    return Catalog.from_dict(data)
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:

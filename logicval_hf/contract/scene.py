@@ -5,10 +5,16 @@ JSON form (the same in and out)::
     {"image_size": [W, H],
      "objects": [{"color": "red", "shape": "cube", "material": "metal", "bbox": [x0, y0, x1, y1]}, ...]}
 
+    {"image_size": [W, H], "domain": "coco",
+     "objects": [{"class": "dog", "color": "brown", "bbox": [x0, y0, x1, y1], "score": 0.93}, ...]}
+
+``domain`` names the domain (default ``clevr``); an object carries that domain's perceived attributes.
+
 Optional per object: ``"score"`` (detection confidence) and ``"probs"`` (``{attribute: {value: p}}``, from
 perception). Regions and relations follow regions.md §6: the centre decides the quadrant (a centre on a
 midline goes right / front), ``left(a, b)`` iff ``cx(a) < cx(b)``, ``behind(a, b)`` iff ``cy(a) < cy(b)``;
-equal coordinates give no relation on that axis.
+equal coordinates give no relation on that axis. Other domains decide their relations from boxes as their
+domain file says (`logicval_hf.contract.domain`), e.g. COCO with GenEval's size-proportional margin.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from logicval_hf.contract.catalog import Domain, load_catalog
-from logicval_hf.errors import SceneError
-from logicval_hf.contract.spatial import RELATION_GEOMETRY, region_of
+from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain, load_domain
+from logicval_hf.errors import SceneError, SpecError
 
 _OPTIONAL_KEYS = ("score", "probs")
 
@@ -74,8 +80,11 @@ class Scene:
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, d: Any, domain: Domain | None = None) -> "Scene":
-        """Parse and validate scene JSON (a dict or a JSON string)."""
-        domain = domain or load_catalog().domain
+        """Parse and validate scene JSON (a dict or a JSON string).
+
+        ``domain``: the domain the caller expects (a spec's); a scene naming another one is an error. Without
+        it, the scene's own ``domain`` key decides (default CLEVR).
+        """
         if isinstance(d, (str, bytes)):
             try:
                 d = json.loads(d)
@@ -83,10 +92,22 @@ class Scene:
                 raise SceneError(f"scene: not valid JSON ({e})") from None
         if not isinstance(d, Mapping):
             raise SceneError(f"scene: must be a JSON object, got {type(d).__name__}")
-        extra = [k for k in d if k not in ("image_size", "objects")]
+        extra = [k for k in d if k not in ("image_size", "objects", "domain")]
         missing = [k for k in ("image_size", "objects") if k not in d]
         if missing or extra:
-            raise SceneError(f"scene: expected keys ['image_size', 'objects'] (missing {missing}, unknown {extra})")
+            raise SceneError(f"scene: expected keys ['image_size', 'objects'] and optionally 'domain' "
+                             f"(missing {missing}, unknown {extra})")
+        named = d.get("domain")
+        if named is not None and not isinstance(named, str):
+            raise SceneError(f"scene.domain: must be a domain name, got {named!r}")
+        if domain is None:
+            try:
+                domain = load_catalog().domain if named in (None, DEFAULT_DOMAIN) else load_domain(named)
+            except SpecError as e:
+                raise SceneError(f"scene.domain: {e}") from None
+        elif named is not None and named != domain.name:
+            raise SceneError(f"scene.domain: the scene is in domain {named!r}, but domain {domain.name!r} is expected "
+                             "(the spec's)")
         size = d["image_size"]
         if not isinstance(size, (list, tuple)) or len(size) != 2:
             raise SceneError(f"scene.image_size: must be [W, H], got {size!r}")
@@ -114,7 +135,7 @@ class Scene:
                 raise SceneError(f"{path}: missing {a!r}")
             v = o[a]
             if v not in domain.attributes[a]:
-                raise SceneError(f"{path}.{a}: {v!r} is not a {a}; expected one of {list(domain.attributes[a])}")
+                raise SceneError(f"{path}.{a}: {v!r} is not a {a}; {domain.expected(a, v)}")
             attrs[a] = v
         if "bbox" not in o:
             raise SceneError(f"{path}: missing 'bbox' ([x0, y0, x1, y1] in pixels)")
@@ -162,14 +183,25 @@ class Scene:
             return cls.from_dict(json.load(fh))
 
     @classmethod
-    def empty(cls, image_size: tuple[float, float] = (480, 320)) -> "Scene":
-        return cls(tuple(image_size), ())
+    def empty(cls, image_size: tuple[float, float] = (480, 320), domain: Domain | None = None) -> "Scene":
+        return cls(tuple(image_size), (), domain)
+
+    def above(self, threshold: float | None) -> "Scene":
+        """The objects whose score is above ``threshold`` (objects without a score stay); itself if None."""
+        if threshold is None or all(o.score is None or o.score > threshold for o in self.objects):
+            return self
+        kept = tuple(o for o in self.objects if o.score is None or o.score > threshold)
+        return Scene(self.image_size, kept, self.domain)
 
     # ---- output -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         # image sizes are pixel counts: integral values are written as integers ([480, 320], not [480.0, 320.0])
         size = [int(v) if float(v).is_integer() else v for v in self.image_size]
-        return {"image_size": size, "objects": [o.to_dict() for o in self.objects]}
+        out: dict[str, Any] = {"image_size": size}
+        if self.domain.name != DEFAULT_DOMAIN:
+            out["domain"] = self.domain.name
+        out["objects"] = [o.to_dict() for o in self.objects]
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))
@@ -181,24 +213,32 @@ class Scene:
     def __iter__(self) -> Iterator[SceneObject]:
         return iter(self.objects)
 
+    def derived(self, attribute: str) -> list[Any]:
+        """Values of a derived attribute (CLEVR's region, a confidence rank) for every object, in order."""
+        cache = self.__dict__.setdefault("_derived", {})
+        if attribute not in cache:
+            objs = self.objects
+            cache[attribute] = self.domain.derive(attribute, [o.bbox for o in objs], self.image_size,
+                                                  [o.attributes for o in objs], [o.score for o in objs])
+        return cache[attribute]
+
     def region(self, i: int) -> str:
-        cx, cy = self.objects[i].center
-        return region_of(cx, cy, *self.image_size)
+        return self.derived("region")[i]
 
     def regions(self) -> list[str]:
-        return [self.region(i) for i in range(len(self.objects))]
+        return self.derived("region")
 
     def holds(self, rel: str, a: int, b: int) -> bool:
-        """``rel(a, b)`` under the box-centre rule (strict; ties give no relation; irreflexive)."""
-        axis, sign = RELATION_GEOMETRY[rel]
-        k = 0 if axis == "x" else 1
-        return sign * (self.objects[a].center[k] - self.objects[b].center[k]) > 0
+        """``rel(a, b)`` as the domain decides it from the two boxes (CLEVR: strict centre order; irreflexive)."""
+        return a != b and self.domain.holds(rel, self.objects[a].bbox, self.objects[b].bbox)
 
     def relations(self) -> list[tuple[int, str, int]]:
         """All true ``(a, rel, b)`` triples."""
         n = len(self.objects)
-        return [(a, r, b) for r in RELATION_GEOMETRY for a in range(n) for b in range(n) if self.holds(r, a, b)]
+        return [(a, r, b) for r in self.domain.relations for a in range(n) for b in range(n) if self.holds(r, a, b)]
 
-    def attribute(self, i: int, attribute: str) -> str:
-        """Attribute value of object i, regions included."""
-        return self.region(i) if attribute == "region" else self.objects[i].attributes[attribute]
+    def attribute(self, i: int, attribute: str) -> Any:
+        """Attribute value of object i, derived ones (region, rank) included."""
+        if attribute in self.domain.derived:
+            return self.derived(attribute)[i]
+        return self.objects[i].attributes[attribute]

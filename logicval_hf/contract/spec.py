@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
 from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
+from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain, load_domain
 from logicval_hf.errors import SpecError
-from logicval_hf.contract.spatial import axis_of
 
 ALLOWED_M = (1, 3, 6)
 
@@ -64,15 +64,15 @@ def _check_keys(path: str, d: Any, required: tuple[str, ...], what: str) -> None
         raise _fail(path, f"{what} has unknown keys {extra} (expected keys {list(required)})")
 
 
-def _parse_param(path: str, slot: Slot, raw: Any, catalog: Catalog) -> ParamValue:
-    dom = catalog.domain
+def _parse_param(path: str, slot: Slot, raw: Any, dom: Domain) -> ParamValue:
     if slot.type == "attr":
         _check_keys(path, raw, ("prop", "value", "negated"), "an attribute literal")
         prop, value, neg = raw["prop"], raw["value"], raw["negated"]
-        if prop not in slot.props:
-            raise _fail(path + ".prop", f"{prop!r} is not allowed here; slot {slot.name} takes {list(slot.props)}")
+        allowed = dom.slot_attributes(slot.props)
+        if prop not in allowed:
+            raise _fail(path + ".prop", f"{prop!r} is not allowed here; slot {slot.name} takes {list(allowed)}")
         if value not in dom.attributes[prop]:
-            raise _fail(path + ".value", f"{value!r} is not a {prop}; expected one of {list(dom.attributes[prop])}")
+            raise _fail(path + ".value", f"{value!r} is not a {prop}; {dom.expected(prop, value)}")
         if not isinstance(neg, bool):
             raise _fail(path + ".negated", f"must be true or false, got {neg!r}")
         if neg != bool(slot.negated):
@@ -81,8 +81,10 @@ def _parse_param(path: str, slot: Slot, raw: Any, catalog: Catalog) -> ParamValu
     if slot.type == "rel":
         _check_keys(path, raw, ("rel", "negated"), "a relation literal")
         rel, neg = raw["rel"], raw["negated"]
-        if rel not in slot.values:
-            raise _fail(path + ".rel", f"{rel!r} is not a relation; expected one of {list(slot.values)}")
+        allowed = dom.slot_relations(slot.values)
+        if rel not in allowed:
+            raise _fail(path + ".rel", f"{rel!r} is not a relation of domain {dom.name!r} allowed here; "
+                        f"expected one of {list(allowed)}")
         if not isinstance(neg, bool):
             raise _fail(path + ".negated", f"must be true or false, got {neg!r}")
         if neg != bool(slot.negated):
@@ -92,9 +94,14 @@ def _parse_param(path: str, slot: Slot, raw: Any, catalog: Catalog) -> ParamValu
         if isinstance(raw, bool) or not isinstance(raw, int):
             raise _fail(path, f"count must be an integer, got {raw!r}")
         lo = int(slot.min)
-        if raw < lo or raw > dom.n_max:
-            raise _fail(path, f"count {raw} is out of range {lo}..{dom.n_max}")
+        hi = slot.max if isinstance(slot.max, int) else dom.n_max
+        if raw < lo or raw > hi:
+            raise _fail(path, f"count {raw} is out of range {lo}..{hi}")
         return int(raw)
+    if slot.type == "constant":
+        if not isinstance(raw, str) or raw not in dom.constants:
+            raise _fail(path, f"{raw!r} is not a constant of domain {dom.name!r}; it has {sorted(dom.constants)}")
+        return raw
     if slot.type == "theta":
         if raw not in slot.values:
             raise _fail(path, f"comparator {raw!r} is not allowed; slot {slot.name} takes {list(slot.values)}")
@@ -102,8 +109,7 @@ def _parse_param(path: str, slot: Slot, raw: Any, catalog: Catalog) -> ParamValu
     raise _fail(path, f"unknown slot type {slot.type!r} in the catalog")
 
 
-def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamValue], catalog: Catalog) -> None:
-    dom = catalog.domain
+def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamValue], dom: Domain) -> None:
     for rule in template.slot_constraints:
         kind, names = rule["kind"], rule["slots"]
         where = f"{path}: slot rule {kind} on {names}"
@@ -123,7 +129,7 @@ def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamV
                 if (lits[i].prop, lits[i].value) == (lits[j].prop, lits[j].value):
                     raise SpecError(f"{where}: {names[i]} and {names[j]} are the same literal {lits[i].value}")
         elif kind == "different_axis":
-            if axis_of(lits[0].rel) == axis_of(lits[1].rel):
+            if dom.relation(lits[0].rel).axis_key == dom.relation(lits[1].rel).axis_key:
                 raise SpecError(f"{where}: {lits[0].rel} and {lits[1].rel} lie on the same axis")
         elif kind == "distinct_values":
             if lits[0].rel == lits[1].rel:
@@ -164,10 +170,13 @@ class Constraint:
 
     @classmethod
     def from_dict(
-        cls, d: Any, n: int | None = None, catalog: Catalog | None = None, path: str = "constraint"
+        cls, d: Any, n: int | None = None, catalog: Catalog | None = None, path: str = "constraint",
+        domain: Domain | None = None,
     ) -> "Constraint":
-        """Parse and validate one constraint; with ``n`` given, counts are checked against that scene size."""
+        """Parse and validate one constraint in ``domain`` (default: the catalog's, CLEVR); with ``n`` given,
+        counts are checked against that scene size."""
         catalog = catalog or load_catalog()
+        dom = domain or catalog.domain
         _check_keys(path, d, ("template", "params"), "a constraint")
         try:
             template = catalog.template(d["template"])
@@ -176,20 +185,25 @@ class Constraint:
         raw = d["params"]
         names = [s.name for s in template.slots]
         _check_keys(path + ".params", raw, tuple(names), f"params of {template.id}")
-        params = {s.name: _parse_param(f"{path}.params.{s.name}", s, raw[s.name], catalog) for s in template.slots}
-        _check_slot_rules(path + ".params", template, params, catalog)
+        for attr in sorted(_numeric_terms(template.formula)):
+            if attr not in dom.numeric_attributes:
+                raise _fail(path + ".template", f"{template.id} reads the derived attribute {attr!r}, which domain "
+                            f"{dom.name!r} lacks (it has {list(dom.numeric_attributes) or 'none'})")
+        params = {s.name: _parse_param(f"{path}.params.{s.name}", s, raw[s.name], dom) for s in template.slots}
+        _check_slot_rules(path + ".params", template, params, dom)
         c = cls(template, params)
         if n is not None:
-            c.check_counts(n, catalog, path)
+            c.check_counts(n, catalog, path, dom)
         return c
 
-    def check_counts(self, n: int, catalog: Catalog | None = None, path: str = "constraint") -> None:
-        catalog = catalog or load_catalog()
+    def check_counts(self, n: int, catalog: Catalog | None = None, path: str = "constraint",
+                     domain: Domain | None = None) -> None:
+        dom = domain or (catalog or load_catalog()).domain
         for slot in self.template.slots:
-            if slot.type != "count":
+            if slot.type != "count" or not isinstance(slot.max, str):
                 continue
             k = self.params[slot.name]
-            lo, hi = slot.count_range(n, catalog.domain.n_max)
+            lo, hi = slot.count_range(n, dom.n_max)
             if not lo <= k <= hi:
                 why = "overflow 'unsat' allows up to the largest n" if slot.overflow == "unsat" else (
                     f"max is {slot.max}, overflow {slot.overflow!r}")
@@ -206,12 +220,42 @@ class Constraint:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
+def _numeric_terms(node: Any) -> set[str]:
+    """Derived integer attributes a formula reads through ``value`` terms."""
+    found: set[str] = set()
+    if isinstance(node, Mapping):
+        if node.get("op") == "value":
+            found.add(node["attr"])
+        for v in node.values():
+            found |= _numeric_terms(v)
+    elif isinstance(node, list):
+        for v in node:
+            found |= _numeric_terms(v)
+    return found
+
+
+_SPEC_KEYS = ("n", "constraints", "domain", "score_threshold")
+MAX_CONSTRAINTS = 64
+
+
 @dataclass(frozen=True)
 class Spec:
-    """A scene size n and 1, 3 or 6 constraints from distinct classes."""
+    """A scene size n and its constraints, in a domain.
 
-    n: int
+    The paper's specs (CLEVR, n given) have 1, 3 or 6 constraints from distinct classes. A spec in another
+    domain, or with the scene size left open (``n`` absent: any number of objects), may have any number of
+    constraints, classes repeated. ``score_threshold``: only objects whose detection score is above it count
+    (objects without a score always count), as in detector-based benchmarks.
+    """
+
+    n: int | None
     constraints: tuple[Constraint, ...]
+    domain: Domain = None  # type: ignore[assignment]
+    score_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.domain is None:
+            object.__setattr__(self, "domain", load_domain(DEFAULT_DOMAIN))
 
     @classmethod
     def from_dict(cls, d: Any, catalog: Catalog | None = None, allowed_m: tuple[int, ...] | None = ALLOWED_M) -> "Spec":
@@ -222,33 +266,67 @@ class Spec:
                 d = json.loads(d)
             except json.JSONDecodeError as e:
                 raise SpecError(f"spec: not valid JSON ({e})") from None
-        _check_keys("spec", d, ("n", "constraints"), "a spec")
-        n = d["n"]
-        dom = catalog.domain
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise SpecError(f"spec.n: must be an integer, got {n!r}")
-        if not dom.n_min <= n <= dom.n_max:
-            raise SpecError(f"spec.n: {n} is outside {dom.n_min}..{dom.n_max}")
+        if not isinstance(d, Mapping):
+            raise SpecError(f"spec: a spec must be a JSON object with keys ['n', 'constraints'], got {type(d).__name__}")
+        if "constraints" not in d:
+            raise SpecError("spec: a spec is missing ['constraints'] (expected keys ['n', 'constraints'])")
+        extra = [k for k in d if k not in _SPEC_KEYS]
+        if extra:
+            raise SpecError(f"spec: a spec has unknown keys {extra} (expected keys {list(_SPEC_KEYS)})")
+        name = d.get("domain", DEFAULT_DOMAIN)
+        if not isinstance(name, str):
+            raise SpecError(f"spec.domain: must be a domain name, got {name!r}")
+        try:
+            dom = catalog.domain if name == DEFAULT_DOMAIN else load_domain(name)
+        except SpecError as e:
+            raise SpecError(f"spec.domain: {e}") from None
+        if "n" not in d and not dom.open_size:
+            raise SpecError(f"spec: a spec is missing ['n'] (domain {dom.name!r} needs a scene size; expected keys "
+                            "['n', 'constraints'])")
+        n = d.get("n")
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise SpecError(f"spec.n: must be an integer, got {n!r}")
+            if not dom.n_min <= n <= dom.n_max:
+                raise SpecError(f"spec.n: {n} is outside {dom.n_min}..{dom.n_max}")
+        threshold = d.get("score_threshold")
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                      or not 0 <= threshold < 1):
+            raise SpecError(f"spec.score_threshold: must be a number in [0, 1), got {threshold!r}")
         raw = d["constraints"]
         if not isinstance(raw, list) or not raw:
             raise SpecError("spec.constraints: must be a non-empty list of constraints")
-        if allowed_m is not None and len(raw) not in allowed_m:
+        paper = dom.name == DEFAULT_DOMAIN and n is not None
+        if paper and allowed_m is not None and len(raw) not in allowed_m:
             raise SpecError(f"spec.constraints: {len(raw)} constraints; a spec has {' or '.join(map(str, allowed_m))}")
+        if len(raw) > MAX_CONSTRAINTS:
+            raise SpecError(f"spec.constraints: {len(raw)} constraints; at most {MAX_CONSTRAINTS}")
         cons = tuple(
-            Constraint.from_dict(c, n=n, catalog=catalog, path=f"spec.constraints[{i}]") for i, c in enumerate(raw)
+            Constraint.from_dict(c, n=n if n is not None else dom.n_max, catalog=catalog,
+                                 path=f"spec.constraints[{i}]", domain=dom)
+            for i, c in enumerate(raw)
         )
-        seen: dict[str, int] = {}
-        for i, c in enumerate(cons):
-            if c.cls in seen:
-                raise SpecError(
-                    f"spec.constraints[{i}].template: class {c.cls} already used by constraints[{seen[c.cls]}]; "
-                    "a spec's constraints come from distinct classes"
-                )
-            seen[c.cls] = i
-        return cls(n, cons)
+        if paper:
+            seen: dict[str, int] = {}
+            for i, c in enumerate(cons):
+                if c.cls in seen:
+                    raise SpecError(
+                        f"spec.constraints[{i}].template: class {c.cls} already used by constraints[{seen[c.cls]}]; "
+                        "a spec's constraints come from distinct classes"
+                    )
+                seen[c.cls] = i
+        return cls(n, cons, dom, None if threshold is None else float(threshold))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "constraints": [c.to_dict() for c in self.constraints]}
+        out: dict[str, Any] = {}
+        if self.domain.name != DEFAULT_DOMAIN:
+            out["domain"] = self.domain.name
+        if self.n is not None:
+            out["n"] = self.n
+        out["constraints"] = [c.to_dict() for c in self.constraints]
+        if self.score_threshold is not None:
+            out["score_threshold"] = self.score_threshold
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))

@@ -22,6 +22,7 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
+from logicval_hf.contract.domain import domain_names, load_domain
 from logicval_hf.contract.spatial import region_cell
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec, as_spec
 
@@ -43,21 +44,20 @@ REGISTERS = ("short", "long")
 # *values* (the vocabulary) are always read from the catalog's domain block.
 # ------------------------------------------------------------------------------------------------
 
-#: attributes rendered as adjectives before the noun, in this order (dsl.md §6: colour, material)
-ADJECTIVE_ORDER = ("color", "material")
-#: the attribute whose value is the head noun (``cube``); without it the noun is ``GENERIC_NOUN``
-NOUN_ATTRIBUTE = "shape"
+_DOMAINS = [load_domain(name) for name in domain_names()]
+#: attributes rendered as adjectives before the noun, in this order (dsl.md §6: colour, material), as every
+#: shipped domain file declares them
+ADJECTIVE_ORDER = tuple(dict.fromkeys(a for d in _DOMAINS for a in d.adjectives))
+#: the attributes whose value is the head noun (CLEVR ``cube``, COCO ``dog``); without one the noun is
+#: ``GENERIC_NOUN``
+NOUN_ATTRIBUTES = frozenset(d.noun for d in _DOMAINS if d.noun)
+NOUN_ATTRIBUTE = "shape"  # CLEVR's, kept for callers that name it
 #: the attribute rendered as a prepositional phrase after the noun
 REGION_ATTRIBUTE = "region"
 GENERIC_NOUN = "object"
 
-#: the phrase of each relation, reading ``rel(a, b)`` as "a is <phrase> b" (regions.md §3)
-REL_PHRASES = {
-    "left": "to the left of",
-    "right": "to the right of",
-    "front": "in front of",
-    "behind": "behind",
-}
+#: the phrase of each relation, reading ``rel(a, b)`` as "a is <phrase> b" (regions.md §3; the domain files)
+REL_PHRASES = {r: rule.phrase for d in _DOMAINS for r, rule in d.rules.items()}
 
 #: comparators in words, for "the number of A is <words> the number of B"
 THETA_PHRASES = {
@@ -144,10 +144,18 @@ def with_article(phrase: str) -> str:
     return f"{article(phrase)} {phrase}"
 
 
+#: plurals the regular rule gets wrong (COCO's nouns among them)
+IRREGULAR_PLURALS = {"person": "people", "sheep": "sheep", "skis": "skis", "scissors": "scissors", "knife": "knives",
+                     "mouse": "mice", "broccoli": "broccoli", "tv": "tvs"}
+
+
 def plural(noun: str) -> str:
     """English plural of a (regular) noun: cube/cubes, box/boxes, body/bodies."""
     if not noun:
         raise VerbaliseError("cannot pluralise an empty noun")
+    head, _, last = noun.rpartition(" ")
+    if last.lower() in IRREGULAR_PLURALS:  # on the last word: "computer mouse" -> "computer mice"
+        return (head + " " if head else "") + IRREGULAR_PLURALS[last.lower()]
     low = noun.lower()
     if low.endswith(("s", "x", "z", "ch", "sh")):
         return noun + "es"
@@ -198,7 +206,7 @@ def predicate(lit: AttrLit, plural_form: bool = False, positive: bool = False) -
 
     ``positive=True`` drops the negation (``{pos:..}``, ``{posp:..}``).
     """
-    if lit.prop == NOUN_ATTRIBUTE:
+    if lit.prop in NOUN_ATTRIBUTES:
         core = plural(lit.value) if plural_form else with_article(lit.value)
     elif lit.prop == REGION_ATTRIBUTE:
         core = "in " + region_name(lit.value)
@@ -226,11 +234,11 @@ def noun_phrase(lits: Iterable[AttrLit], plural_form: bool = False, with_art: bo
     for lit in lits:
         if lit.negated:
             clause.append(lit)
-        elif lit.prop == NOUN_ATTRIBUTE and noun is None:
+        elif lit.prop in NOUN_ATTRIBUTES and noun is None:
             noun = lit
         elif lit.prop == REGION_ATTRIBUTE and region is None:
             region = lit
-        elif lit.prop not in (NOUN_ATTRIBUTE, REGION_ATTRIBUTE) and all(a.prop != lit.prop for a in adjectives):
+        elif lit.prop not in NOUN_ATTRIBUTES | {REGION_ATTRIBUTE} and all(a.prop != lit.prop for a in adjectives):
             adjectives.append(lit)
         else:  # a second positive value of one attribute: cannot be an adjective, say it in the clause
             clause.append(lit)
@@ -292,6 +300,8 @@ def _render_one(body: str, params: Mapping[str, Any], n: int | None) -> str:
             if n is None:
                 raise VerbaliseError("placeholder {n} needs the scene size n")
             return str(n)
+        if kind in params and isinstance(params[kind], str):  # a comparator or a domain constant's name
+            return params[kind]
         if kind in params and params[kind] is not None:
             v = params[kind]
             if isinstance(v, bool) or not isinstance(v, int):

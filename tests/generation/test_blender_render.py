@@ -5,7 +5,6 @@ bad input, and the oracle renderer that keeps a witness's regions and orders. Re
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys

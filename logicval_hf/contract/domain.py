@@ -1,0 +1,292 @@
+"""Domains as data: what objects a domain has, which relations hold between them and how boxes decide them.
+
+A domain file (``contract/domains/<name>.json``, or any JSON file of the same shape) declares
+
+* ``attributes``: the perceived attributes and their values, in order (CLEVR: colour, shape, material;
+  COCO: the 80 class names and GenEval's 10 colours);
+* ``derived``: attributes computed from the scene rather than perceived, each with a ``kind``
+  (``quadrant``: CLEVR's 2x2 regions of the box centre; ``score_rank``: the rank of an object's detection score
+  among the objects sharing its ``within`` attribute, 1 = most confident);
+* ``relations``: each with the ``kind`` of geometry that decides it from two boxes and its ``inverse``
+  (``centre_order``: strict order of box centres on an ``axis``; ``box_offset``: GenEval's rule, the centre
+  offset shrunk by ``margin`` x the two box sizes and normalised; ``box_area``: strict order of box areas;
+  ``box_inside``: one box within the other);
+* ``n_range`` (null: a spec may leave its scene size open), ``max_objects`` (the largest scene a spec with an
+  open size is solved over), ``constants`` (per-value integers, e.g. legs per class), and the words the
+  verbaliser needs (``noun``, ``adjectives``, each relation's ``phrase``).
+
+One compiler, solver, verifier and verbaliser serve every domain: they read these declarations, never a
+domain's name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from logicval_hf.common.registry import Registry
+from logicval_hf.contract import spatial
+from logicval_hf.errors import SpecError
+
+#: the domain of the paper's benchmark, and of every spec or scene that names none
+DEFAULT_DOMAIN = "clevr"
+DERIVED_KINDS = ("quadrant", "score_rank")
+RELATION_KINDS = ("centre_order", "box_offset", "box_area", "box_inside")
+_KEYS = ("name", "description", "attributes", "derived", "relations", "theta", "n_range", "max_objects", "noun",
+         "adjectives", "slot_props", "constants", "image_size")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """How one relation is decided from two boxes (``holds(a, b)``: "a is <name> b")."""
+
+    name: str
+    kind: str
+    inverse: str
+    phrase: str
+    axis: str | None = None
+    sign: int = 1
+    margin: float = 0.0
+    threshold: float = 0.5
+
+    @property
+    def axis_key(self) -> str:
+        """What two relations must not share for the slot rule ``different_axis`` (the area counts as an axis)."""
+        return self.axis or self.kind
+
+    def holds(self, a: Sequence[float], b: Sequence[float]) -> bool:
+        if self.kind == "centre_order":
+            k = 0 if self.axis == "x" else 1
+            return self.sign * (spatial.centre(a)[k] - spatial.centre(b)[k]) > 0
+        if self.kind == "box_offset":
+            k = 0 if self.axis == "x" else 1
+            return self.sign * spatial.normalised_offset(a, b, self.margin)[k] > self.threshold
+        if self.kind == "box_inside":  # sign -1: a lies within b; +1: a contains b
+            inner, outer = (a, b) if self.sign < 0 else (b, a)
+            return spatial.within(inner, outer)
+        return self.sign * (spatial.area(a) - spatial.area(b)) > 0
+
+
+def _fail(where: str, msg: str) -> SpecError:
+    return SpecError(f"{where}: {msg}")
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """The vocabulary of one domain and the geometry of its relations (see the module docstring)."""
+
+    attributes: Mapping[str, tuple[str, ...]]  # perceived attributes, then categorical derived ones (region)
+    relations: tuple[str, ...]
+    thetas: tuple[str, ...]
+    n_min: int
+    n_max: int
+    name: str = DEFAULT_DOMAIN
+    open_size: bool = False  # True: a spec may leave n out (any number of objects up to n_max)
+    derived: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    rules: Mapping[str, Relation] = field(default_factory=dict)
+    noun: str | None = None
+    adjectives: tuple[str, ...] = ()
+    slot_props: Mapping[str, str] | None = None
+    constants: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    image_size: tuple[int, int] = (480, 320)
+    description: str = ""
+
+    # ---- construction --------------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, block: Mapping[str, Any], where: str = "domain") -> "Domain":
+        """A domain file's JSON, or (for catalogs) a catalog's ``domain`` block: the vocabulary at top level,
+        everything else taken from the CLEVR domain file."""
+        if not isinstance(block, Mapping):
+            raise _fail(where, f"must be a JSON object, got {type(block).__name__}")
+        if "attributes" not in block:
+            return _from_catalog_block(block)
+        unknown = [k for k in block if k not in _KEYS]
+        if unknown:
+            raise _fail(where, f"unknown keys {unknown}; a domain has {list(_KEYS)}")
+        for key in ("name", "attributes", "relations", "theta"):
+            if key not in block:
+                raise _fail(where, f"missing {key!r}")
+        name = block["name"]
+        attrs = {str(a): tuple(str(v) for v in vals) for a, vals in block["attributes"].items()}
+        derived = {str(k): dict(v) for k, v in block.get("derived", {}).items()}
+        for k, d in derived.items():
+            if d.get("kind") not in DERIVED_KINDS:
+                raise _fail(f"{where}.derived.{k}.kind", f"{d.get('kind')!r} is not one of {list(DERIVED_KINDS)}")
+            if d["kind"] == "quadrant":
+                attrs[k] = tuple(d["values"])
+            elif d.get("within") not in attrs:
+                raise _fail(f"{where}.derived.{k}.within", f"{d.get('within')!r} is not an attribute")
+        rules = {}
+        for r, d in block["relations"].items():
+            if d.get("kind") not in RELATION_KINDS:
+                raise _fail(f"{where}.relations.{r}.kind", f"{d.get('kind')!r} is not one of {list(RELATION_KINDS)}")
+            rules[r] = Relation(r, d["kind"], d["inverse"], d.get("phrase", r), d.get("axis"), int(d.get("sign", 1)),
+                                float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)))
+        for r, rule in rules.items():
+            if rules.get(rule.inverse) is None or rules[rule.inverse].inverse != r:
+                raise _fail(f"{where}.relations.{r}.inverse", f"{rule.inverse!r} must be a relation whose inverse is {r!r}")
+        kinds = {rule.kind == "centre_order" for rule in rules.values()}
+        if len(kinds) > 1:
+            raise _fail(f"{where}.relations", "mixes centre_order with box relations; one domain uses one geometry")
+        n_range = block.get("n_range")
+        max_objects = int(block.get("max_objects") or (n_range[1] if n_range else 16))
+        lo, hi = (int(n_range[0]), int(n_range[1])) if n_range else (1, max_objects)
+        constants = {str(c): {str(v): int(w) for v, w in table.items()} for c, table in block.get("constants", {}).items()}
+        return cls(attrs, tuple(rules), tuple(block["theta"]), lo, hi, name=str(name), open_size=n_range is None,
+                   derived=derived, rules=rules, noun=block.get("noun"), adjectives=tuple(block.get("adjectives", ())),
+                   slot_props=block.get("slot_props"), constants=constants,
+                   image_size=tuple(block.get("image_size", (480, 320))), description=block.get("description", ""))
+
+    # ---- identity --------------------------------------------------------------------------------------------
+    @functools.cached_property
+    def key(self) -> str:
+        return json.dumps([self.name, self.attributes, self.relations, self.thetas, self.n_min, self.n_max,
+                           self.open_size, self.derived, sorted(self.constants.items())], sort_keys=True, default=list)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Domain) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    # ---- vocabulary ------------------------------------------------------------------------------------------
+    @property
+    def perceived_attributes(self) -> tuple[str, ...]:
+        """Attributes an object carries by itself (everything but the geometry-derived ones)."""
+        return tuple(a for a in self.attributes if a not in self.derived)
+
+    @property
+    def numeric_attributes(self) -> tuple[str, ...]:
+        """Derived integer attributes (confidence ranks), usable in comparisons, never as literals."""
+        return tuple(a for a, d in self.derived.items() if d["kind"] == "score_rank")
+
+    def values(self, attribute: str) -> tuple[str, ...]:
+        try:
+            return self.attributes[attribute]
+        except KeyError:
+            raise SpecError(f"unknown attribute {attribute!r}; expected one of {sorted(self.attributes)}") from None
+
+    def expected(self, attribute: str, value: Any) -> str:
+        """The end of an error message for a value that is not one of ``attribute``'s: the values when they are
+        few, the closest ones when they are many."""
+        values = self.attributes[attribute]
+        if len(values) <= 12:
+            return f"expected one of {list(values)}"
+        close = difflib.get_close_matches(str(value), values, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        return f"{hint}(domain {self.name!r} has {len(values)} {attribute} values)"
+
+    def relation(self, name: str) -> Relation:
+        try:
+            return self.rules[name]
+        except KeyError:
+            raise SpecError(f"domain {self.name!r} has no relation {name!r}; it has {list(self.relations)}") from None
+
+    @property
+    def ordered(self) -> bool:
+        """Whether relations are strict centre orders (CLEVR): solved as two total orders, not box placements."""
+        return all(r.kind == "centre_order" for r in self.rules.values())
+
+    def canonical_relations(self) -> list[tuple[str, str]]:
+        """One (relation, inverse) pair per inverse pair, the one that runs against its axis first (left, behind,
+        above, smaller): on an order, the relation from the earlier object to the later one."""
+        out, seen = [], set()
+        for r in self.relations:
+            if r not in seen:
+                inv = self.rules[r].inverse
+                out.append((r, inv) if self.rules[r].sign < 0 else (inv, r))
+                seen.update((r, inv))
+        return out
+
+    def constant(self, name: str) -> Mapping[str, int]:
+        try:
+            return self.constants[name]
+        except KeyError:
+            raise SpecError(f"domain {self.name!r} has no constant {name!r}; it has {sorted(self.constants)}") from None
+
+    # ---- template slots read in this domain -------------------------------------------------------------------
+    def slot_attributes(self, props: Sequence[str]) -> tuple[str, ...]:
+        """The attributes a template slot takes here: ``*`` is any perceived attribute; a domain with
+        ``slot_props`` reads a CLEVR template's attribute names through it (COCO: shape -> class)."""
+        if "*" in props:
+            return self.perceived_attributes
+        if self.slot_props is None:
+            return tuple(props)
+        return tuple(dict.fromkeys(self.slot_props[p] for p in props if p in self.slot_props))
+
+    def slot_relations(self, values: Sequence[str]) -> tuple[str, ...]:
+        """The relations a template's relation slot takes here: its own list where the domain has those
+        relations, every relation of the domain otherwise (or for ``*``)."""
+        if "*" in values or not set(values) <= set(self.relations):
+            return self.relations
+        return tuple(values)
+
+    # ---- facts from boxes -----------------------------------------------------------------------------------
+    def holds(self, rel: str, a: Sequence[float], b: Sequence[float]) -> bool:
+        return self.relation(rel).holds(a, b)
+
+    def derive(self, attribute: str, boxes: Sequence[Sequence[float]], image_size: Sequence[float],
+               values: Sequence[Mapping[str, str]], scores: Sequence[float | None]) -> list[Any]:
+        """Values of a derived attribute for every object of a scene."""
+        d = self.derived[attribute]
+        if d["kind"] == "quadrant":
+            w, h = image_size
+            return [spatial.region_of(*spatial.centre(b), w, h) for b in boxes]
+        return spatial.score_ranks([v[d["within"]] for v in values], scores)
+
+
+def _from_catalog_block(block: Mapping[str, Any]) -> Domain:
+    base = load_domain(DEFAULT_DOMAIN)
+    derived = set(base.derived)
+    attrs = {k: tuple(v) for k, v in block.items() if k not in ("relations", "theta", "n_range")}
+    lo, hi = block["n_range"]
+    rules = {r: base.rules[r] for r in block["relations"]}
+    domain = Domain(attrs, tuple(block["relations"]), tuple(block["theta"]), int(lo), int(hi), name=base.name,
+                  derived={k: v for k, v in base.derived.items() if k in derived and k in attrs}, rules=rules,
+                  noun=base.noun, adjectives=base.adjectives, image_size=base.image_size, description=base.description)
+    return base if domain == base else domain  # the shipped catalog: one CLEVR domain object everywhere
+
+
+def _domain_dir() -> Path:
+    return Path(str(resources.files("logicval_hf.contract").joinpath("domains")))
+
+
+def domain_names() -> list[str]:
+    """The domains shipped with the package."""
+    return sorted(p.stem for p in _domain_dir().glob("*.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_file(path: str) -> Domain:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        raise SpecError(f"domain file {path}: cannot read it ({e})") from None
+    return Domain.from_dict(data, where=f"domain file {path}")
+
+
+def load_domain(domain: "str | Path | Domain | None" = None) -> Domain:
+    """A domain by name (``"clevr"``, ``"coco"``), from a JSON file path, or passed through.
+
+    Raises:
+        SpecError: unknown name (with the closest names) or a malformed domain file.
+    """
+    if isinstance(domain, Domain):
+        return domain
+    if domain is None:
+        domain = DEFAULT_DOMAIN
+    text = str(domain)
+    if text.endswith(".json") or Path(text).is_file():
+        return _load_file(str(Path(text).resolve()))
+    path = _domain_dir() / f"{text}.json"
+    if not path.is_file():
+        names = domain_names()
+        known = Registry("domain", {n: _domain_dir() / f"{n}.json" for n in names})
+        raise SpecError(str(known.unknown(text)))
+    return _load_file(str(path))
