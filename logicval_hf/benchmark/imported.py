@@ -1,0 +1,188 @@
+"""Other benchmarks' prompts as LogicVal dataset folders: label every imported spec with the solver, write the
+folder atomically.
+
+An importer (``logicval_hf/benchmark/importers/<source>.py``) turns each line or prompt of its source into a
+spec plus the source's own fields; `import_rows` labels them (SAT with a witness scene, UNSAT with a minimal
+core, both by clingo) and `write_import` writes::
+
+    README.md            a short card: the source, its licence, the semantic choices, label counts
+    data/test.parquet    one row per imported prompt
+
+which loads with ``datasets.load_dataset(folder)``. The folder is built beside ``out`` and moved into place in
+one step, so a failed import never leaves a partial folder (an existing ``out`` stays until the new one is
+complete).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from logicval_hf.asp.programs import spec_program
+from logicval_hf.asp.solver import Solver
+from logicval_hf.common.atomic import replace_dir
+from logicval_hf.common.markdown import md_table
+from logicval_hf.contract.spec import Spec
+from logicval_hf.contract.verbalise import CONSTRAINT_ITEM_TEMPLATE, constraint_names, constraint_text
+
+__all__ = ["IMPORT_COLUMNS", "SourceError", "import_rows", "write_import", "unsat_table"]
+
+#: the benchmark's columns every imported row has (the source's own fields follow them)
+IMPORT_COLUMNS = {
+    "id": "Row id, `<source>-<4-digit index>`, in source order.",
+    "source": "Where the prompt comes from: the benchmark's name and the file (and line) it was read from.",
+    "spec_json": "The LogicVal specification the importer built (domain, optional n and score threshold, "
+                 "constraints): the input of `logicval solve` / `logicval verify`.",
+    "asp_program": "The standalone ASP program of the spec: an answer set iff the label is SAT.",
+    "label": "`SAT` or `UNSAT`, decided by clingo.",
+    "prompt_short": "The spec in LogicVal's short English register, one `Constraint i:` line per constraint.",
+    "witness": "For SAT: a scene graph (JSON) that satisfies every constraint; empty for UNSAT.",
+    "core": "For UNSAT: a minimal set of contradicting constraints (0-based indices); empty for SAT.",
+    "core_text": "For UNSAT: those constraints in words; empty for SAT.",
+}
+
+
+class SourceError(ValueError):
+    """A malformed line or field of a source file: the message names the file, the line and the field."""
+
+    def __init__(self, path: str | Path, line: int | None, field: str, message: str):
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {field}: {message}")
+
+
+def _prompt(spec: Spec) -> str:
+    texts = [constraint_text(c, spec.n) for c in spec.constraints]
+    if len(texts) == 1:
+        return texts[0]
+    return "\n".join(CONSTRAINT_ITEM_TEMPLATE.format(i=i, text=t) for i, t in enumerate(texts, 1))
+
+
+def import_rows(
+    items: Iterable[tuple[Spec, str, Mapping[str, Any]]],
+    prefix: str,
+    solver: Solver | None = None,
+    progress: bool = False,
+    total: int | None = None,
+) -> list[dict[str, Any]]:
+    """Label imported specs and make dataset rows.
+
+    Args:
+        items: ``(spec, source, fields)`` per prompt: the spec, where it was read from, the source's own fields
+            (JSON-serialisable values; nested ones are stored as JSON strings).
+        prefix: the id prefix (``geneval`` gives ``geneval-0000``, ...).
+        solver: reused across calls (groundings are cached per spec).
+        progress: show a progress bar.
+    Returns:
+        One dict per item with `IMPORT_COLUMNS` and then the source's fields.
+    """
+    from tqdm.auto import tqdm
+
+    solver = solver or Solver()
+    rows = []
+    for k, (spec, source, fields) in enumerate(tqdm(items, total=total, disable=not progress, desc=f"import {prefix}",
+                                                      unit="prompt")):
+        result = solver.solve(spec)
+        row: dict[str, Any] = {
+            "id": f"{prefix}-{k:04d}",
+            "source": source,
+            "spec_json": spec.to_json(),
+            "asp_program": spec_program(spec),
+            "label": result.label,
+            "prompt_short": _prompt(spec),
+            "witness": result.witness.to_json() if result.witness is not None else "",
+            "core": list(result.core or ()),
+            "core_text": _core_text(spec, result.core) if result.core else "",
+        }
+        for key, value in fields.items():
+            if key in row:
+                raise ValueError(f"source field {key!r} would overwrite a benchmark column")
+            row[key] = value if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(value)
+        rows.append(row)
+    return rows
+
+
+def _core_text(spec: Spec, core: Sequence[int]) -> str:
+    return " | ".join(f"{constraint_names([i])}: {constraint_text(spec.constraints[i], spec.n)}" for i in core)
+
+
+def unsat_table(rows: Sequence[Mapping[str, Any]], group: str) -> str:
+    """Markdown: per value of ``group`` (e.g. the source's tag), how many prompts were imported and how many the
+    solver found UNSAT, with the cores' templates as the reason."""
+    by: dict[str, list[Mapping[str, Any]]] = collections.defaultdict(list)
+    for r in rows:
+        by[str(r.get(group, ""))].append(r)
+    table = []
+    for key in sorted(by):
+        rs = by[key]
+        unsat = [r for r in rs if r["label"] == "UNSAT"]
+        reasons = collections.Counter()
+        for r in unsat:
+            spec = json.loads(r["spec_json"])
+            reasons[" + ".join(sorted(spec["constraints"][i]["template"] for i in r["core"]))] += 1
+        why = "; ".join(f"{k} ({v})" for k, v in reasons.most_common(4)) or "-"
+        table.append([key, len(rs), len(unsat), why])
+    table.append(["all", len(rows), sum(r["label"] == "UNSAT" for r in rows), ""])
+    return md_table([group, "prompts", "UNSAT", "cores (templates)"], table)
+
+
+def _card(name: str, rows: Sequence[Mapping[str, Any]], about: str, group: str | None) -> str:
+    labels = collections.Counter(r["label"] for r in rows)
+    columns = md_table(["column", "meaning"], [[k, v] for k, v in IMPORT_COLUMNS.items()])
+    extra = [k for k in rows[0] if k not in IMPORT_COLUMNS] if rows else []
+    lines = [
+        "---",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        "  - split: test",
+        "    path: data/test.parquet",
+        "---",
+        "",
+        f"# {name} through LogicVal",
+        "",
+        about.strip(),
+        "",
+        f"{len(rows)} prompts: {labels.get('SAT', 0)} SAT, {labels.get('UNSAT', 0)} UNSAT (labels by clingo).",
+        "",
+    ]
+    if group is not None and rows:
+        lines += [unsat_table(rows, group), ""]
+    lines += ["## Columns", "", columns, "", f"Source fields: {', '.join(f'`{k}`' for k in extra) or 'none'}.", ""]
+    return "\n".join(lines)
+
+
+def write_import(
+    rows: Sequence[Mapping[str, Any]], out: str | Path, name: str, about: str, group: str | None = None,
+) -> dict[str, Any]:
+    """Write the dataset folder ``out`` (README.md + data/test.parquet) atomically.
+
+    Returns ``{"folder", "rows", "labels"}``.
+    Raises:
+        ValueError: no rows, or rows whose columns differ.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not rows:
+        raise ValueError(f"nothing to import into {out}")
+    keys = list(rows[0])
+    for r in rows:
+        if list(r) != keys:
+            raise ValueError(f"row {r.get('id')} has columns {list(r)}, expected {keys}")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        (tmp / "data").mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(list(rows)), tmp / "data" / "test.parquet", compression="zstd")
+        (tmp / "README.md").write_text(_card(name, rows, about, group), encoding="utf-8")
+        replace_dir(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    labels = collections.Counter(r["label"] for r in rows)
+    return {"folder": str(out), "rows": len(rows), "labels": dict(labels)}

@@ -1,0 +1,55 @@
+"""``logicval import SOURCE PATH --out DIR``: another benchmark's prompts as a LogicVal dataset folder, every
+prompt labelled by the solver (`logicval_hf.benchmark.importers`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from logicval_hf.cli.dispatch import emit, standalone_main
+
+__all__ = ["add_subcommands", "main"]
+
+_SOURCES = {
+    "geneval": ("METADATA", "GenEval's evaluation_metadata.jsonl (github.com/djghosh13/geneval, prompts/)"),
+    "imag-eval": ("FOLDER", "Imag-Eval's outputs/prompts folder, or one <skills>.json file of it "
+                            "(github.com/Justsecret123/Imag-Eval)"),
+}
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from logicval_hf.benchmark.importers import IMPORTERS
+
+    summary = IMPORTERS.get(args.source)(args.path, args.out, progress=not args.no_progress,
+                                         **({"skip_unsupported": args.skip_unsupported} if args.source == "imag-eval" else {}))
+    emit(summary, args.pretty)
+    return 0
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Register ``import`` (with one sub-command per source) on an argparse subparsers object."""
+    p = subparsers.add_parser("import", help="import another benchmark's prompts as a LogicVal dataset folder "
+                                              "(labelled SAT/UNSAT by the solver)")
+    sources = p.add_subparsers(dest="source", required=True)
+    for name, (metavar, what) in _SOURCES.items():
+        s = sources.add_parser(name, help=f"import {what}")
+        s.add_argument("path", metavar=metavar, help=what)
+        s.add_argument("--out", required=True, metavar="DIR",
+                       help="dataset folder to write (README.md + data/test.parquet; loads with load_dataset(DIR)); "
+                            "replaced atomically when it exists")
+        s.add_argument("--no-progress", action="store_true", help="no progress bar")
+        s.add_argument("--pretty", action="store_true", help="indent the JSON summary")
+        if name == "imag-eval":
+            s.add_argument("--skip-unsupported", action="store_true",
+                           help="leave out relations boxes cannot decide (in front of, behind, next to) and record "
+                                "them in the row's unsupported column, instead of stopping at the first")
+        s.set_defaults(func=cmd_import)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return standalone_main(add_subcommands, argv, "Import another benchmark's prompts.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
