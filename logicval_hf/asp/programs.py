@@ -281,7 +281,8 @@ def spec_program(spec: Spec, catalog: Catalog | None = None) -> str:
     """A standalone program for the spec: it has an answer set iff the spec is satisfiable."""
     catalog = catalog or load_catalog()
     header = (
-        f"% LogicVal specification ({spec.domain.name}): n = {'open' if spec.n is None else spec.n}, {spec.m} constraint(s): "
+        f"% LogicVal specification{'' if spec.domain.name == 'clevr' else f' ({spec.domain.name})'}: "
+        f"n = {'open' if spec.n is None else spec.n}, {spec.m} constraint(s): "
         + ", ".join(c.template_id for c in spec.constraints)
         + "\n% An answer set is a scene of n objects satisfying every constraint; none means UNSAT.\n"
     )
