@@ -7,6 +7,9 @@
 guidance embedding. Images are cheap at 32-64 px. `BUILDERS` has one builder per family name (a test checks
 that every registered family has one). Moved here from ``logicval_hf/training/lora.py``: no shipped script
 uses it.
+
+Tiny perception models too: `tiny_grounding_dino` (a Grounding DINO detector over a word-level vocabulary) and
+`tiny_clip` (an open_clip model registered from a config), for the neural backend's tests.
 """
 
 from __future__ import annotations
@@ -117,3 +120,68 @@ def _eval(pipe: Any) -> Any:
         if isinstance(m, torch.nn.Module):
             m.eval()
     return pipe
+
+
+# ---------------------------------------------------------------------------------------------------
+# tiny perception models: a Grounding DINO detector and an open_clip CLIP (random weights, offline)
+# ---------------------------------------------------------------------------------------------------
+#: the special tokens of the tiny detector's BERT vocabulary, then the prompt's own words
+DETECTOR_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "a", "an"]
+
+#: name of the tiny open_clip model `register_tiny_clip` adds to open_clip's model configs
+TINY_CLIP = "logicval-test-tiny-clip"
+
+
+def tiny_grounding_dino(words: Any = ("cube", "sphere", "cylinder", "object"), max_text_len: int = 32,
+                        num_queries: int = 12, seed: int = 0) -> tuple[Any, Any]:
+    """``(GroundingDinoForObjectDetection, GroundingDinoProcessor)``: Swin backbone of width 16, BERT text encoder
+    of width 32, 2 decoder layers, ``num_queries`` queries, reading at most ``max_text_len`` text tokens; a
+    word-level ``BertTokenizer`` over `DETECTOR_SPECIALS` plus the words of ``words`` (each string split on
+    spaces), so that every prompt word is one token."""
+    from transformers import (BertConfig, BertTokenizer, GroundingDinoConfig, GroundingDinoForObjectDetection,
+                              GroundingDinoImageProcessor, GroundingDinoProcessor)
+
+    vocab = list(DETECTOR_SPECIALS)
+    for phrase in words:
+        for w in str(phrase).lower().split():
+            if w not in vocab:
+                vocab.append(w)
+    tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
+    proc = GroundingDinoProcessor(
+        image_processor=GroundingDinoImageProcessor(size={"shortest_edge": 96, "longest_edge": 160}), tokenizer=tok)
+    cfg = GroundingDinoConfig(
+        backbone_config={"model_type": "swin", "embed_dim": 16, "depths": [1, 1, 1, 1], "num_heads": [1, 1, 1, 1],
+                         "window_size": 4, "out_indices": [2, 3, 4], "image_size": 96},
+        text_config=BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=64).to_dict(),
+        d_model=32, encoder_layers=1, decoder_layers=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+        encoder_attention_heads=2, decoder_attention_heads=2, num_queries=num_queries, max_text_len=max_text_len,
+        num_feature_levels=4, encoder_n_points=2, decoder_n_points=2)
+    torch.manual_seed(seed)
+    return GroundingDinoForObjectDetection(cfg).eval(), proc
+
+
+def register_tiny_clip(config_dir: Any) -> str:
+    """Register `TINY_CLIP` (64 px, width 64, embedding 32) with open_clip from a config written into
+    ``config_dir``; returns its name (use ``open_clip.create_model(name, pretrained=None)`` and
+    ``open_clip.get_tokenizer(name)``: the real BPE tokenizer)."""
+    import json
+    from pathlib import Path
+
+    import open_clip
+
+    cfg = {"embed_dim": 32,
+           "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "patch_size": 16, "head_width": 32},
+           "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 2}}
+    (Path(config_dir) / f"{TINY_CLIP}.json").write_text(json.dumps(cfg))
+    open_clip.add_model_config(str(config_dir))
+    return TINY_CLIP
+
+
+def tiny_clip(config_dir: Any, seed: int = 1) -> tuple[Any, Any]:
+    """``(open_clip model, tokenizer)`` of `TINY_CLIP` with random weights (seeded)."""
+    import open_clip
+
+    name = register_tiny_clip(config_dir)
+    torch.manual_seed(seed)
+    return open_clip.create_model(name, pretrained=None).eval(), open_clip.get_tokenizer(name)

@@ -14,7 +14,8 @@ from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
 from logicval_hf.cli.dispatch import emit as _emit
 from logicval_hf.cli.dispatch import read_json as _read_json
 
-_SCENE_FORMAT = '{"image_size": [W, H], "objects": [{"color", "shape", "material", "bbox"}]}'
+_SCENE_FORMAT = ('{"image_size": [W, H], "objects": [{"color", "shape", "material", "bbox"}]} '
+                 '(another domain: its attributes and "domain", e.g. "coco": {"class", "color", "bbox", "score"})')
 
 __all__ = ["add_subcommands"]
 
@@ -22,7 +23,7 @@ __all__ = ["add_subcommands"]
 def cmd_solve(args: argparse.Namespace) -> int:
     from logicval_hf.asp.solver import solve
 
-    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size))
+    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size) if args.image_size else None)
     _emit(result.to_dict(), args.pretty)
     return 0
 
@@ -37,6 +38,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
     hint = (f"a scene graph is {_SCENE_FORMAT}; to check an image, run "
             f"`logicval check {args.spec} {args.scene}`")
+    # the scene is read in the spec's domain (a scene without "domain" is taken to be in it)
     verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene", hint), count=count)
     _emit(verdict.to_dict(), args.pretty)
     return 0
@@ -59,7 +61,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise ValueError(f"cannot read image {args.image!r}: no such file")
     image = normalise_prediction(args.image, "image")
     require_backend(args.backend)
-    scene = extract_scene(image, backend=args.backend)
+    # perceived in the spec's domain (the clevr backend perceives CLEVR only: another domain is a one-line error)
+    domain = None if spec.domain == solver.catalog.domain else spec.domain
+    scene = extract_scene(image, backend=args.backend, domain=domain)
     verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict")
     out = verdict.to_dict()
     out.update(image=args.image, backend=args.backend, scene=scene.to_dict())
@@ -117,7 +121,7 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
                 if label not in (None, "SAT", "UNSAT"):
                     raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
                 spec = as_spec(pair["spec"], solver.catalog)
-                scene = Scene.from_dict(pair["scene"], solver.catalog.domain)
+                scene = Scene.from_dict(pair["scene"], spec.domain)  # the spec's domain (a scene may omit it)
                 pending.append((lineno, (spec, scene, label, mode)))
             except (json.JSONDecodeError, *_USER_ERRORS) as e:
                 failures += 1
@@ -168,14 +172,16 @@ def add_subcommands(sub: Any) -> None:
     """Register the core subcommands on the ``logicval`` subparsers."""
     s = sub.add_parser("solve", help="label a spec SAT/UNSAT with a witness scene or a minimal unsat core")
     s.add_argument("spec", help="spec JSON file ({'n': ..., 'constraints': [...]}), or - for stdin")
-    s.add_argument("--image-size", type=int, nargs=2, default=[480, 320], metavar=("W", "H"),
-                   help="image size for the witness's bounding boxes (default 480 320)")
+    s.add_argument("--image-size", type=int, nargs=2, default=None, metavar=("W", "H"),
+                   help="image size for the witness's bounding boxes (default: the spec's domain's, 480 320 for "
+                        "CLEVR)")
     s.add_argument("--pretty", action="store_true", help="indent the JSON output")
     s.set_defaults(func=cmd_solve)
 
     v = sub.add_parser("verify", help="check scene graphs against specs")
     v.add_argument("spec", nargs="?", help="spec JSON file")
-    v.add_argument("scene", nargs="?", help="scene JSON file ({'image_size': [W, H], 'objects': [...]})")
+    v.add_argument("scene", nargs="?", help="scene JSON file ({'image_size': [W, H], 'objects': [...]}), read in "
+                                            "the spec's domain")
     v.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
     v.add_argument("--jsonl", metavar="PAIRS.jsonl",
                    help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out")
@@ -187,7 +193,8 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("spec", help="spec JSON file, or - for stdin")
     c.add_argument("image", help="image file (PNG, JPEG, WebP, ...)")
     c.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
-                   help='perception backend (default clevr: the shipped CLEVR scene parser; neural needs "logicval-hf[neural]")')
+                   help='perception backend (default clevr: the shipped CLEVR scene parser; neural needs '
+                        '"logicval-hf[neural]" and perceives the spec\'s domain, e.g. COCO)')
     c.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")

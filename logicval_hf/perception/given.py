@@ -5,7 +5,13 @@ Usage::
 
     from logicval_hf.perception.given import extract, load_scenes
     scene = extract({"image_size": [480, 320], "objects": [...]})   # dict, JSON string, Scene or .json path
+    scene = extract({"image_size": [512, 512], "objects": [{"class": "dog", "color": "brown", ...}]},
+                    domain="coco")                                 # a COCO scene graph
     scenes = load_scenes("annotations.jsonl")                       # {id: Scene}
+
+A scene graph names its domain (``"domain": "coco"``; none: CLEVR). With ``domain`` (a name or a `Domain`) the
+scene is read in that domain: one that omits ``"domain"`` is taken to be in it, one that names another (or a
+`Scene` of another) is a `SceneError` naming the item.
 
 Unlike the pixel backends, ``extract`` takes its input *raw* (it carries ``raw_input = True``): there is no
 image to load. `logicval_hf.scoring.evaluation.compute` already passes scene-graph predictions through as given;
@@ -21,7 +27,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from logicval_hf.contract.catalog import Domain
-from logicval_hf.errors import SceneError
+from logicval_hf.contract.domain import load_domain
+from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.contract.scene import Scene
 
 __all__ = ["extract", "to_scene", "load_scenes"]
@@ -36,13 +43,28 @@ def _looks_like_image(x: Any) -> bool:
     return False
 
 
-def to_scene(x: Any, domain: Domain | None = None, what: str = "scene") -> Scene:
-    """A `Scene` from a `Scene`, a dict, a JSON string / bytes, or the path of a ``.json`` file.
+def _domain(domain: Domain | str | None, what: str) -> Domain | None:
+    if domain is None or isinstance(domain, Domain):
+        return domain
+    try:
+        return load_domain(domain)
+    except SpecError as e:
+        raise SceneError(f"{what}: domain: {e}") from None
 
-    Raises `SceneError` (a `ValueError`) naming ``what`` when the input is not a valid scene graph, and
-    says so explicitly when it is an image (the ``given`` backend does not look at pixels).
+
+def to_scene(x: Any, domain: Domain | str | None = None, what: str = "scene") -> Scene:
+    """A `Scene` from a `Scene`, a dict, a JSON string / bytes, or the path of a ``.json`` file, in ``domain``
+    when given (a name or a `Domain`: a scene graph without ``"domain"`` is read in it; one in another domain
+    is an error).
+
+    Raises `SceneError` (a `ValueError`) naming ``what`` when the input is not a valid scene graph (or not in
+    ``domain``), and says so explicitly when it is an image (the ``given`` backend does not look at pixels).
     """
+    domain = _domain(domain, what)
     if isinstance(x, Scene):
+        if domain is not None and x.domain != domain:
+            raise SceneError(f"{what}: the scene is in domain {x.domain.name!r}, but domain {domain.name!r} is "
+                             "expected")
         return x
     if _looks_like_image(x):
         raise SceneError(
@@ -65,19 +87,21 @@ def to_scene(x: Any, domain: Domain | None = None, what: str = "scene") -> Scene
         raise SceneError(f"{what}: {e}") from None
 
 
-def extract(x: Any, **settings: Any) -> Scene:
-    """The ``given`` backend: the prediction *is* the scene graph. No settings are accepted."""
+def extract(x: Any, domain: Domain | str | None = None, **settings: Any) -> Scene:
+    """The ``given`` backend: the prediction *is* the scene graph, read in ``domain`` when given (see
+    `to_scene`). No other settings are accepted."""
     if settings:
-        raise ValueError(f"the 'given' backend takes no settings, got {sorted(settings)}")
-    return to_scene(x)
+        raise ValueError(f"the 'given' backend takes no settings but domain, got {sorted(settings)}")
+    return to_scene(x, domain)
 
 
 extract.raw_input = True  # type: ignore[attr-defined]  # the input is not an image: do not load_image() it
+extract.takes_domain = True  # type: ignore[attr-defined]  # any domain: the scene graph's own, or the one asked for
 
 
 def load_scenes(path: str | Path, key: str = "id", scene_key: str | None = None,
-                domain: Domain | None = None) -> dict[str, Scene]:
-    """Read annotated scene graphs from a file, keyed by ``key``.
+                domain: Domain | str | None = None) -> dict[str, Scene]:
+    """Read annotated scene graphs from a file, keyed by ``key`` (in ``domain`` when given, as `to_scene`).
 
     Accepted layouts: JSON Lines with one object per line (``{"id": ..., "scene": {...}}``; the scene under
     ``scene_key`` or the first of ``scene``, ``annotated_scene``, ``annotation``), a JSON list of such objects,
@@ -86,6 +110,7 @@ def load_scenes(path: str | Path, key: str = "id", scene_key: str | None = None,
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"annotations {str(path)!r}: no such file")
+    domain = _domain(domain, f"annotations {path}")
     text = path.read_text(encoding="utf-8")
     entries: list[tuple[str, Any]] = []
     try:

@@ -6,6 +6,11 @@ benchmark rows (dicts with ``spec_json`` and optionally ``id``, ``package``, ``l
 `logicval_hf.scoring.inputs`. Images go through a perception backend (default ``"clevr"``, the shipped CLEVR scene parser); scene
 graphs are used as given. Each (spec, scene) is verified once, in batches; the count-relaxed verdict is derived
 from the same result.
+
+Every prediction is read in the domain of its reference's spec (``"domain": "coco"`` in the spec; none: CLEVR):
+a scene graph that names no domain is taken to be in it, one in another domain is an error naming the item;
+images of a spec in another domain than CLEVR are perceived in that domain (``domain=`` to the backend, e.g.
+``"neural"``; the CLEVR scene parser refuses).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.scoring import inputs
@@ -30,10 +37,16 @@ def parse_reference(ref: Any, solver: Solver | None = None) -> tuple[Spec, dict[
     return inputs.parse_reference(ref, (solver or default_solver()).catalog)
 
 
-def to_scenes(predictions: Sequence[Any], backend: str = "clevr", **settings: Any) -> list[Scene]:
+def to_scenes(predictions: Sequence[Any], backend: str = "clevr", domains: Sequence[Domain | None] | None = None,
+              **settings: Any) -> list[Scene]:
     """Scene graphs for predictions: images through the perception backend, scene graphs parsed (one kind per
-    call; see `logicval_hf.scoring.inputs.normalise_predictions`)."""
-    checked = inputs.normalise_predictions(predictions, backend=backend)
+    call; see `logicval_hf.scoring.inputs.normalise_predictions`).
+
+    ``domains``: the domain of each prediction (its reference's spec's). Scene graphs are read in it; images of
+    a domain other than CLEVR are perceived with ``domain=`` that domain (a ``domain`` in ``settings`` is used for
+    every image instead); CLEVR images are perceived as without domains.
+    """
+    checked = inputs.normalise_predictions(predictions, backend=backend, domains=domains)
     scenes: list[Scene | None] = [p if isinstance(p, Scene) else None for p in checked]
     image_idx = [i for i, s in enumerate(scenes) if s is None]
     if image_idx:
@@ -41,9 +54,21 @@ def to_scenes(predictions: Sequence[Any], backend: str = "clevr", **settings: An
         from logicval_hf.perception import extract_scenes
 
         require_backend(backend)  # e.g. "neural" without its extra: one line naming `logicval-hf[neural]`
-        extracted = extract_scenes([checked[i] for i in image_idx], backend=backend, **settings)
-        for i, s in zip(image_idx, extracted):
-            scenes[i] = s
+        groups: dict[Any, list[int]] = {}
+        clevr = load_catalog().domain
+        for i in image_idx:
+            d = None if domains is None or "domain" in settings or domains[i] in (None, clevr) else domains[i]
+            groups.setdefault(d, []).append(i)
+        for d, idx in groups.items():
+            extra = {} if d is None else {"domain": d}
+            try:
+                extracted = extract_scenes([checked[i] for i in idx], backend=backend, **settings, **extra)
+            except ValueError as e:
+                if d is None:
+                    raise
+                raise type(e)(f"predictions[{idx[0]}]: its spec is in domain {d.name!r}: {e}") from None
+            for i, s in zip(idx, extracted):
+                scenes[i] = s
     return scenes  # type: ignore[return-value]
 
 
@@ -111,7 +136,10 @@ def compute(
             parsed.append(inputs.parse_reference(ref, solver.catalog))
         except ValueError as e:
             raise type(e)(f"references[{i}]: {e}") from None
-    scenes = to_scenes(predictions, backend=backend, **dict(backend_settings or {}))
+    domains = [spec.domain for spec, _ in parsed]
+    scenes = to_scenes(predictions, backend=backend, domains=domains, **dict(backend_settings or {}))
+    for i, (scene, domain) in enumerate(zip(scenes, domains)):
+        inputs.check_domain(scene, domain, f"predictions[{i}]")
     labels = [meta.get("label") or solver.solve(spec).label for spec, meta in parsed]
     strict = solver.verify_many([(spec, scene) for (spec, _), scene in zip(parsed, scenes)], count="strict",
                                 labels=labels)

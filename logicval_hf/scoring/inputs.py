@@ -2,7 +2,9 @@
 
 Predictions are one of two kinds, never mixed in one call:
 
-* **scene graphs**: a `Scene`, a dict with ``objects``, or a JSON string (``{"image_size": ..., "objects": ...}``);
+* **scene graphs**: a `Scene`, a dict with ``objects``, or a JSON string (``{"image_size": ..., "objects": ...}``),
+  read in the domain of its reference's spec (a scene graph without ``"domain"`` is taken to be in it; one in
+  another domain is an error naming the item);
 * **images**: a PIL image, a ``uint8`` numpy array, a path (``str`` / ``os.PathLike``), encoded image bytes
   (PNG, JPEG, ...) or a ``datasets.Image`` cell (``{"bytes": ..., "path": ...}``).
 
@@ -19,13 +21,14 @@ import json
 import os
 from typing import Any, Mapping, Sequence
 
+from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, check_size
 
-__all__ = ["MAX_PIXELS", "ROW_KEYS", "check_lists", "is_scene_graph", "prediction_kind", "normalise_prediction",
-           "normalise_predictions", "parse_reference", "reference_json"]
+__all__ = ["MAX_PIXELS", "ROW_KEYS", "check_domain", "check_lists", "is_scene_graph", "prediction_kind",
+           "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json"]
 
 #: benchmark-row fields a reference keeps (the rest of a row, e.g. the prompt or the witness, is not needed)
 ROW_KEYS = ("id", "package", "label", "spec_json")
@@ -71,14 +74,37 @@ def _describe(x: Any) -> str:
     return f"an image ({type(x).__name__})"
 
 
-def _scene(x: Any, what: str) -> Scene:
+def _scene(x: Any, what: str, domain: Domain | None = None) -> Scene:
     if not isinstance(x, (Scene, Mapping, str)):
         kind = "image bytes" if isinstance(x, (bytes, bytearray)) else type(x).__name__
         raise SceneError(f"{what}: scene: must be a JSON object (a scene graph), got {kind}")
+    if isinstance(x, Scene):
+        check_domain(x, domain, what)
+        return x
     try:
-        return x if isinstance(x, Scene) else Scene.from_dict(x)
+        return Scene.from_dict(x, domain)
     except ValueError as e:
-        raise type(e)(f"{what}: {e}") from None
+        hint = ""
+        if domain is not None and domain.name != DEFAULT_DOMAIN and _named_domain(x) is None:
+            hint = f" (the scene names no domain: it is read in its reference's spec's, {domain.name!r})"
+        raise type(e)(f"{what}: {e}{hint}") from None
+
+
+def _named_domain(x: Any) -> Any:
+    if isinstance(x, str):
+        try:
+            x = json.loads(x)
+        except json.JSONDecodeError:
+            return None
+    return x.get("domain") if isinstance(x, Mapping) else None
+
+
+def check_domain(scene: Scene, domain: Domain | None, what: str) -> Scene:
+    """``scene`` itself when it is in ``domain`` (or ``domain`` is None); a `SceneError` naming ``what`` otherwise."""
+    if domain is not None and scene.domain != domain:
+        raise SceneError(f"{what}: the scene is in domain {scene.domain.name!r}, but its reference's spec is in "
+                         f"domain {domain.name!r}")
+    return scene
 
 
 def _open_image_bytes(data: bytes, what: str) -> Any:
@@ -115,12 +141,13 @@ def _check_image_file(path: str, what: str) -> None:
     check_size(w, h, what)
 
 
-def normalise_prediction(x: Any, what: str = "prediction", backend: str | None = None) -> Any:
-    """A checked prediction: a `Scene` for a scene graph; for an image, a path string, a numpy array or a PIL
-    image (encoded bytes and ``datasets.Image`` cells are opened lazily). With ``backend="given"`` every
-    prediction must be a scene graph."""
+def normalise_prediction(x: Any, what: str = "prediction", backend: str | None = None,
+                         domain: Domain | None = None) -> Any:
+    """A checked prediction: a `Scene` for a scene graph (read in ``domain`` when given: its spec's); for an
+    image, a path string, a numpy array or a PIL image (encoded bytes and ``datasets.Image`` cells are opened
+    lazily). With ``backend="given"`` every prediction must be a scene graph."""
     if backend == "given" or is_scene_graph(x):
-        return _scene(x, what)
+        return _scene(x, what, domain)
     if isinstance(x, os.PathLike):
         x = os.fspath(x)
     if isinstance(x, str):
@@ -150,10 +177,16 @@ def normalise_prediction(x: Any, what: str = "prediction", backend: str | None =
     )
 
 
-def normalise_predictions(predictions: Sequence[Any], backend: str | None = None) -> list[Any]:
-    """Every prediction checked (`normalise_prediction`); images and scene graphs in one call are refused,
-    naming the first item of the other kind."""
+def normalise_predictions(predictions: Sequence[Any], backend: str | None = None,
+                          domains: Sequence[Domain | None] | None = None) -> list[Any]:
+    """Every prediction checked (`normalise_prediction`; scene graphs read in ``domains[i]``, the domains of
+    their references' specs, when given); images and scene graphs in one call are refused, naming the first
+    item of the other kind."""
     predictions = list(predictions)
+    if domains is None:
+        domains = [None] * len(predictions)
+    elif len(domains) != len(predictions):
+        raise ValueError(f"got {len(domains)} domains for {len(predictions)} predictions")
     if backend != "given" and predictions:
         first = prediction_kind(predictions[0])
         for i, p in enumerate(predictions):
@@ -161,7 +194,8 @@ def normalise_predictions(predictions: Sequence[Any], backend: str | None = None
                 raise ValueError(
                     f"predictions mix images and scene graphs: predictions[0] is {_describe(predictions[0])} but "
                     f"predictions[{i}] is {_describe(p)}; score scene graphs and images in separate calls")
-    return [normalise_prediction(p, f"predictions[{i}]", backend) for i, p in enumerate(predictions)]
+    return [normalise_prediction(p, f"predictions[{i}]", backend, d)
+            for i, (p, d) in enumerate(zip(predictions, domains))]
 
 
 def parse_reference(ref: Any, catalog: Any = None) -> tuple[Spec, dict[str, Any]]:

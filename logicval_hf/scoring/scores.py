@@ -70,7 +70,12 @@ class Record:
 
 
 def compositional_load(spec: Spec) -> int:
-    """Imag-Eval's compositional load of a spec: ``n`` (object instances) + ``m`` (constraints)."""
+    """Imag-Eval's compositional load of a spec: ``n`` (object instances) + ``m`` (constraints). A spec with an
+    open scene size counts the objects the solver considers for it (its counts and variables added up)."""
+    if spec.n is None:
+        from logicval_hf.asp.programs import universe_bound
+
+        return universe_bound(spec) + spec.m
     return spec.n + spec.m
 
 

@@ -47,12 +47,16 @@ Args:
         `H x W x 3`, paths to image files, or encoded image bytes) or scene graphs (JSON strings, dicts or
         `logicval_hf.Scene`: `{"image_size": [W, H], "objects": [{"color", "shape", "material",
         "bbox": [x0, y0, x1, y1], optional "probs": {attribute: {value: p}}}]}`), e.g. human annotations.
+        A scene graph is read in the domain of its reference's spec: a COCO scene graph has objects
+        `{"class", "color", "bbox", "score"}` (and may say `"domain": "coco"`); one in another domain than
+        its spec's is refused, naming the item.
         Images and scene graphs cannot be mixed in one `compute()` call: the call is refused with a
         `ValueError` naming the first item of the other kind (an image path among scene-graph JSON strings,
         or the reverse).
     references (`list`): one per prediction. A specification (JSON string or dict,
-        `{"n": 5, "constraints": [{"template": "C1/1prop", "params": {...}}]}`) or a benchmark row (JSON
-        string or dict with `spec_json` and optionally `id`, `package`, `label`).
+        `{"n": 5, "constraints": [{"template": "C1/1prop", "params": {...}}]}`; a COCO one says
+        `"domain": "coco"` and may set a `score_threshold`) or a benchmark row (JSON string or dict with
+        `spec_json` and optionally `id`, `package`, `label`).
     backend (`str`, optional): perception backend for images: `"clevr"` (default, the module's
         `config_name` otherwise), `"neural"` when installed, or `"given"` (scene graphs only).
     count (`str`, optional): count mode of the probabilistic score, `"strict"` (default: exactly n
@@ -118,6 +122,22 @@ Examples:
     ...                            probabilistic=True, per_sample=False)
     >>> results["logicval_score"], results["probabilistic_score"]
     (1.0, 0.75)
+
+    COCO scene graphs (a detector's classes, GenEval's colours, detection scores) against a COCO spec; a scene
+    graph is read in its spec's domain, and objects scoring under the spec's `score_threshold` do not count:
+
+    >>> dog = {"prop": "class", "value": "dog", "negated": False}
+    >>> coco_spec = {"domain": "coco", "n": 2, "score_threshold": 0.3, "constraints": [
+    ...     {"template": "X1/count_cmp", "params": {"A1": dog, "T": ">=", "K": 2}}]}
+    >>> dogs = {"image_size": [512, 512], "domain": "coco", "objects": [
+    ...     {"class": "dog", "color": "brown", "bbox": [20, 200, 80, 260], "score": 0.9},
+    ...     {"class": "dog", "color": "black", "bbox": [300, 200, 360, 260], "score": 0.8}]}
+    >>> unsure = json.loads(json.dumps(dogs))
+    >>> unsure["objects"][1]["score"] = 0.2
+    >>> results = logicval.compute(predictions=[json.dumps(dogs), json.dumps(unsure)],
+    ...                            references=[json.dumps(coco_spec), json.dumps(coco_spec)])
+    >>> [(s["ok"], s["n_objects"]) for s in results["per_sample"]]
+    [(True, 2), (False, 1)]
 """
 
 _HOMEPAGE = "https://huggingface.co/datasets/owner/logicval"

@@ -390,3 +390,30 @@ def test_loading_from_local_directories(models, images, tmp_path):
         _check_scene(via_registry, images[0], 4, 0.0)
     finally:
         neural.clear_cache()
+
+
+def test_clevr_keeps_the_papers_pipeline(pipe, images):
+    """CLEVR: the detector gets the one shape prompt and gives boxes only; CLIP over views perceives every
+    attribute (the noun too), as in the paper; the scenes are CLEVR scenes."""
+    from logicval_hf.perception.neural import attribute_sources
+
+    assert attribute_sources(DOMAIN) == {a: "views" for a in DOMAIN.perceived_attributes}
+    texts = []
+    real = pipe.detector_processor
+
+    class Spy:
+        def __call__(self, *a, **k):
+            texts.append(list(k["text"]))
+            return real(*a, **k)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    pipe.detector_processor = Spy()
+    try:
+        scenes = pipe.extract_batch(images[:2], detector_batch_size=2)
+    finally:
+        pipe.detector_processor = real
+    assert texts == [["a cube. a sphere. a cylinder."] * 2]
+    assert all(s.domain is DOMAIN for s in scenes)
+    _assert_same(scenes[:1], [pipe.extract(images[0], domain="clevr")])
