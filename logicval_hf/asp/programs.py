@@ -20,10 +20,15 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import AttrLit, RelLit, Spec
 
 #: Box placements for solving specs of a domain whose relations come from boxes (not centre orders): centres on a
-#: GRID x GRID lattice, square boxes of SIZES x the shorter image side. Relations between placements are derived
-#: by the same geometry that reads perceived scenes, so a witness's boxes give back exactly the relations solved.
+#: GRID x GRID lattice of cells, square boxes of a few sizes (fractions of the shorter image side; several only
+#: when a spec compares sizes or containment). Relations between placements are derived by the same geometry
+#: that reads perceived scenes, so a witness's boxes give back exactly the relations solved.
 GRID = 3
-SIZES = (0.08, 0.16)
+SIZES = (0.08,)
+SIZES_COMPARED = (0.05, 0.09, 0.13, 0.17)
+#: relation kinds that depend on box sizes, so that solving needs several sizes
+_SIZE_KINDS = ("box_area", "box_inside")
+
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,17 +46,39 @@ def constraint_rules(spec: Spec) -> str:
     return "".join(compile_constraint(c, i) for i, c in enumerate(spec.constraints))
 
 
-def placements(domain: Domain) -> list[tuple[float, float, float, float]]:
-    """The candidate boxes a solved object of a box-geometry domain may take (see `GRID`, `SIZES`)."""
+def sizes_for(spec: Spec) -> tuple[float, ...]:
+    """The box sizes a spec is solved over: several when it names a size or containment relation."""
+    rels = _mentioned(spec)[1]
+    compared = any(spec.domain.rules[r].kind in _SIZE_KINDS for r in rels if r in spec.domain.rules)
+    return SIZES_COMPARED if compared else SIZES
+
+
+def placement_box(domain: Domain, cell: int, size: float) -> tuple[float, float, float, float]:
+    """The box of a solved object: grid cell ``cell`` (row-major), side ``size`` x the shorter image side."""
     w, h = domain.image_size
-    side = min(w, h)
-    out = []
-    for size in SIZES:
-        half = size * side / 2
-        for gy in range(GRID):
-            for gx in range(GRID):
-                cx, cy = (gx + 0.5) * w / GRID, (gy + 0.5) * h / GRID
-                out.append((cx - half, cy - half, cx + half, cy + half))
+    half = size * min(w, h) / 2
+    cx, cy = (cell % GRID + 0.5) * w / GRID, (cell // GRID + 0.5) * h / GRID
+    return cx - half, cy - half, cx + half, cy + half
+
+
+def placement_tables(domain: Domain, sizes: Sequence[float]) -> dict[str, list[str]]:
+    """Facts of every relation between placements, each keyed by only what decides it on this lattice:
+    ``cell_rel(C,R,D)`` when the relation does not depend on the sizes, ``size_rel(S,R,T)`` when it does not
+    depend on the cells, ``place_rel(C,S,R,D,T)`` otherwise (what grounding then joins is that much smaller)."""
+    cells = range(GRID * GRID)
+    ks = range(len(sizes))
+    out: dict[str, list[str]] = {"cell": [], "size": [], "place": []}
+    for r in domain.relations:
+        truth = {(c, s, d, t): domain.holds(r, placement_box(domain, c, sizes[s]), placement_box(domain, d, sizes[t]))
+                 for c in cells for s in ks for d in cells for t in ks}
+        by_cell = all(truth[(c, s, d, t)] == truth[(c, 0, d, 0)] for (c, s, d, t) in truth)
+        by_size = all(truth[(c, s, d, t)] == truth[(0, s, 0, t)] for (c, s, d, t) in truth)
+        if by_cell:
+            out["cell"] += [f"cell_rel({c},{r},{d})." for c in cells for d in cells if truth[(c, 0, d, 0)]]
+        elif by_size:
+            out["size"] += [f"size_rel({s},{r},{t})." for s in ks for t in ks if truth[(0, s, 0, t)]]
+        else:
+            out["place"] += [f"place_rel({c},{s},{r},{d},{t})." for (c, s, d, t), ok in truth.items() if ok]
     return out
 
 
@@ -89,15 +116,19 @@ def _geometry_program(spec: Spec, symmetry: bool = True) -> str:
     if dom.ordered:
         parts += [read_program("background.lp"), read_program("symmetry.lp") if symmetry else ""]
     elif _mentioned(spec)[1]:
-        boxes = placements(dom)
-        facts = [f"placement({p})." for p in range(len(boxes))]
-        facts += [f"placement_rel({p},{r},{q})." for p, a in enumerate(boxes) for q, b in enumerate(boxes)
-                  for r in dom.relations if dom.holds(r, a, b)]
-        parts += ["% box placements (logicval_hf.asp.programs.placements) and the relations their boxes give",
-                  " ".join(facts),
-                  "1 { at(X,P) : placement(P) } 1 :- object(X).",
-                  "hasRelationship(X,R,Y) :- at(X,P), at(Y,Q), X != Y, placement_rel(P,R,Q).",
-                  "#show at/2."]
+        sizes = sizes_for(spec)
+        tables = placement_tables(dom, sizes)
+        parts += ["% box placements (logicval_hf.asp.programs.placement_box): a grid cell and a size per object, and",
+                  "% the relations their boxes give, keyed by what decides each",
+                  f"cell(0..{GRID * GRID - 1}). size(0..{len(sizes) - 1}).",
+                  " ".join(tables["cell"] + tables["size"] + tables["place"]),
+                  "1 { at(X,C) : cell(C) } 1 :- object(X).",
+                  "1 { sized(X,S) : size(S) } 1 :- object(X).",
+                  "hasRelationship(X,R,Y) :- at(X,C), at(Y,D), X != Y, cell_rel(C,R,D).",
+                  "hasRelationship(X,R,Y) :- sized(X,S), sized(Y,T), X != Y, size_rel(S,R,T).",
+                  "hasRelationship(X,R,Y) :- at(X,C), sized(X,S), at(Y,D), sized(Y,T), X != Y, place_rel(C,S,R,D,T).",
+                  "#defined cell_rel/3. #defined size_rel/3. #defined place_rel/5.",
+                  "#show at/2. #show sized/2."]
     for a, d in dom.derived.items():
         if d["kind"] == "score_rank":  # objects are numbered by falling score: nothing is lost (no rule names one)
             w = d["within"]

@@ -18,8 +18,8 @@ import clingo
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.layout import layout_scene
 from logicval_hf.asp.encoding import symbol_value
-from logicval_hf.asp.programs import (batch_scene_facts, batch_verify_program, placements, scene_externals_program,
-                                      solve_program, verify_program)
+from logicval_hf.asp.programs import (GRID, batch_scene_facts, batch_verify_program, placement_box, scene_externals_program,
+                                      sizes_for, solve_program, verify_program)
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec, as_spec
 from logicval_hf.errors import SceneError
@@ -182,20 +182,22 @@ class _SpecSolver:
         dom = self.spec.domain
         present = sorted({s.arguments[0].number for s in model if s.name == "object"})
         attrs: dict[int, dict[str, str]] = {i: {} for i in present}
-        place: dict[int, int] = {}
+        cell: dict[int, int] = {}
+        size: dict[int, int] = {}
         for sym in model:
             if sym.name == "hasProperty":
                 i, prop = sym.arguments[0].number, sym.arguments[1].name
                 if prop in dom.perceived_attributes:
                     attrs[i][prop] = symbol_value(sym.arguments[2])
-            elif sym.name == "at":
-                place[sym.arguments[0].number] = sym.arguments[1].number
-        boxes = placements(dom)
+            elif sym.name in ("at", "sized"):
+                (cell if sym.name == "at" else size)[sym.arguments[0].number] = sym.arguments[1].number
+        sizes = sizes_for(self.spec)
         lo = self.spec.score_threshold if self.spec.score_threshold is not None else 0.5
         scored = bool(dom.numeric_attributes) or self.spec.score_threshold is not None
         objs = []
         for k, i in enumerate(present):
-            box = boxes[place.get(i, k % len(boxes))]
+            # objects no relation constrains were not placed: give them cells of their own, in order
+            box = placement_box(dom, cell.get(i, k % (GRID * GRID)), sizes[size.get(i, 0)])
             score = round(lo + (1 - lo) * (len(present) - k) / (len(present) + 1), 6) if scored else None
             objs.append(SceneObject(attrs[i], box, score))
         return Scene(tuple(dom.image_size), tuple(objs), dom)

@@ -21,8 +21,8 @@ _SOURCES = {
 def cmd_import(args: argparse.Namespace) -> int:
     from logicval_hf.benchmark.importers import IMPORTERS
 
-    summary = IMPORTERS.get(args.source)(args.path, args.out, progress=not args.no_progress,
-                                         **({"skip_unsupported": args.skip_unsupported} if args.source == "imag-eval" else {}))
+    options = {"skip_unsupported": args.skip_unsupported} if hasattr(args, "skip_unsupported") else {}
+    summary = IMPORTERS.get(args.source)(args.path, args.out, progress=not args.no_progress, **options)
     emit(summary, args.pretty)
     return 0
 
@@ -42,8 +42,10 @@ def add_subcommands(subparsers: Any) -> None:
         s.add_argument("--pretty", action="store_true", help="indent the JSON summary")
         if name == "imag-eval":
             s.add_argument("--skip-unsupported", action="store_true",
-                           help="leave out relations boxes cannot decide (in front of, behind, next to) and record "
-                                "them in the row's unsupported column, instead of stopping at the first")
+                           help="leave out what the coco domain cannot express (relations boxes cannot decide: in "
+                                "front of, behind, next to; the colour gray; prompts needing more objects than the "
+                                "domain's largest scene) and record it (the row's unsupported column, the summary), "
+                                "instead of stopping at the first")
         s.set_defaults(func=cmd_import)
 
 
