@@ -5,10 +5,9 @@
 Prints, per file group (plain ``<skills>.json`` vs ``<skills>_robust.json``) and level: prompts, prompts left out
 as a whole (their counts need more objects than a coco scene holds), imported rows, SAT, UNSAT, the rules left out
 by kind, then every UNSAT core in words. A diagnostic of the shared solver's box placements follows (it concerns
-the solver, not the import): the SAT rows whose witness meets a larger/smaller rule only through floating-point
-rounding between placement boxes of one nominal size, and the SAT rows whose size rules chain three classes
-(three areas, where the placement lattice has two sizes). Re-solving with areas tied is not done here: clingo's
-UNSAT proofs over open-size coco scenes take minutes per prompt.
+the solver, not the import): the SAT rows whose witness meets a larger/smaller rule only through boxes of one
+nominal size (must be 0: areas are compared with a relative tolerance), and the SAT rows whose size rules chain
+three classes (their witnesses use three of the lattice's four box sizes).
 """
 
 from __future__ import annotations
@@ -110,9 +109,8 @@ def main(argv=None) -> int:
     chains = [r for r in rows if r["label"] == "SAT" and size_chain(json.loads(r["scene"])) >= 3]
     print(f"\nSAT rows whose witness meets a larger/smaller rule only through float rounding between placement boxes "
           f"of one nominal size: {len(noisy)} of {summary['labels'].get('SAT', 0)}")
-    print(f"SAT rows whose size rules chain three classes (A > B > C: three box areas, where the solver's lattice has "
-          f"two sizes, so SAT only through that rounding): {len(chains)}, "
-          f"{sum(r in noisy for r in chains)} of them among the above")
+    print(f"SAT rows whose size rules chain three classes (A > B > C: three of the lattice's four box sizes): "
+          f"{len(chains)}, {sum(r in noisy for r in chains)} of them among the above")
     return 0
 
 
