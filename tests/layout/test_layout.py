@@ -179,6 +179,7 @@ def test_the_space_builds_from_a_checkout(tmp_path):
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and diffusers; tests/training loads the script in-process
 def test_the_lora_script_gets_past_its_imports_from_a_checkout(tmp_path):
     pytest.importorskip("diffusers")
     env = _checkout_env(tmp_path)

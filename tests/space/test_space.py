@@ -951,7 +951,28 @@ BAD_BOXES = [  # (box 2, what the refusal must say)
 ]
 
 
+def _through_the_app(i: int, says: list[str]):
+    """The first refusal and the one the app must escape go through the server in the inner loop; the others only
+    in the whole suite (each costs a round trip; their messages are `test_check_boxes_refuses_bad_boxes`')."""
+    return () if i == 0 or any("&" in part for part in says) else pytest.mark.slow
+
+
 @pytest.mark.parametrize("bad,says", BAD_BOXES, ids=[s[0] for _, s in BAD_BOXES])
+def test_check_boxes_refuses_bad_boxes(bad, says):
+    """The checker behind the Annotate tab refuses each bad box with the message the tab shows (unescaped)."""
+    import html
+
+    good = _boxes((20, 20, "red metal cube"))
+    box2 = {"xmin": 100, "ymin": 100, "xmax": 140, "ymax": 140, "label": "blue rubber sphere", **bad}
+    box2 = {k: v for k, v in box2.items() if v != "(drop)"}
+    with pytest.raises(ann.AnnotationError) as ei:
+        ann.check_boxes(good + [box2], (480, 320))
+    for part in says:
+        assert html.unescape(part) in str(ei.value), (part, str(ei.value))
+
+
+@pytest.mark.parametrize("bad,says", [pytest.param(b, s, marks=_through_the_app(i, s))
+                                      for i, (b, s) in enumerate(BAD_BOXES)], ids=[s[0] for _, s in BAD_BOXES])
 def test_annotate_refuses_bad_boxes(server, alice, gate_model, bad, says):
     root = server["root"]
     store = ann.AnnotationStore(root / "annotations.sqlite")
