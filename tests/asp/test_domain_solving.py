@@ -87,6 +87,7 @@ def test_inside_and_larger_contradict(solver):
     assert w.holds("inside", k, t)
 
 
+@pytest.mark.slow  # one open-size solve over 16 object slots with a weighted sum: about 10 s
 def test_gir_bench_arithmetic_has_one_solution(solver):
     """Birds and dogs with 10 legs and 4 animals in all: exactly 3 birds and 1 dog."""
     legs = {"template": "X5/weighted_sum_or", "params": {"W": "legs", "A1": cls("bird"), "A2": cls("dog"), "T": "=",
