@@ -43,3 +43,17 @@ def rel(name: str, negated: bool = False) -> dict:
 
 def obj(color: str, shape: str, material: str, cx: float, cy: float, half: float = 10) -> dict:
     return {"color": color, "shape": shape, "material": material, "bbox": [cx - half, cy - half, cx + half, cy + half]}
+
+
+def violations(program: str, max_count: int = 12) -> set[int]:
+    """Indices ``i`` of the ``violated(i)`` atoms a stratified constraint program derives (counts compared up to
+    ``max_count``)."""
+    import clingo
+
+    ctl = clingo.Control(["--warn=none", "-c", f"max_count={max_count}"])
+    ctl.add("base", [], program)
+    ctl.ground([("base", [])])
+    out: set[int] = set()
+    ctl.solve(on_model=lambda m: out.update(s.arguments[0].number for s in m.symbols(atoms=True)
+                                            if s.name == "violated" and len(s.arguments) == 1))
+    return out

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from helpers import violations
 from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.scene import Scene, SceneObject
@@ -181,18 +182,6 @@ def test_clevr_templates_read_coco_attributes(solver):
     assert r.label == "SAT" and any(o["class"] == "dog" and o["color"] == "red" for o in r.witness)
 
 
-def _violations(program: str) -> set[int]:
-    import clingo
-
-    ctl = clingo.Control(["--warn=none", "-c", "max_count=300"])
-    ctl.add("base", [], program)
-    ctl.ground([("base", [])])
-    out: set[int] = set()
-    ctl.solve(on_model=lambda m: out.update(s.arguments[0].number for s in m.symbols(atoms=True)
-                                            if s.name == "violated" and len(s.arguments) == 1))
-    return out
-
-
 def random_extension_constraint(tid: str, rng: random.Random) -> dict:
     def some_class():
         return cls(rng.choice(["dog", "cat", "potted plant", "bird"]))
@@ -237,8 +226,8 @@ def test_extension_templates_parametric_and_instantiated_agree(rounds):
             spec = Spec.from_dict(coco_spec(random_extension_constraint(tid, rng)))
             cons = spec.constraints[0]
             facts = scene_facts(random_coco_scene(rng, rng.randint(0, 6)))
-            inst = _violations(vocab + facts + compile_constraint(cons, 0) + "#defined violated/1.")
-            para = _violations(vocab + params + templates + facts + parameter_facts(cons, 0))
+            inst = violations(vocab + facts + compile_constraint(cons, 0) + "#defined violated/1.", max_count=300)
+            para = violations(vocab + params + templates + facts + parameter_facts(cons, 0), max_count=300)
             assert inst == para, (tid, cons.to_dict())
 
 

@@ -3,10 +3,9 @@ with the instantiated rules the solver uses."""
 
 import random
 
-import clingo
 import pytest
 
-from helpers import CATALOG, random_scene
+from helpers import CATALOG, random_scene, violations
 from logicval_hf.asp.encoding import compile_constraint, parameter_facts, scene_facts, vocabulary_program
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.asp.programs import read_program, template_file
@@ -31,17 +30,6 @@ def test_vocabulary_comes_from_the_domain_block():
     assert "axis_relation(x,left,right)." in text and "behind" not in text
 
 
-def _violations(program: str) -> set[int]:
-    # Scenes here have at most 7 objects, so comparisons over counts 0..12 are enough.
-    ctl = clingo.Control(["--warn=none", "-c", "max_count=12"])
-    ctl.add("base", [], program)
-    ctl.ground([("base", [])])
-    out: set[int] = set()
-    ctl.solve(on_model=lambda m: out.update(s.arguments[0].number for s in m.symbols(atoms=True)
-                                            if s.name == "violated" and len(s.arguments) == 1))
-    return out
-
-
 @pytest.mark.slow
 def test_parametric_templates_agree_with_instantiated_rules():
     rng = random.Random(7)
@@ -54,8 +42,8 @@ def test_parametric_templates_agree_with_instantiated_rules():
             cons = random_constraint(tid, n, rng)
             scene = random_scene(rng, rng.randint(0, 7), grid=rng.choice([None, 3]))
             facts = scene_facts(scene)
-            inst = _violations(vocab + facts + compile_constraint(cons, 0) + "#defined violated/1.")
-            para = _violations(vocab + params + templates + facts + parameter_facts(cons, 0))
+            inst = violations(vocab + facts + compile_constraint(cons, 0) + "#defined violated/1.")
+            para = violations(vocab + params + templates + facts + parameter_facts(cons, 0))
             assert inst == para, (tid, cons.to_dict(), scene.to_dict())
 
 
