@@ -61,7 +61,8 @@ def placement_box(domain: Domain, cell: int, size: float) -> tuple[float, float,
     return cx - half, cy - half, cx + half, cy + half
 
 
-def placement_tables(domain: Domain, sizes: Sequence[float]) -> dict[str, list[str]]:
+@functools.lru_cache(maxsize=16)  # the same few tables for every spec of a domain: derive them once
+def placement_tables(domain: Domain, sizes: tuple[float, ...]) -> dict[str, list[str]]:
     """Facts of every relation between placements, each keyed by only what decides it on this lattice:
     ``cell_rel(C,R,D)`` when the relation does not depend on the sizes, ``size_rel(S,R,T)`` when it does not
     depend on the cells, ``place_rel(C,S,R,D,T)`` otherwise (what grounding then joins is that much smaller)."""
