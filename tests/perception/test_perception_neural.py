@@ -30,29 +30,16 @@ from logicval_hf.generation.render import render_scene  # noqa: E402
 
 DOMAIN = load_catalog().domain
 TINY_CLIP = "logicval-test-tiny-clip"
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "a", "an", "cube", "sphere", "cylinder", "object"]
 
 
 # ---------------------------------------------------------------------------------------------------
 # tiny models
 # ---------------------------------------------------------------------------------------------------
 def tiny_detector():
-    from transformers import (BertConfig, BertTokenizer, GroundingDinoConfig, GroundingDinoForObjectDetection,
-                              GroundingDinoImageProcessor, GroundingDinoProcessor)
+    """CLEVR's nouns plus "object", one token per word (`tiny_models.tiny_grounding_dino`'s defaults)."""
+    from tiny_models import tiny_grounding_dino
 
-    tok = BertTokenizer(vocab={w: i for i, w in enumerate(WORDS)})
-    proc = GroundingDinoProcessor(
-        image_processor=GroundingDinoImageProcessor(size={"shortest_edge": 96, "longest_edge": 160}), tokenizer=tok)
-    cfg = GroundingDinoConfig(
-        backbone_config={"model_type": "swin", "embed_dim": 16, "depths": [1, 1, 1, 1], "num_heads": [1, 1, 1, 1],
-                         "window_size": 4, "out_indices": [2, 3, 4], "image_size": 96},
-        text_config=BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=64).to_dict(),
-        d_model=32, encoder_layers=1, decoder_layers=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-        encoder_attention_heads=2, decoder_attention_heads=2, num_queries=12, max_text_len=32,
-        num_feature_levels=4, encoder_n_points=2, decoder_n_points=2)
-    torch.manual_seed(0)
-    return GroundingDinoForObjectDetection(cfg).eval(), proc
+    return tiny_grounding_dino()
 
 
 def register_tiny_clip(tmp_dir) -> None:
