@@ -102,12 +102,16 @@ class Detection:
     h: float
     score: float
     probs: dict[str, np.ndarray]  # attribute -> calibrated class probabilities (metadata class order)
+    cell: tuple[int, int] = (0, 0)  # (x, y) grid cell the attributes were read at
 
 
 def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str, Any], scale: float,
-           width: int, height: int, threshold: float, max_objects: int) -> list[Detection]:
+           width: int, height: int, threshold: float, max_objects: int, vis: np.ndarray | None = None
+           ) -> list[Detection]:
     """Objects of one image from the network outputs (``peak``: 1 x h x w heat values at local maxima, else 0;
-    ``reg``: offset x/y and log box size; ``logits``: attribute logits stacked in metadata order)."""
+    ``reg``: offset x/y and log box size; ``logits``: attribute logits stacked in metadata order; ``vis``:
+    offset from a peak's cell to the object's most visible point, where its attributes are read; None: at
+    the peak, as models without that head)."""
     stride = meta["stride"]
     ys, xs = np.nonzero(peak[0] >= threshold)
     if len(ys) == 0:
@@ -131,8 +135,13 @@ def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str
     for i in range(len(ys)):
         if not (0 <= cx[i] < width and 0 <= cy[i] < height):  # a peak in the padding
             continue
-        probs = {a: _softmax(logits[sl, ys[i], xs[i]] / float(temps.get(a, 1.0))) for a, sl in attr_slices.items()}
-        out.append(Detection(float(cx[i]), float(cy[i]), float(bw[i]), float(bh[i]), float(scores[i]), probs))
+        ax, ay = int(xs[i]), int(ys[i])
+        if vis is not None:  # an occluded object's centre may sit on its occluder: read where it shows
+            ax = min(max(int(math.floor(xs[i] + vis[0, ys[i], xs[i]])), 0), logits.shape[2] - 1)
+            ay = min(max(int(math.floor(ys[i] + vis[1, ys[i], xs[i]])), 0), logits.shape[1] - 1)
+        probs = {a: _softmax(logits[sl, ay, ax] / float(temps.get(a, 1.0))) for a, sl in attr_slices.items()}
+        out.append(Detection(float(cx[i]), float(cy[i]), float(bw[i]), float(bh[i]), float(scores[i]), probs,
+                             (ax, ay)))
     return out
 
 
@@ -166,24 +175,30 @@ class SceneParser:
     def threshold(self) -> float:
         return float(self.meta.get("threshold", 0.35))
 
-    def forward(self, batch: np.ndarray, flip: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(peak, reg, logits) of a batch. ``flip``: also run the mirrored images and average their offsets and
+    def forward(self, batch: np.ndarray, flip: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(peak, reg, logits, vis) of a batch (vis None for a model without the visible-point head). ``flip``: also run the mirrored images and average their offsets and
         logits into the original's (the scene is the same up to the mirror: two looks per object at twice
         the cost); peaks, hence the object count, stay those of the original view, because averaging two
         heat maps whose peaks sit in neighbouring cells can split or drop an object."""
+        names = ["peak", "reg", "logits"] + (["vis"] if "vis" in self.outputs else [])
         if not flip:
             with self._lock:  # one session, many threads: onnxruntime already uses all intra-op threads
-                peak, reg, logits = self.session.run(["peak", "reg", "logits"], {"image": batch})
-            return peak, reg, logits
+                outs = self.session.run(names, {"image": batch})
+            return tuple(outs) if len(outs) == 4 else (*outs, None)
         n = len(batch)
         with self._lock:
-            peak, reg, logits = self.session.run(["peak", "reg", "logits"],
-                                                 {"image": np.concatenate([batch, batch[..., ::-1]])})
-        rf = reg[n:, ..., ::-1].copy()
-        rf[:, 0] = 1 - rf[:, 0]  # mirrored cell j' = gw - 1 - j holds x offset 1 - ox
-        reg = (reg[:n] + rf) / 2
+            outs = self.session.run(names, {"image": np.concatenate([batch, batch[..., ::-1]])})
+        peak, reg, logits = outs[:3]
+
+        def mirror_offsets(r):
+            rf = r[n:, ..., ::-1].copy()
+            rf[:, 0] = 1 - rf[:, 0]  # mirrored cell j' = gw - 1 - j holds x offset 1 - ox
+            return (r[:n] + rf) / 2
+
+        vis = mirror_offsets(outs[3]) if len(outs) == 4 else None
         logits = (logits[:n] + logits[n:, ..., ::-1]) / 2
-        return peak[:n], reg, logits
+        return peak[:n], mirror_offsets(reg), logits, vis
 
     def detect_batch(self, images: Sequence[np.ndarray], threshold: float | None = None, max_objects: int = 32,
                      batch_size: int = 8, flip: bool | None = None) -> list[list[Detection]]:
@@ -200,10 +215,11 @@ class SceneParser:
         for idx in groups.values():
             for start in range(0, len(idx), batch_size):
                 chunk = idx[start:start + batch_size]
-                peak, reg, logits = self.forward(np.stack([prepared[i][0] for i in chunk]), flip)
+                peak, reg, logits, vis = self.forward(np.stack([prepared[i][0] for i in chunk]), flip)
                 for k, i in enumerate(chunk):
                     h, w = images[i].shape[:2]
-                    out[i] = decode(peak[k], reg[k], logits[k], self.meta, prepared[i][1], w, h, thr, max_objects)
+                    out[i] = decode(peak[k], reg[k], logits[k], self.meta, prepared[i][1], w, h, thr, max_objects,
+                                    None if vis is None else vis[k])
         return out
 
     def parse_batch(self, images: Sequence[np.ndarray], **settings: Any) -> list[Any]:

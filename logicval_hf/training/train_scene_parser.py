@@ -69,6 +69,9 @@ class Record:
     centres: np.ndarray  # (K, 2) float
     sizes: np.ndarray  # (K, 2) float: box width, height
     labels: np.ndarray  # (K, 4) int
+    #: (H, W) int16 object index per pixel (-1: floor), from the instance mask; None when the folder has none
+    #: (numpy renders). With it, attributes are supervised on the pixels each object really shows.
+    mask: np.ndarray | None = None
 
 
 def _bbox_from_mask(mask: np.ndarray, index: int) -> list[int] | None:
@@ -128,6 +131,17 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
     rgb = load_image(path)  # PerceptionError (a ValueError) names the file
     H, W = rgb.shape[:2]
     mask = None
+    mpath = folder / (s.get("mask_filename") or f"masks/{name}")
+    if mpath.is_file():
+        from PIL import Image
+
+        try:
+            with Image.open(mpath) as m:
+                mask = np.asarray(m)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"unreadable mask {mpath} ({e})") from None
+        if mask.ndim != 2 or mask.shape != (H, W):
+            raise ValueError(f"mask {mpath} is {mask.shape[1::-1]}, image {W}x{H} (expected one 8-bit channel)")
     centres, sizes, labels = [], [], []
     for i, o in enumerate(objs):
         lab = []
@@ -148,17 +162,7 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
         box = o.get("bbox_xyxy")
         if box is None:
             if mask is None:
-                mname = s.get("mask_filename") or f"masks/{name}"
-                mpath = folder / mname
-                from PIL import Image
-
-                try:
-                    with Image.open(mpath) as m:
-                        mask = np.asarray(m)
-                except (OSError, ValueError) as e:
-                    raise ValueError(f"no bbox_xyxy and no readable mask {mpath} ({e})") from None
-                if mask.shape[:2] != (H, W):
-                    raise ValueError(f"mask {mpath} is {mask.shape[1]}x{mask.shape[0]}, image {W}x{H}")
+                raise ValueError(f"object {i}: no bbox_xyxy and no mask {mpath}")
             box = _bbox_from_mask(mask, int(o.get("mask_index", i + 1)))
             if box is None:
                 raise ValueError(f"object {i}: empty in the mask")
@@ -167,8 +171,13 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
         centres.append((cx, cy))
         sizes.append((box[2] - box[0] + 1.0, box[3] - box[1] + 1.0))  # inclusive pixel bounds
         labels.append(lab)
+    objmap = None
+    if mask is not None:
+        objmap = np.full(mask.shape, -1, np.int16)
+        for i, o in enumerate(objs):
+            objmap[mask == int(o.get("mask_index", i + 1))] = i
     return Record(name, rgb, np.array(centres, float).reshape(-1, 2), np.array(sizes, float).reshape(-1, 2),
-                  np.array(labels, int).reshape(-1, 4))
+                  np.array(labels, int).reshape(-1, 4), objmap)
 
 
 def load_folder(folder: Path, report: list[str] | None = None) -> list[Record]:
@@ -233,9 +242,11 @@ def numpy_render(seed: Sequence[int], min_objects: int = 1, max_objects: int = 9
 
 # ---- augmentation ---------------------------------------------------------------------------------------
 def augment(rec: Record, rng: np.random.Generator, canvas: tuple[int, int] = CANVAS, strong: bool = True
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A training view of ``rec`` on a ``canvas``-sized image: (rgb uint8, centres, sizes, labels) with only
-    the objects whose centre lies on the canvas. ``strong=False``: the inference geometry only (validation)."""
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """A training view of ``rec`` on a ``canvas``-sized image: (rgb uint8, centres, sizes, labels, object map,
+    kept) with only the objects whose centre lies on the canvas (``kept``: their indices in ``rec``); the
+    object map (or None) follows the same geometry and still names every object of ``rec``.
+    ``strong=False``: the inference geometry only (validation)."""
     import cv2
 
     from logicval_hf.perception.scene_parser import pad_to_multiple, resize, target_scale
@@ -252,6 +263,9 @@ def augment(rec: Record, rng: np.random.Generator, canvas: tuple[int, int] = CAN
     else:
         img = resize(img, s)
     h, w = img.shape[:2]
+    objmap = None
+    if rec.mask is not None:
+        objmap = cv2.resize(rec.mask, (w, h), interpolation=cv2.INTER_NEAREST) if (w, h) != (W0, H0) else rec.mask
     sx, sy = w / W0, h / H0
     centres = rec.centres * [sx, sy]
     sizes = rec.sizes * [sx, sy]
@@ -268,13 +282,21 @@ def augment(rec: Record, rng: np.random.Generator, canvas: tuple[int, int] = CAN
         img = cv2.copyMakeBorder(img, top, bottom, left, right, cv2.BORDER_REPLICATE)
         x0, y0 = max(-ox, 0), max(-oy, 0)
         img = img[y0:y0 + Hc, x0:x0 + Wc]
+        if objmap is not None:
+            objmap = cv2.copyMakeBorder(objmap, top, bottom, left, right, cv2.BORDER_CONSTANT, value=-1)
+            objmap = objmap[y0:y0 + Hc, x0:x0 + Wc]
         centres = centres + [ox, oy]
     keep = (centres[:, 0] >= 0) & (centres[:, 0] < Wc) & (centres[:, 1] >= 0) & (centres[:, 1] < Hc)
+    kept = np.nonzero(keep)[0]
     centres, sizes, labels = centres[keep], sizes[keep], labels[keep]
     if not strong:
-        return pad_to_multiple(np.ascontiguousarray(img)), centres, sizes, labels
+        if objmap is not None:
+            ph, pw = -objmap.shape[0] % 32, -objmap.shape[1] % 32
+            objmap = cv2.copyMakeBorder(objmap, 0, ph, 0, pw, cv2.BORDER_CONSTANT, value=-1)
+        return pad_to_multiple(np.ascontiguousarray(img)), centres, sizes, labels, objmap, kept
     if rng.random() < 0.5:
         img = img[:, ::-1]
+        objmap = None if objmap is None else np.ascontiguousarray(objmap[:, ::-1])
         centres = np.stack([Wc - centres[:, 0], centres[:, 1]], 1) if len(centres) else centres
     x = img.astype(np.float32)
     if rng.random() < 0.8:  # small photometric jitter: colours stay identifiable
@@ -291,32 +313,89 @@ def augment(rec: Record, rng: np.random.Generator, canvas: tuple[int, int] = CAN
     if rng.random() < 0.5:
         ok, buf = cv2.imencode(".jpg", img[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(60, 96))])
         img = cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1]
-    return np.ascontiguousarray(img), centres, sizes, labels
+    return np.ascontiguousarray(img), centres, sizes, labels, objmap, kept
 
 
-def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tuple[int, int], stride: int):
-    """CenterNet targets on a ``grid = (h, w)`` of cells: heat (Gaussian per object, 1 at its centre cell),
-    per-object (cell index, offset, log size, weight) at its centre cell and the 8 around it, and per-cell attribute labels (-1 = none) with weights around
-    each centre (the cell's nearest object by a size-scaled distance owns it)."""
+def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
+    """(n, 2) pixel (x, y) per object: its most interior visible pixel (farthest from any other object's or
+    the floor's pixels), NaN where the object shows no pixel. Why: an occluded object's projected centre may
+    lie on its occluder; its attributes are read where it can be seen."""
+    import cv2
+
+    out = np.full((n, 2), np.nan)
+    if n == 0:
+        return out
+    m = objmap.astype(np.int32)
+    edge = np.zeros(m.shape, bool)
+    edge[:, 1:] |= m[:, 1:] != m[:, :-1]
+    edge[:, :-1] |= m[:, 1:] != m[:, :-1]
+    edge[1:] |= m[1:] != m[:-1]
+    edge[:-1] |= m[1:] != m[:-1]
+    edge[[0, -1]] = True
+    edge[:, [0, -1]] = True
+    dist = cv2.distanceTransform((~edge).astype(np.uint8), cv2.DIST_L2, 3)
+    flat, dflat = m.ravel(), dist.ravel()
+    order = np.lexsort((-dflat, flat))  # by object, deepest first
+    objs, first = np.unique(flat[order], return_index=True)
+    for k, i0 in zip(objs, first):
+        if 0 <= k < n:
+            y, x = divmod(int(order[i0]), m.shape[1])
+            out[k] = (x + 0.5, y + 0.5)
+    return out
+
+
+def mask_cells(objmap: np.ndarray, grid: tuple[int, int], stride: int, n: int, min_cover: float = 0.4
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell the object covering most of it (-1: none) and that share as the weight (0 below
+    ``min_cover``): attribute supervision on the pixels each object shows, never on its occluder's."""
     gh, gw = grid
+    m = objmap[:gh * stride, :gw * stride].astype(np.int64)
+    if m.shape != (gh * stride, gw * stride):
+        m = np.pad(m, ((0, gh * stride - m.shape[0]), (0, gw * stride - m.shape[1])), constant_values=-1)
+    if n == 0:
+        return np.full((gh, gw), -1, np.int64), np.zeros((gh, gw), np.float32)
+    onehot = (m[None] == np.arange(n)[:, None, None]).reshape(n, gh, stride, gw, stride).mean((2, 4))
+    owner = onehot.argmax(0)
+    cover = onehot.max(0).astype(np.float32)
+    owner[cover < min_cover] = -1
+    cover[cover < min_cover] = 0
+    return owner, cover
+
+
+def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tuple[int, int], stride: int,
+            objmap: np.ndarray | None = None, kept: np.ndarray | None = None, all_labels: np.ndarray | None = None):
+    """CenterNet targets on a ``grid = (h, w)`` of cells: heat (Gaussian per object, 1 at its centre cell),
+    per-object rows (cell index, offset, log size, weight, visible-point offset) at its centre cell and the 8
+    around it, and per-cell attribute labels (-1 = none) with weights.
+
+    Attribute cells: with an object map (``objmap``, indices into ``all_labels``; ``kept`` maps the centred
+    objects into it) each cell is labelled by the object covering most of it; without one, around each centre
+    (the cell's nearest object by a size-scaled distance owns it). The visible-point offset points from the
+    cell to the object's most interior visible pixel (its centre without a map)."""
+    gh, gw = grid
+    vis = None
+    if objmap is not None:
+        vis = visible_points(objmap, len(all_labels))[kept]
     heat = np.zeros((gh, gw), np.float32)
     attr = np.full((len(ATTRIBUTES), gh, gw), -1, np.int64)
     aw = np.zeros((gh, gw), np.float32)
     idx, reg, peaks = [], [], []
     yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
-    for (cx, cy), (bw, bh), lab in zip(centres, sizes, labels):
+    for k, ((cx, cy), (bw, bh), lab) in enumerate(zip(centres, sizes, labels)):
         c = np.array([cx, cy]) / stride
         ix, iy = min(int(c[0]), gw - 1), min(int(c[1]), gh - 1)
         sig = max(0.5, 0.12 * math.sqrt(max(bw * bh, 1.0)) / stride)
         d2 = (xx - ix) ** 2 + (yy - iy) ** 2
         heat = np.maximum(heat, np.exp(-d2 / (2 * sig * sig)))
-        sa = max(0.8, 0.2 * min(bw, bh) / stride)
-        wa = np.exp(-d2 / (2 * sa * sa))
-        wa[wa < 0.2] = 0
-        wa[iy, ix] = 1.0
-        own = wa > aw
-        aw[own] = wa[own]
-        attr[:, own] = lab[:, None]
+        v = c if vis is None or np.isnan(vis[k, 0]) else vis[k] / stride
+        if objmap is None:
+            sa = max(0.8, 0.2 * min(bw, bh) / stride)
+            wa = np.exp(-d2 / (2 * sa * sa))
+            wa[wa < 0.2] = 0
+            wa[iy, ix] = 1.0
+            own = wa > aw
+            aw[own] = wa[own]
+            attr[:, own] = lab[:, None]
         peaks.append(iy * gw + ix)
         lw, lh = math.log(max(bw, 1.0) / stride), math.log(max(bh, 1.0) / stride)
         # offsets relative to the centre cell and to its 8 neighbours (half weight): wherever the peak
@@ -326,10 +405,15 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
                 jx, jy = ix + dx, iy + dy
                 if 0 <= jx < gw and 0 <= jy < gh:
                     idx.append(jy * gw + jx)
-                    reg.append([c[0] - jx, c[1] - jy, lw, lh, 1.0 if dx == dy == 0 else 0.5])
+                    reg.append([c[0] - jx, c[1] - jy, lw, lh, 1.0 if dx == dy == 0 else 0.5, v[0] - jx, v[1] - jy])
     for i in peaks:  # overlapping Gaussians: keep the exact peaks at 1
         heat.flat[i] = 1.0
-    return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 5), attr, aw
+    if objmap is not None:
+        owner, cover = mask_cells(objmap, grid, stride, len(all_labels))
+        on = owner >= 0
+        attr[:, on] = all_labels[owner[on]].T
+        aw = cover
+    return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 7), attr, aw
 
 
 # ---- model ----------------------------------------------------------------------------------------------
@@ -341,7 +425,7 @@ def build_model(width: int = 1):
     def cbr(i, o, s=1):
         return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
 
-    n_out = 1 + 4 + sum(len(v) for v in classes().values())
+    n_out = 1 + 4 + sum(len(v) for v in classes().values()) + 2  # heat, reg, logits, visible-point offset
     c1, c2, c3, c4, c5 = (16 * width, 32 * width, 64 * width, 96 * width, 128 * width)
 
     class Net(nn.Module):
@@ -390,9 +474,23 @@ class Export:
                 out = self.net(image)
                 heat = torch.sigmoid(out[:, :1])
                 peak = heat * (nn.functional.max_pool2d(heat, 3, 1, 1) == heat).to(heat.dtype)
-                return peak, out[:, 1:5], out[:, 5:], heat
+                return peak, out[:, 1:5], out[:, 5:-2], heat, out[:, -2:]
 
         return Wrapped().eval()
+
+
+def load_init(net, state: dict[str, Any]) -> None:
+    """Load ``state`` into ``net``; a checkpoint from before the visible-point head (two output channels
+    fewer) keeps its channels and the new ones start at zero (= read attributes at the centre, as before)."""
+    import torch
+
+    own = net.state_dict()
+    for k in ("head.1.weight", "head.1.bias"):
+        if k in state and state[k].shape[0] + 2 == own[k].shape[0]:
+            w = torch.zeros_like(own[k])
+            w[:state[k].shape[0]] = state[k]
+            state = {**state, k: w}
+    net.load_state_dict(state)
 
 
 def loss_fn(out, heat, idx, reg, attr, aw, cls):
@@ -413,10 +511,10 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls):
     if rows:
         bsel = torch.tensor([b for b, _ in rows])
         csel = torch.cat([idx[b] for b in range(n)])
-        pr = flat[bsel, 1:5, csel]
+        pr = torch.cat([flat[bsel, 1:5, csel], flat[bsel, -2:, csel]], 1)
         gt = torch.cat([reg[b] for b in range(n)])
         w = gt[:, 4:5]
-        l_reg = ((pr - gt[:, :4]).abs() * w).sum() / w.sum()
+        l_reg = ((pr - torch.cat([gt[:, :4], gt[:, 5:7]], 1)).abs() * w).sum() / w.sum()
     l_attr = out.new_zeros(())
     start = 5
     parts = {}
@@ -447,9 +545,9 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
             rec = numpy_render((seed, step, j))
         else:
             rec = train[int(rng.integers(len(train)))]
-        img, c, s, lab = augment(rec, rng, canvas)
+        img, c, s, lab, objmap, kept = augment(rec, rng, canvas)
         h, w = img.shape[0] // stride, img.shape[1] // stride
-        heat, idx, reg, attr, aw = targets(c, s, lab, (h, w), stride)
+        heat, idx, reg, attr, aw = targets(c, s, lab, (h, w), stride, objmap, kept, rec.labels)
         imgs.append(img.transpose(2, 0, 1))
         heats.append(heat)
         idxs.append(torch.from_numpy(idx))
@@ -466,7 +564,7 @@ def meta_for(cls, temperatures: dict[str, float], threshold: float, provenance: 
              flip: bool = False, offset_bias: Sequence[float] = (0.0, 0.0)) -> dict[str, Any]:
     from logicval_hf.perception.scene_parser import LONG_SIDE, MULTIPLE, STRIDE
 
-    return {"version": 1, "flip": flip, "offset_bias": [round(float(b), 4) for b in offset_bias], "attributes": list(ATTRIBUTES), "classes": {a: list(v) for a, v in cls.items()},
+    return {"version": 2, "visible_point": True, "flip": flip, "offset_bias": [round(float(b), 4) for b in offset_bias], "attributes": list(ATTRIBUTES), "classes": {a: list(v) for a, v in cls.items()},
             "stride": STRIDE, "long_side": LONG_SIDE, "multiple": MULTIPLE, "input": "float32 NCHW RGB in [0, 1]",
             "temperatures": temperatures, "threshold": threshold, "provenance": provenance}
 
@@ -500,13 +598,13 @@ def validate(net, records: list[Record], cls, thresholds=(0.2, 0.25, 0.3, 0.35, 
     with torch.no_grad():
         for rec in records:
             x, scale = prepare(rec.rgb)
-            peak, reg, logits, _ = (t.numpy()[0] for t in wrapped(torch.from_numpy(x)[None]))
+            peak, reg, logits, _, vis = (t.numpy()[0] for t in wrapped(torch.from_numpy(x)[None]))
             H, W = rec.rgb.shape[:2]
             for c in rec.centres * scale / 8:
                 ix, iy = min(int(c[0]), reg.shape[2] - 1), min(int(c[1]), reg.shape[1] - 1)
                 offset_err.append([reg[0, iy, ix] - (c[0] - ix), reg[1, iy, ix] - (c[1] - iy)])
             for t in thresholds:
-                dets = decode(peak, reg, logits, raw_meta, scale, W, H, t, 64)
+                dets = decode(peak, reg, logits, raw_meta, scale, W, H, t, 64, vis)
                 pc = np.array([[d.cx, d.cy] for d in dets]).reshape(-1, 2)
                 pairs = _match(pc, rec.centres, 0.08 * W)
                 ok_count = len(dets) == len(rec.centres)
@@ -523,7 +621,7 @@ def validate(net, records: list[Record], cls, thresholds=(0.2, 0.25, 0.3, 0.35, 
                         for k, a in enumerate(ATTRIBUTES):
                             m = len(cls[a])
                             if rec.labels[j, k] >= 0:
-                                ys, xs = int(d.cy * scale / 8), int(d.cx * scale / 8)
+                                xs, ys = d.cell
                                 logit_rows[a].append(logits[start:start + m, ys, xs])
                                 label_rows[a].append(rec.labels[j, k])
                             start += m
@@ -567,13 +665,13 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
         dummy = torch.zeros(1, 3, CANVAS[1], CANVAS[0])
         axes = {"image": {0: "n", 2: "h", 3: "w"}, "peak": {0: "n", 2: "gh", 3: "gw"},
                 "reg": {0: "n", 2: "gh", 3: "gw"}, "logits": {0: "n", 2: "gh", 3: "gw"},
-                "heat": {0: "n", 2: "gh", 3: "gw"}}
+                "heat": {0: "n", 2: "gh", 3: "gw"}, "vis": {0: "n", 2: "gh", 3: "gw"}}
         import warnings
 
         with warnings.catch_warnings():  # the TorchScript exporter is deprecated, but needs no onnxscript
             warnings.simplefilter("ignore")
             torch.onnx.export(wrapped, (dummy,), str(tmp), input_names=["image"],
-                              output_names=["peak", "reg", "logits", "heat"], dynamic_axes=axes, opset_version=17, dynamo=False)
+                              output_names=["peak", "reg", "logits", "heat", "vis"], dynamic_axes=axes, opset_version=17, dynamo=False)
         if was_training:
             net.train()
         model = onnx.load(str(tmp))
@@ -691,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train_scene_parser: resumed from {last} at step {step}", flush=True)
     elif args.init:
         ck = torch.load(args.init, map_location="cpu", weights_only=False)
-        net.load_state_dict(ck["model"])
+        load_init(net, ck["model"])
         init_info = {"init": str(args.init), "init_steps": ck["step"], "init_args": ck.get("args")}
         history.append(init_info)
         print(f"train_scene_parser: initialised from {args.init} (step {ck['step']} of that run)", flush=True)

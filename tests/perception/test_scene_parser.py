@@ -135,23 +135,30 @@ def test_backend_entry_point_through_extract_scenes():
 
 
 # ---- training -------------------------------------------------------------------------------------
-def _render_folder(root: Path, n: int) -> Path:
+def _render_folder(root: Path, n: int, masks: bool = False) -> Path:
     """A tiny render folder in the CLEVR layout, drawn by the numpy renderer, plus one corrupt image and one
-    corrupt scene file."""
+    corrupt scene file. ``masks``: also instance masks in the Blender renders' format (8-bit PNG, object i
+    has index i + 1), here the drawn boxes painted in order."""
     from logicval_hf.training.train_scene_parser import classes, numpy_render
 
     cls = classes()
     (root / "images").mkdir(parents=True)
     (root / "scenes").mkdir()
+    if masks:
+        (root / "masks").mkdir()
     for i in range(n):
         rec = numpy_render((77, 0, i), min_objects=2, max_objects=4)
         name = f"R_{i:03d}.png"
         Image.fromarray(rec.rgb).save(root / "images" / name)
         objs = []
-        for (cx, cy), (w, h), lab in zip(rec.centres, rec.sizes, rec.labels):
+        mask = np.zeros(rec.rgb.shape[:2], np.uint8)
+        for k, ((cx, cy), (w, h), lab) in enumerate(zip(rec.centres, rec.sizes, rec.labels)):
+            box = [int(cx - w / 2), int(cy - h / 2), int(cx + w / 2), int(cy + h / 2)]
             objs.append({**{a: cls[a][int(lab[k])] for k, a in enumerate(ATTRS)}, "size": "large",
-                         "pixel_coords": [float(cx), float(cy), 10.0],
-                         "bbox_xyxy": [int(cx - w / 2), int(cy - h / 2), int(cx + w / 2), int(cy + h / 2)]})
+                         "pixel_coords": [float(cx), float(cy), 10.0], "bbox_xyxy": box, "mask_index": k + 1})
+            mask[box[1]:box[3] + 1, box[0]:box[2] + 1] = k + 1
+        if masks:
+            Image.fromarray(mask).save(root / "masks" / name)
         (root / "scenes" / f"R_{i:03d}.json").write_text(json.dumps({"image_filename": name, "objects": objs}))
     (root / "images" / "R_bad.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
     (root / "scenes" / "R_bad.json").write_text(json.dumps({"image_filename": "R_bad.png", "objects": []}))
@@ -178,7 +185,7 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     pytest.importorskip("onnx")
     from logicval_hf.training import train_scene_parser as T
 
-    folder = _render_folder(tmp_path / "renders", 4)
+    folder = _render_folder(tmp_path / "renders", 4, masks=True)
     out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
     argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
             "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.25", "--export", str(export),
@@ -190,6 +197,8 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     net.load_state_dict(ck["model"])
     model = scene_parser.SceneParser(export)
     assert model.meta["provenance"]["trained_steps"] == 2
+    assert "vis" in model.outputs and model.meta["visible_point"]
+    assert T.load_folder(folder)[0].mask is not None
     scene = model.parse_batch([load_image(folder / "images" / "R_000.png")])[0]
     assert isinstance(scene, Scene)
     assert scene.image_size in ((480, 320), (320, 240))
@@ -207,3 +216,74 @@ def test_batches_depend_on_seed_and_step_only():
     c = make_batch([], 6, 1, 2, 1.0, (160, 128))
     assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
     assert not (a[0] == c[0]).all()
+
+
+# ---- occlusion: attributes are read where an object shows ------------------------------------------------
+def _occluded_map() -> np.ndarray:
+    """Object 0 (behind) is a 40x40 square whose centre (20, 20) is covered by object 1 (in front); only a
+    strip of 0 on its right stays visible."""
+    m = np.full((48, 64), -1, np.int16)
+    m[0:40, 0:40] = 0
+    m[0:40, 0:30] = 1
+    return m
+
+
+def test_visible_point_lies_inside_the_visible_part():
+    from logicval_hf.training.train_scene_parser import visible_points
+
+    m = _occluded_map()
+    pts = visible_points(m, 3)
+    x, y = pts[0]
+    assert m[int(y), int(x)] == 0 and 30 <= x < 40  # on the strip, not on the occluder at its centre
+    assert m[int(pts[1][1]), int(pts[1][0])] == 1
+    assert np.isnan(pts[2]).all()  # an object without pixels has no visible point
+
+
+def test_mask_cells_label_each_cell_by_the_object_covering_it():
+    from logicval_hf.training.train_scene_parser import mask_cells
+
+    owner, cover = mask_cells(_occluded_map(), (6, 8), 8, 2)
+    assert owner[1, 1] == 1 and cover[1, 1] == 1.0  # the occluded object's centre cell belongs to the occluder
+    assert owner[1, 4] == 0  # the visible strip belongs to the object behind
+    assert owner[5, 7] == -1 and cover[5, 7] == 0  # floor
+
+
+def test_targets_point_the_visible_offset_at_the_visible_part():
+    from logicval_hf.training.train_scene_parser import targets
+
+    m = _occluded_map()
+    centres = np.array([[20.0, 20.0], [15.0, 20.0]])
+    sizes = np.array([[40.0, 40.0], [30.0, 40.0]])
+    labels = np.array([[1, 0, 0, 0], [2, 1, 1, 1]])
+    heat, idx, reg, attr, aw = targets(centres, sizes, labels, (6, 8), 8, m, np.arange(2), labels)
+    row = reg[(idx == 2 * 8 + 2).nonzero()[0][0]]  # object 0's centre cell (2, 2) comes first
+    assert 30 / 8 <= 2 + row[5] < 40 / 8  # the visible-point offset lands on the strip
+    assert attr[0, 2, 2] == 2 and attr[0, 1, 4] == 1  # colours: the occluder's at the centre, 0's on the strip
+
+
+def test_decode_reads_attributes_at_the_visible_point():
+    meta = {"stride": 8, "attributes": ["color"], "classes": {"color": ["a", "b"]}}
+    peak = np.zeros((1, 4, 4), np.float32)
+    peak[0, 1, 1] = 0.9
+    reg = np.zeros((4, 4, 4), np.float32)
+    logits = np.zeros((2, 4, 4), np.float32)
+    logits[0, 1, 1] = 5.0  # "a" at the peak
+    logits[1, 1, 3] = 5.0  # "b" two cells to the right
+    vis = np.zeros((2, 4, 4), np.float32)
+    vis[0, 1, 1] = 2.5
+    (d,) = scene_parser.decode(peak, reg, logits, meta, 1.0, 32, 32, 0.5, 8, vis)
+    assert d.cell == (3, 1) and int(np.argmax(d.probs["color"])) == 1
+    (d0,) = scene_parser.decode(peak, reg, logits, meta, 1.0, 32, 32, 0.5, 8)  # a model without the head
+    assert d0.cell == (1, 1) and int(np.argmax(d0.probs["color"])) == 0
+
+
+def test_a_checkpoint_without_the_visible_head_initialises_the_new_model():
+    torch = pytest.importorskip("torch")
+    from logicval_hf.training import train_scene_parser as T
+
+    old = T.build_model().state_dict()
+    old = {k: (v[:-2] if k.startswith("head.1.") else v) for k, v in old.items()}
+    net = T.build_model()
+    T.load_init(net, old)
+    w = net.state_dict()["head.1.weight"]
+    assert torch.equal(w[:-2], old["head.1.weight"]) and not w[-2:].any()
