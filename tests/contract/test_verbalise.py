@@ -602,6 +602,7 @@ def plain_count(raw_q: str, c: Constraint, scene) -> int | None:
     return sum(all((scene.attribute(i, lit.prop) == lit.value) != lit.negated for lit in lits) for i in range(len(scene)))
 
 
+@pytest.mark.slow  # solves every template (~3 s)
 def test_plain_count_expectations_hold_on_solver_witnesses():
     """dsl.md §7: the plain "How many ... are there?" expectations hold on every solver witness."""
     from logicval_hf.asp.solver import Solver

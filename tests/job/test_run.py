@@ -267,6 +267,7 @@ def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, mo
     assert _stable(resumed) == _stable(summary)
 
 
+@pytest.mark.slow  # a second job run each; the inner loop keeps the resume test
 def test_no_resume_redoes_everything(first, tmp_path):
     out = tmp_path / "r"
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
@@ -275,6 +276,7 @@ def test_no_resume_redoes_everything(first, tmp_path):
     assert again["work"]["oracle"]["scored"] == len(PACKAGE_NAMES)
 
 
+@pytest.mark.slow  # a second job run each; the inner loop keeps the resume test
 def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     """Verdict files are keyed by the backend's code/model hash: a retrained backend re-perceives every image."""
     out = tmp_path / "r"
@@ -284,6 +286,7 @@ def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0}
 
 
+@pytest.mark.slow  # a second job run each; the inner loop keeps the resume test
 def test_changed_generator_code_regenerates_images(first, tmp_path, monkeypatch):
     """Intended-scene records carry the generators' code hash: edited generators or renderer redraw every image."""
     out = tmp_path / "r"

@@ -367,6 +367,7 @@ def test_app_without_gradio_fails_clearly():
                            'installed): pip install "logicval-hf[space]"\n')
 
 
+@pytest.mark.slow  # imports gradio and builds the widget (~5 s)
 def test_app_builds_the_widget(tmp_path):
     pytest.importorskip("gradio")
     import pandas as pd

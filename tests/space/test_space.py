@@ -326,6 +326,7 @@ def test_compose_explains_invalid_combinations(alice):
         {"n": 3, "constraints": [{"template": "C1/1prop_ng", "params": {}}]}), api_name="/solve")
 
 
+@pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests
 def test_menus_offer_only_valid_values():
     """Every menu value of every slot of every template is accepted by the validator on its own; the only
     rejections are slot rules between slots, which are then spelled out."""
@@ -515,6 +516,7 @@ def _hammer(db: str, user: str, count: int) -> None:
         store.save("m", f"3SAT-000{2 if user == 'p1' else 3}", "notes", f"{user}-{k}", user)
 
 
+@pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests
 def test_store_two_processes(tmp_path):
     db = str(tmp_path / "a.sqlite")
     ann.AnnotationStore(db)
@@ -659,6 +661,7 @@ def test_explore_is_ready_at_start_up(server, alice, tmp_path):
     assert path.stat().st_mtime_ns == written  # built once: the restart did not rebuild or rewrite it
 
 
+@pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests
 def test_check_reports_verdicts_and_failing_objects(alice, sandbox):
     from gradio_client import handle_file
 
@@ -694,6 +697,7 @@ def test_check_reports_verdicts_and_failing_objects(alice, sandbox):
                                                   api_name="/check")
 
 
+@pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests
 def test_annotate_roundtrip_and_export(server, alice):
     from logicval_hf.scoring.evaluation import compute
 
@@ -991,6 +995,7 @@ def test_annotate_refuses_bad_boxes(server, alice, gate_model, bad, says):
     assert _snapshot(store, gate_model) == before  # nothing written
 
 
+@pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests
 def test_annotate_box_states_and_clipping(server, alice, gate_model):
     root = server["root"]
     store = ann.AnnotationStore(root / "annotations.sqlite")

@@ -24,7 +24,12 @@ from logicval_hf.contract.verbalise import constraint_text
 
 DEV = Path(os.environ.get("LOGICVAL_CLEVR_DEV", Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_dev"))
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "clevr"
-needs_dev = pytest.mark.skipif(not (DEV / "scenes.json").is_file(), reason="CLEVR dev scenes not available")
+# grounding the 170 dev scenes costs ~10 s: these run in the whole suite, not the inner loop
+_dev_present = pytest.mark.skipif(not (DEV / "scenes.json").is_file(), reason="CLEVR dev scenes not available")
+
+
+def needs_dev(test):
+    return pytest.mark.slow(_dev_present(test))
 
 
 def _clevr(objs, **extra):
@@ -223,6 +228,7 @@ def test_dev_split_reports_what_cannot_be_done(dev_pairs):
     _check_split(few, dev_pairs)
 
 
+@pytest.mark.slow  # renders and grounds scenes end to end (~3 s); the grounder has quick tests above
 def test_lora_data_cli_on_rendered_scenes(tmp_path, capsys):
     root = _rendered(tmp_path / "clevr", 40)
     out = tmp_path / "data"
