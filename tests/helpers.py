@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from logicval_hf import Scene, SceneObject, Spec, load_catalog
 from logicval_hf.contract.params import random_constraint
@@ -57,3 +58,41 @@ def violations(program: str, max_count: int = 12) -> set[int]:
     ctl.solve(on_model=lambda m: out.update(s.arguments[0].number for s in m.symbols(atoms=True)
                                             if s.name == "violated" and len(s.arguments) == 1))
     return out
+
+
+def render_folder(root: Path, n: int, masks: bool = False) -> Path:
+    """A tiny render folder in the CLEVR layout, drawn by the numpy renderer, plus one corrupt image and one
+    corrupt scene file. ``masks``: also instance masks in the Blender renders' format (8-bit PNG, object i
+    has index i + 1), here the drawn boxes painted in order."""
+    import json
+
+    import numpy as np
+    from PIL import Image
+
+    from logicval_hf.training.train_scene_parser import classes, numpy_render
+
+    attrs = ("color", "shape", "material")
+
+    cls = classes()
+    (root / "images").mkdir(parents=True)
+    (root / "scenes").mkdir()
+    if masks:
+        (root / "masks").mkdir()
+    for i in range(n):
+        rec = numpy_render((77, 0, i), min_objects=2, max_objects=4)
+        name = f"R_{i:03d}.png"
+        Image.fromarray(rec.rgb).save(root / "images" / name)
+        objs = []
+        mask = np.zeros(rec.rgb.shape[:2], np.uint8)
+        for k, ((cx, cy), (w, h), lab) in enumerate(zip(rec.centres, rec.sizes, rec.labels)):
+            box = [int(cx - w / 2), int(cy - h / 2), int(cx + w / 2), int(cy + h / 2)]
+            objs.append({**{a: cls[a][int(lab[k])] for k, a in enumerate(attrs)}, "size": "large",
+                         "pixel_coords": [float(cx), float(cy), 10.0], "bbox_xyxy": box, "mask_index": k + 1})
+            mask[box[1]:box[3] + 1, box[0]:box[2] + 1] = k + 1
+        if masks:
+            Image.fromarray(mask).save(root / "masks" / name)
+        (root / "scenes" / f"R_{i:03d}.json").write_text(json.dumps({"image_filename": name, "objects": objs}))
+    (root / "images" / "R_bad.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
+    (root / "scenes" / "R_bad.json").write_text(json.dumps({"image_filename": "R_bad.png", "objects": []}))
+    (root / "scenes" / "R_broken.json").write_text("{ this is not json")
+    return root

@@ -40,8 +40,11 @@ __all__ = ["DEFAULT_MODEL", "META_KEY", "SceneParser", "load_model", "extract", 
 
 #: The shipped model (ONNX graph with metadata).
 DEFAULT_MODEL = Path(__file__).with_name("scene_parser.onnx")
+#: Suffix of the attribute classifier beside a detector file (``scene_parser.onnx`` ->
+#: ``scene_parser_attributes.onnx``); used when present.
+ATTRIBUTE_SUFFIX = "_attributes"
 #: what the main job hashes to know when cached verdicts are stale (`logicval_hf.job.run.backend_fingerprint`)
-MODEL_PATH = DEFAULT_MODEL
+MODEL_PATHS = (DEFAULT_MODEL, DEFAULT_MODEL.with_name(DEFAULT_MODEL.stem + ATTRIBUTE_SUFFIX + ".onnx"))
 #: ONNX metadata key holding the model's JSON description.
 META_KEY = "logicval_scene_parser"
 
@@ -94,6 +97,44 @@ def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
+#: Attribute-classifier crops: CROP x CROP pixels, a square of CONTEXT x the object's box (at least
+#: MIN_SIDE x the image's longer side), RGB plus a fourth channel marking the object's most visible point.
+CROP = 64
+CONTEXT = 1.3
+MIN_SIDE = 32 / 480
+MARK_SIGMA = 0.1  # of the crop size
+
+
+def crop_square(cx: float, cy: float, w: float, h: float, vx: float, vy: float, image_long_side: int
+                ) -> tuple[float, float, float]:
+    """(centre x, centre y, side) of an object's crop in image pixels: around its centre, enlarged so its
+    most visible point (which may lie far off-centre when the object is occluded) stays well inside."""
+    side = max(CONTEXT * max(w, h), MIN_SIDE * image_long_side)
+    side = max(side, 2.5 * max(abs(vx - cx), abs(vy - cy)) + 0.25 * side)
+    return cx, cy, side
+
+
+def object_crops(rgb: np.ndarray, squares: Sequence[tuple[float, float, float]],
+                 marks: Sequence[tuple[float, float]], crop: int = CROP) -> np.ndarray:
+    """(K, 4, crop, crop) float32 classifier inputs: each square of ``rgb`` (uint8 H x W x 3) resampled to
+    ``crop`` pixels (area filter when shrinking), RGB in [0, 1], channel 4 a Gaussian at the mark (the
+    object's most visible point). Squares past the border are filled by replicating the edge."""
+    import cv2
+
+    out = np.zeros((len(squares), 4, crop, crop), np.float32)
+    yy, xx = np.mgrid[0:crop, 0:crop].astype(np.float32) + 0.5
+    for k, ((cx, cy, side), (mx, my)) in enumerate(zip(squares, marks)):
+        n = max(2, int(round(side)))
+        patch = cv2.getRectSubPix(rgb, (n, n), (float(cx), float(cy)))
+        patch = cv2.resize(patch, (crop, crop), interpolation=cv2.INTER_AREA if n > crop else cv2.INTER_LINEAR)
+        out[k, :3] = patch.transpose(2, 0, 1) * np.float32(1 / 255)
+        f = crop / n
+        px, py = (mx - (cx - n / 2)) * f, (my - (cy - n / 2)) * f
+        sig = MARK_SIGMA * crop
+        out[k, 3] = np.exp(-((xx - px) ** 2 + (yy - py) ** 2) / (2 * sig * sig))
+    return out
+
+
 @dataclass
 class Detection:
     cx: float
@@ -103,6 +144,8 @@ class Detection:
     score: float
     probs: dict[str, np.ndarray]  # attribute -> calibrated class probabilities (metadata class order)
     cell: tuple[int, int] = (0, 0)  # (x, y) grid cell the attributes were read at
+    vx: float = 0.0  # the object's most visible point in image pixels (its centre for models without that head)
+    vy: float = 0.0
 
 
 def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str, Any], scale: float,
@@ -136,40 +179,94 @@ def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str
         if not (0 <= cx[i] < width and 0 <= cy[i] < height):  # a peak in the padding
             continue
         ax, ay = int(xs[i]), int(ys[i])
+        vx, vy = float(cx[i]), float(cy[i])
         if vis is not None:  # an occluded object's centre may sit on its occluder: read where it shows
-            ax = min(max(int(math.floor(xs[i] + vis[0, ys[i], xs[i]])), 0), logits.shape[2] - 1)
-            ay = min(max(int(math.floor(ys[i] + vis[1, ys[i], xs[i]])), 0), logits.shape[1] - 1)
+            gx, gy = xs[i] + vis[0, ys[i], xs[i]], ys[i] + vis[1, ys[i], xs[i]]
+            ax = min(max(int(math.floor(gx)), 0), logits.shape[2] - 1)
+            ay = min(max(int(math.floor(gy)), 0), logits.shape[1] - 1)
+            vx = min(max(float(gx * stride / scale), 0.0), width - 1.0)
+            vy = min(max(float(gy * stride / scale), 0.0), height - 1.0)
         probs = {a: _softmax(logits[sl, ay, ax] / float(temps.get(a, 1.0))) for a, sl in attr_slices.items()}
         out.append(Detection(float(cx[i]), float(cy[i]), float(bw[i]), float(bh[i]), float(scores[i]), probs,
-                             (ax, ay)))
+                             (ax, ay), vx, vy))
     return out
 
 
-class SceneParser:
-    """An ONNX scene-parser model and its metadata, ready to parse batches of images."""
+def _session(path: Path, threads: int | None, what: str, hint: str) -> tuple[Any, dict[str, Any]]:
+    """An onnxruntime CPU session of ``path`` and its LogicVal metadata."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise ImportError(
+            "the clevr scene parser needs onnxruntime: pip install onnxruntime (CPU wheel: about 28 MB "
+            "download, 80 MB installed)") from None
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {str(path)!r} not found ({hint})")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    raw = session.get_modelmeta().custom_metadata_map.get(META_KEY)
+    if raw is None:
+        raise ValueError(f"{path}: not a LogicVal {what} (no {META_KEY!r} metadata)")
+    return session, json.loads(raw)
 
-    def __init__(self, path: str | os.PathLike | None = None, threads: int | None = None):
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            raise ImportError(
-                "the clevr scene parser needs onnxruntime: pip install onnxruntime (CPU wheel: about 28 MB "
-                "download, 80 MB installed)") from None
+
+def attribute_model_beside(detector: Path) -> Path:
+    return detector.with_name(detector.stem + ATTRIBUTE_SUFFIX + ".onnx")
+
+
+class AttributeClassifier:
+    """The second stage: colour / shape / material / size of one object from a crop around it (`object_crops`),
+    with calibrated probabilities. Why a second stage: the detector reads attributes from stride-8 features
+    that also see the neighbours; an occluded object's few visible pixels were read as its occluder's."""
+
+    def __init__(self, path: Path, threads: int | None = None):
+        self.path = path
+        self.session, self.meta = _session(
+            path, threads, "attribute-classifier model",
+            "train one with python -m logicval_hf.training.train_attribute_classifier --export FILE")
+        self._lock = threading.Lock()
+
+    def classify(self, crops: np.ndarray, batch_size: int = 64) -> dict[str, np.ndarray]:
+        """Attribute -> (K, classes) calibrated probabilities of ``crops`` (from `object_crops`)."""
+        parts = []
+        for start in range(0, len(crops), batch_size):
+            with self._lock:
+                parts.append(self.session.run(["logits"], {"crops": crops[start:start + batch_size]})[0])
+        logits = np.concatenate(parts) if parts else np.zeros((0, sum(map(len, self.meta["classes"].values()))))
+        out, start = {}, 0
+        for a in self.meta["attributes"]:
+            k = len(self.meta["classes"][a])
+            out[a] = _softmax(logits[:, start:start + k] / float(self.meta["temperatures"].get(a, 1.0)))
+            start += k
+        return out
+
+
+class SceneParser:
+    """An ONNX scene-parser model and its metadata, ready to parse batches of images.
+
+    ``attribute_model``: the second-stage classifier (`AttributeClassifier`); default the file beside the
+    detector (``<stem>_attributes.onnx``) when there is one; ``False``: the detector's own attribute heads."""
+
+    def __init__(self, path: str | os.PathLike | None = None, threads: int | None = None,
+                 attribute_model: str | os.PathLike | bool | None = None):
         self.path = Path(path) if path is not None else DEFAULT_MODEL
-        if not self.path.is_file():
-            raise FileNotFoundError(f"scene-parser model {str(self.path)!r} not found (train one with "
-                                    "python -m logicval_hf.training.train_scene_parser --export FILE)")
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(self.path), opts, providers=["CPUExecutionProvider"])
-        raw = self.session.get_modelmeta().custom_metadata_map.get(META_KEY)
-        if raw is None:
-            raise ValueError(f"{self.path}: not a LogicVal scene-parser model (no {META_KEY!r} metadata)")
-        self.meta: dict[str, Any] = json.loads(raw)
+        self.session, self.meta = _session(
+            self.path, threads, "scene-parser model",
+            "train one with python -m logicval_hf.training.train_scene_parser --export FILE")
         self.outputs = {o.name for o in self.session.get_outputs()}
         self._lock = threading.Lock()
+        self.attributes: AttributeClassifier | None = None
+        if attribute_model is None or attribute_model is True:
+            beside = attribute_model_beside(self.path)
+            if beside.is_file():
+                self.attributes = AttributeClassifier(beside, threads)
+            elif attribute_model is True:
+                raise FileNotFoundError(f"no attribute-classifier model beside {self.path} ({beside.name})")
+        elif attribute_model is not False:
+            self.attributes = AttributeClassifier(Path(attribute_model), threads)
 
     @property
     def threshold(self) -> float:
@@ -220,7 +317,26 @@ class SceneParser:
                     h, w = images[i].shape[:2]
                     out[i] = decode(peak[k], reg[k], logits[k], self.meta, prepared[i][1], w, h, thr, max_objects,
                                     None if vis is None else vis[k])
+        if self.attributes is not None:
+            self._classify(images, out)
         return out
+
+    def _classify(self, images: Sequence[np.ndarray], dets: list[list[Detection]]) -> None:
+        """Replace every detection's attribute probabilities by the second stage's (all crops in one batch)."""
+        crops = []
+        for im, ds in zip(images, dets):
+            if ds:
+                h, w = im.shape[:2]
+                crops.append(object_crops(im, [crop_square(d.cx, d.cy, d.w, d.h, d.vx, d.vy, max(w, h)) for d in ds],
+                                          [(d.vx, d.vy) for d in ds]))
+        if not crops:
+            return
+        probs = self.attributes.classify(np.concatenate(crops))
+        k = 0
+        for ds in dets:
+            for d in ds:
+                d.probs = {a: (probs[a][k] if a in probs else p) for a, p in d.probs.items()}
+                k += 1
 
     def parse_batch(self, images: Sequence[np.ndarray], **settings: Any) -> list[Any]:
         """`Scene` per image: attributes the project's domain perceives (colour, shape, material) with their
@@ -252,33 +368,38 @@ class SceneParser:
         return scenes
 
 
-_CACHE: dict[tuple[str, int | None], SceneParser] = {}
+_CACHE: dict[tuple[str, int | None, str], SceneParser] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def load_model(path: str | os.PathLike | None = None, threads: int | None = None) -> SceneParser:
-    """The model at ``path`` (default: the shipped one), loaded once per process and path."""
-    key = (str(Path(path).resolve()) if path is not None else str(DEFAULT_MODEL), threads)
+def load_model(path: str | os.PathLike | None = None, threads: int | None = None,
+               attribute_model: str | os.PathLike | bool | None = None) -> SceneParser:
+    """The model at ``path`` (default: the shipped one), loaded once per process, path and attribute model."""
+    amodel = str(Path(attribute_model).resolve()) if isinstance(attribute_model, (str, os.PathLike)) else str(attribute_model)
+    key = (str(Path(path).resolve()) if path is not None else str(DEFAULT_MODEL), threads, amodel)
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = SceneParser(path, threads)
+            _CACHE[key] = SceneParser(path, threads, attribute_model)
         return _CACHE[key]
 
 
 def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, Any]]:
     settings = dict(settings)
-    model = load_model(settings.pop("model_path", None), settings.pop("threads", None))
+    model = load_model(settings.pop("model_path", None), settings.pop("threads", None),
+                       settings.pop("attribute_model", None))
     unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip"}
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, max_objects, "
-                        "batch_size, flip, model_path, threads")
+                        "batch_size, flip, model_path, attribute_model, threads")
     return model, settings
 
 
 def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
     """`Scene` per RGB uint8 image. Settings: ``threshold`` (heat-map peak, default from the model),
     ``max_objects`` (32), ``batch_size`` (8), ``flip`` (also parse the mirrored image and average; default
-    from the model), ``model_path``, ``threads`` (onnxruntime intra-op threads)."""
+    from the model), ``model_path``, ``attribute_model`` (the second stage's file; default the one beside the
+    model when present; ``False``: the detector's own attribute heads), ``threads`` (onnxruntime intra-op
+    threads)."""
     model, rest = _split_settings(settings)
     return model.parse_batch(list(images), **rest)
 

@@ -344,6 +344,10 @@ def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+#: total attribute-loss weight of one object labelled from its mask
+OBJECT_WEIGHT = 4.0
+
+
 def mask_cells(objmap: np.ndarray, grid: tuple[int, int], stride: int, n: int, min_cover: float = 0.4
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per cell the object covering most of it (-1: none) and that share as the weight (0 below
@@ -412,7 +416,11 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
         owner, cover = mask_cells(objmap, grid, stride, len(all_labels))
         on = owner >= 0
         attr[:, on] = all_labels[owner[on]].T
-        aw = cover
+        # every object weighs the same in total (OBJECT_WEIGHT, about what the Gaussian labels give a small
+        # object), however many cells it covers: else near, large objects drown the small ones at the back
+        totals = np.bincount(owner[on], weights=cover[on], minlength=len(all_labels))
+        aw = np.zeros_like(cover)
+        aw[on] = cover[on] * OBJECT_WEIGHT / totals[owner[on]]
     return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 7), attr, aw
 
 

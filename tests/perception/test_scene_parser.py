@@ -14,6 +14,8 @@ from logicval_hf import Scene, load_catalog
 from logicval_hf.contract.spatial import region_of
 from logicval_hf.perception import load_image
 
+from helpers import render_folder
+
 pytest.importorskip("onnxruntime")
 
 from logicval_hf.perception import scene_parser  # noqa: E402
@@ -135,41 +137,10 @@ def test_backend_entry_point_through_extract_scenes():
 
 
 # ---- training -------------------------------------------------------------------------------------
-def _render_folder(root: Path, n: int, masks: bool = False) -> Path:
-    """A tiny render folder in the CLEVR layout, drawn by the numpy renderer, plus one corrupt image and one
-    corrupt scene file. ``masks``: also instance masks in the Blender renders' format (8-bit PNG, object i
-    has index i + 1), here the drawn boxes painted in order."""
-    from logicval_hf.training.train_scene_parser import classes, numpy_render
-
-    cls = classes()
-    (root / "images").mkdir(parents=True)
-    (root / "scenes").mkdir()
-    if masks:
-        (root / "masks").mkdir()
-    for i in range(n):
-        rec = numpy_render((77, 0, i), min_objects=2, max_objects=4)
-        name = f"R_{i:03d}.png"
-        Image.fromarray(rec.rgb).save(root / "images" / name)
-        objs = []
-        mask = np.zeros(rec.rgb.shape[:2], np.uint8)
-        for k, ((cx, cy), (w, h), lab) in enumerate(zip(rec.centres, rec.sizes, rec.labels)):
-            box = [int(cx - w / 2), int(cy - h / 2), int(cx + w / 2), int(cy + h / 2)]
-            objs.append({**{a: cls[a][int(lab[k])] for k, a in enumerate(ATTRS)}, "size": "large",
-                         "pixel_coords": [float(cx), float(cy), 10.0], "bbox_xyxy": box, "mask_index": k + 1})
-            mask[box[1]:box[3] + 1, box[0]:box[2] + 1] = k + 1
-        if masks:
-            Image.fromarray(mask).save(root / "masks" / name)
-        (root / "scenes" / f"R_{i:03d}.json").write_text(json.dumps({"image_filename": name, "objects": objs}))
-    (root / "images" / "R_bad.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
-    (root / "scenes" / "R_bad.json").write_text(json.dumps({"image_filename": "R_bad.png", "objects": []}))
-    (root / "scenes" / "R_broken.json").write_text("{ this is not json")
-    return root
-
-
 def test_corrupt_training_files_are_reported_by_name_and_skipped(tmp_path, capsys):
     from logicval_hf.training.train_scene_parser import load_folder
 
-    folder = _render_folder(tmp_path / "renders", 2)
+    folder = render_folder(tmp_path / "renders", 2)
     report: list[str] = []
     recs = load_folder(folder, report)
     assert [r.name for r in recs] == ["R_000.png", "R_001.png"]
@@ -185,7 +156,7 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     pytest.importorskip("onnx")
     from logicval_hf.training import train_scene_parser as T
 
-    folder = _render_folder(tmp_path / "renders", 4, masks=True)
+    folder = render_folder(tmp_path / "renders", 4, masks=True)
     out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
     argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
             "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.25", "--export", str(export),
@@ -259,6 +230,8 @@ def test_targets_point_the_visible_offset_at_the_visible_part():
     row = reg[(idx == 2 * 8 + 2).nonzero()[0][0]]  # object 0's centre cell (2, 2) comes first
     assert 30 / 8 <= 2 + row[5] < 40 / 8  # the visible-point offset lands on the strip
     assert attr[0, 2, 2] == 2 and attr[0, 1, 4] == 1  # colours: the occluder's at the centre, 0's on the strip
+    # each object weighs the same in the attribute loss, however much of the image it covers
+    assert aw[attr[0] == 1].sum() == pytest.approx(aw[attr[0] == 2].sum())
 
 
 def test_decode_reads_attributes_at_the_visible_point():

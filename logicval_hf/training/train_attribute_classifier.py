@@ -1,0 +1,361 @@
+"""Train the scene parser's second stage, the attribute classifier, on renders, on the CPU.
+
+    python -m logicval_hf.training.train_attribute_classifier --data ../shared/data/clevr_blender \\
+        --out ~/.cache/logicval/attribute_classifier --steps 3000 \\
+        --export logicval_hf/perception/scene_parser_attributes.onnx
+
+The detector (``train_scene_parser``) finds every object, its centre, box and most visible point; this
+network then reads colour, shape, material and size from a crop around the object
+(`logicval_hf.perception.scene_parser.object_crops`: the object's square resampled to 64 px, plus a channel
+marking the visible point). Why: the detector's stride-8 attribute features also see the neighbours, and on
+real CLEVR most of its remaining errors were occluded objects read with their occluder's colour or shape.
+
+Training data are the detector's: Blender renders in the CLEVR layout with instance masks (the visible point
+is the most interior pixel of an object's mask, as the detector is trained to predict) and numpy-renderer
+scenes drawn on the fly (``--numpy-fraction``). Real CLEVR is never read here. Crops are jittered the way
+the detector errs (centre, size, visible point) and photometrically as the detector's images are.
+
+Deterministic and resumable like the detector's script: every step's crops depend on ``(seed, step)`` only;
+the last ``--val-fraction`` of every folder is held out for the temperatures and the validation figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from logicval_hf.common.atomic import atomic_path
+from logicval_hf.training.train_scene_parser import (ATTRIBUTES, DEFAULT_DATA, Record, classes,
+                                                     fit_temperature, load_folder, lr_at, numpy_render,
+                                                     split_holdout, visible_points)
+
+DEFAULT_OUT = Path("~/.cache/logicval/attribute_classifier").expanduser()
+
+
+@dataclass
+class ObjectSample:
+    """One object of a record: where it is and what it is."""
+
+    record: int
+    centre: tuple[float, float]
+    size: tuple[float, float]
+    visible: tuple[float, float]
+    labels: np.ndarray  # (4,) int, -1 unknown
+
+
+def object_samples(records: Sequence[Record], first: int = 0) -> list[ObjectSample]:
+    """Every object that shows at least one pixel (objects of records without a mask: all, visible point =
+    centre). ``first``: index of ``records[0]`` in the list the samples refer to."""
+    out = []
+    for r, rec in enumerate(records):
+        vis = visible_points(rec.mask, len(rec.labels)) if rec.mask is not None else rec.centres
+        for k in range(len(rec.labels)):
+            if np.isnan(vis[k, 0]):
+                continue
+            out.append(ObjectSample(first + r, tuple(rec.centres[k]), tuple(rec.sizes[k]), tuple(vis[k]),
+                                    rec.labels[k]))
+    return out
+
+
+def jitter(s: ObjectSample, long_side: int, rng: np.random.Generator | None = None
+           ) -> tuple[tuple[float, float, float], tuple[float, float]]:
+    """The crop square and mark of a sample in an image whose longer side is ``long_side``, moved as the
+    detector's estimates err (no ``rng``: exact)."""
+    from logicval_hf.perception.scene_parser import crop_square
+
+    (cx, cy), (w, h), (vx, vy) = s.centre, s.size, s.visible
+    if rng is not None:
+        e = 0.06 * max(w, h, 8.0)
+        cx, cy = cx + rng.normal(0, e), cy + rng.normal(0, e)
+        f = math.exp(rng.uniform(-0.15, 0.2))
+        w, h = w * f, h * f
+        vx, vy = vx + rng.normal(0, 0.3 * e), vy + rng.normal(0, 0.3 * e)
+    return crop_square(cx, cy, w, h, vx, vy, long_side), (vx, vy)
+
+
+def photometric(crop: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The detector's photometric augmentation on one crop's RGB (float32 3 x H x W in [0, 1])."""
+    import cv2
+
+    x = crop.transpose(1, 2, 0) * 255
+    if rng.random() < 0.3:  # resolution loss
+        n = x.shape[0]
+        m = max(8, int(round(n * rng.uniform(0.5, 0.85))))
+        x = cv2.resize(cv2.resize(x, (m, m), interpolation=cv2.INTER_AREA), (n, n), interpolation=cv2.INTER_LINEAR)
+    if rng.random() < 0.8:
+        gain = rng.uniform(0.9, 1.1) * rng.uniform(0.965, 1.035, size=3)
+        mean = x.mean()
+        x = ((x - mean) * rng.uniform(0.9, 1.1) + mean) * gain + rng.uniform(-6, 6)
+    if rng.random() < 0.3:
+        x = cv2.GaussianBlur(x.astype(np.float32), (0, 0), rng.uniform(0.3, 1.0))
+    if rng.random() < 0.7:
+        x = x + rng.normal(0, rng.uniform(0.3, 3.0), size=x.shape)
+    img = np.clip(x + 0.5, 0, 255).astype(np.uint8)
+    if rng.random() < 0.4:
+        ok, buf = cv2.imencode(".jpg", img[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(60, 96))])
+        img = cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1]
+    return img.transpose(2, 0, 1).astype(np.float32) / 255
+
+
+def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = None) -> np.ndarray:
+    from logicval_hf.perception.scene_parser import object_crops
+
+    sq, mark = jitter(s, max(rgb.shape[:2]), rng)
+    return object_crops(rgb, [sq], [mark])[0]
+
+
+def make_batch(records: list[Record], samples: list[ObjectSample], step: int, seed: int, batch_size: int,
+               numpy_fraction: float):
+    """(crops, labels) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are drawn fresh and
+    all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
+    rng = np.random.default_rng([seed, step])
+    crops, labels = [], []
+    n_numpy = int(round(batch_size * numpy_fraction)) if samples else batch_size
+    j = 0
+    while len(crops) < n_numpy:  # whole numpy scenes, a few objects each
+        rec = numpy_render((seed, step, j))
+        j += 1
+        for s in object_samples([rec]):
+            if len(crops) < n_numpy:
+                crops.append(crop_of(rec.rgb, s, rng))
+                labels.append(s.labels)
+    while len(crops) < batch_size:
+        s = samples[int(rng.integers(len(samples)))]
+        crops.append(crop_of(records[s.record].rgb, s, rng))
+        labels.append(s.labels)
+    for c in crops:
+        c[:3] = photometric(c[:3], rng)
+        if rng.random() < 0.5:
+            c[:] = c[:, :, ::-1]
+    import torch
+
+    return torch.from_numpy(np.stack(crops)), torch.from_numpy(np.stack(labels).astype(np.int64))
+
+
+def build_model(width: int = 1):
+    """A small CNN on 4 x 64 x 64 crops (about 25 MMAC each): four strided stages to 4 x 4, then a fully
+    connected layer (it keeps where in the crop things are, so the mark channel can single out one object
+    among its neighbours)."""
+    import torch
+    from torch import nn
+
+    def cbr(i, o, s=1):
+        return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+
+    n_out = sum(len(v) for v in classes().values())
+    c = [24 * width, 32 * width, 48 * width, 64 * width, 128 * width]
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(cbr(4, c[0], 2), cbr(c[0], c[1]), cbr(c[1], c[2], 2), cbr(c[2], c[2]),
+                                          cbr(c[2], c[3], 2), cbr(c[3], c[3]), cbr(c[3], c[4], 2), cbr(c[4], c[4]))
+            self.head = nn.Sequential(nn.Flatten(), nn.Dropout(0.2), nn.Linear(c[4] * 16, 192),
+                                      nn.ReLU(inplace=True), nn.Linear(192, n_out))
+
+        def forward(self, crops):
+            x = torch.cat([(crops[:, :3] - 0.5) / 0.25, crops[:, 3:]], 1)
+            return self.head(self.features(x))
+
+    return Net()
+
+
+def loss_fn(logits, labels, cls):
+    import torch.nn.functional as F
+
+    total, parts, start = logits.new_zeros(()), {}, 0
+    for k, a in enumerate(ATTRIBUTES):
+        m = len(cls[a])
+        lab = labels[:, k]
+        if (lab >= 0).any():
+            la = F.cross_entropy(logits[:, start:start + m][lab >= 0], lab[lab >= 0])
+            total = total + la
+            parts[a] = float(la.detach())
+        start += m
+    return total, parts
+
+
+def validate(net, records: list[Record], samples: list[ObjectSample], cls) -> dict[str, Any]:
+    """Accuracy per attribute and all-attributes on held-out objects (exact crops), and their logits."""
+    import torch
+
+    net.eval()
+    logits = []
+    with torch.no_grad():
+        for start in range(0, len(samples), 128):
+            crops = np.stack([crop_of(records[s.record].rgb, s) for s in samples[start:start + 128]])
+            logits.append(net(torch.from_numpy(crops)).numpy())
+    net.train()
+    z = np.concatenate(logits) if logits else np.zeros((0, sum(map(len, cls.values()))))
+    labels = np.stack([s.labels for s in samples]) if samples else np.zeros((0, 4), int)
+    acc, rows, start, all_ok = {}, {}, 0, np.ones(len(samples), bool)
+    for k, a in enumerate(ATTRIBUTES):
+        m = len(cls[a])
+        known = labels[:, k] >= 0
+        pred = z[:, start:start + m].argmax(1)
+        if known.any():
+            acc[a] = float((pred[known] == labels[known, k]).mean())
+        if a != "size":
+            all_ok &= ~known | (pred == labels[:, k])
+        rows[a] = (z[known, start:start + m], labels[known, k])
+        start += m
+    return {"objects": len(samples), "accuracy": acc, "all_perceived_right": float(all_ok.mean()) if len(samples) else 0.0,
+            "_logits": rows}
+
+
+def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
+    import warnings
+
+    import onnx
+    import torch
+
+    from logicval_hf.perception.scene_parser import CROP, META_KEY
+
+    with atomic_path(Path(path)) as tmp:
+        was = net.training
+        net.eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(net, (torch.zeros(1, 4, CROP, CROP),), str(tmp), input_names=["crops"],
+                              output_names=["logits"], dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}},
+                              opset_version=17, dynamo=False)
+        if was:
+            net.train()
+        model = onnx.load(str(tmp))
+        entry = model.metadata_props.add()
+        entry.key, entry.value = META_KEY, json.dumps(meta)
+        model.doc_string = "LogicVal-HF CLEVR attribute classifier (see logicval_hf/perception/scene_parser.md)"
+        onnx.save(model, str(tmp))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.train_attribute_classifier",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, action="append",
+                    help=f"a folder of renders in the CLEVR layout, with masks (repeatable; default {DEFAULT_DATA})")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                    help=f"checkpoint folder (resumed from its last.pt when present; default {DEFAULT_OUT})")
+    ap.add_argument("--steps", type=int, default=3000, help="total optimiser steps (cosine schedule over them)")
+    ap.add_argument("--export", type=Path, default=None,
+                    help="write the ONNX model here at every --export-every steps and at the end (name it "
+                         "<detector stem>_attributes.onnx beside the detector for the parser to use it)")
+    ap.add_argument("--export-every", type=int, default=500, help="steps between exports (and validations)")
+    ap.add_argument("--ckpt-every", type=int, default=100, help="steps between checkpoints")
+    ap.add_argument("--batch-size", type=int, default=64, help="object crops per step")
+    ap.add_argument("--lr", type=float, default=2e-3, help="peak AdamW learning rate")
+    ap.add_argument("--warmup", type=int, default=150, help="linear warm-up steps")
+    ap.add_argument("--weight-decay", type=float, default=1e-4, help="AdamW weight decay")
+    ap.add_argument("--numpy-fraction", type=float, default=0.25,
+                    help="share of each batch's crops from scenes drawn fresh by the numpy renderer (0 = none)")
+    ap.add_argument("--val-fraction", type=float, default=0.05,
+                    help="last share of every --data folder (by file name) held out (the detector's split)")
+    ap.add_argument("--seed", type=int, default=21, help="seed of initialisation, batches and augmentation")
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--max-minutes", type=float, default=0,
+                    help="stop (checkpoint + export) after this many minutes of this run (0 = no limit)")
+    ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    args = ap.parse_args(argv)
+
+    import cv2
+    import torch
+    from tqdm import tqdm
+
+    torch.set_num_threads(args.threads)
+    cv2.setNumThreads(1)
+    torch.manual_seed(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    cls = classes()
+
+    records, train, val, data_info = [], [], [], []
+    for f in args.data or [DEFAULT_DATA]:
+        recs = load_folder(f)
+        tr, va = split_holdout(recs, args.val_fraction)
+        train += object_samples(tr, len(records))
+        val += object_samples(va, len(records) + len(tr))
+        records += tr + va
+        data_info.append({"folder": str(f), "scenes": len(recs), "train_scenes": len(tr), "held_out_scenes": len(va),
+                          "with_masks": sum(r.mask is not None for r in recs)})
+    if not train and args.numpy_fraction <= 0:
+        ap.error("no usable training objects and --numpy-fraction 0")
+    print(f"train_attribute_classifier: {len(train)} training objects, {len(val)} held out", flush=True)
+
+    net = build_model()
+    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    step, elapsed, history = 0, 0.0, []
+    last = args.out / "last.pt"
+    if last.is_file():
+        ck = torch.load(last, map_location="cpu", weights_only=False)
+        net.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step, elapsed, history = ck["step"], ck.get("elapsed", 0.0), ck.get("history", [])
+        print(f"train_attribute_classifier: resumed from {last} at step {step}", flush=True)
+
+    def save():
+        with atomic_path(last) as tmp:
+            torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step, "elapsed": elapsed,
+                        "history": history, "args": {k: str(v) for k, v in vars(args).items()}}, tmp)
+
+    def export():
+        v = validate(net, records, val, cls)
+        temps = {a: fit_temperature(*v["_logits"][a]) for a in ATTRIBUTES}
+        figures = {"step": step, "val_objects": v["objects"], "accuracy": v["accuracy"],
+                   "all_perceived_right": v["all_perceived_right"], "temperatures": temps}
+        history.append(figures)
+        (args.out / "history.json").write_text(json.dumps(history, indent=1))
+        if args.export:
+            from logicval_hf.perception.scene_parser import CONTEXT, CROP, MARK_SIGMA, MIN_SIDE
+
+            meta = {"version": 1, "attributes": list(ATTRIBUTES), "classes": {a: list(c) for a, c in cls.items()},
+                    "temperatures": temps, "input": "float32 N x 4 x CROP x CROP: RGB in [0, 1], mark",
+                    "crop": {"size": CROP, "context": CONTEXT, "min_side": MIN_SIDE, "mark_sigma": MARK_SIGMA},
+                    "provenance": {"trained_steps": step, "train_seconds": round(elapsed), "seed": args.seed,
+                                   "batch_size": args.batch_size, "lr": args.lr,
+                                   "numpy_fraction": args.numpy_fraction, "data": data_info, "val": figures,
+                                   "torch": torch.__version__}}
+            export_onnx(net, args.export, meta)
+        return figures
+
+    net.train()
+    t_run = t_last = time.time()
+    bar = tqdm(total=args.steps, initial=step, disable=args.no_progress, mininterval=10, file=sys.stdout)
+    avg = None
+    while step < args.steps:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
+        x, y = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction)
+        loss, parts = loss_fn(net(x), y, cls)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 10.0)
+        opt.step()
+        step += 1
+        now = time.time()
+        elapsed += now - t_last
+        t_last = now
+        avg = parts if avg is None else {k: 0.95 * avg.get(k, v) + 0.05 * v for k, v in parts.items()}
+        bar.update(1)
+        bar.set_postfix({k: f"{v:.3f}" for k, v in avg.items()}, refresh=False)
+        stop = args.max_minutes and (now - t_run) / 60 >= args.max_minutes
+        if step % args.ckpt_every == 0 or step == args.steps or stop:
+            save()
+        if step % args.export_every == 0 or step == args.steps or stop:
+            fig = export()
+            save()
+            print(f"\ntrain_attribute_classifier: step {step} ({elapsed / 60:.1f} min) held-out {fig['accuracy']}, "
+                  f"all right {fig['all_perceived_right']:.4f}, T={fig['temperatures']}", flush=True)
+        if stop:
+            break
+    bar.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
