@@ -227,21 +227,26 @@ class AttributeClassifier:
         self.session, self.meta = _session(
             path, threads, "attribute-classifier model",
             "train one with python -m logicval_hf.training.train_attribute_classifier --export FILE")
+        self.outputs = {o.name for o in self.session.get_outputs()}
         self._lock = threading.Lock()
 
-    def classify(self, crops: np.ndarray, batch_size: int = 64) -> dict[str, np.ndarray]:
-        """Attribute -> (K, classes) calibrated probabilities of ``crops`` (from `object_crops`)."""
+    def classify(self, crops: np.ndarray, batch_size: int = 64) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        """(attribute -> (K, classes) calibrated probabilities, (K, 2) centre offsets in crop pixels or None
+        for a model without them) of ``crops`` (from `object_crops`)."""
+        names = ["logits"] + (["centre"] if "centre" in self.outputs else [])
         parts = []
         for start in range(0, len(crops), batch_size):
             with self._lock:
-                parts.append(self.session.run(["logits"], {"crops": crops[start:start + batch_size]})[0])
-        logits = np.concatenate(parts) if parts else np.zeros((0, sum(map(len, self.meta["classes"].values()))))
+                parts.append(self.session.run(names, {"crops": crops[start:start + batch_size]}))
+        width = sum(map(len, self.meta["classes"].values()))
+        logits = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, width))
+        centre = (np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, 2))) if len(names) == 2 else None
         out, start = {}, 0
         for a in self.meta["attributes"]:
             k = len(self.meta["classes"][a])
             out[a] = _softmax(logits[:, start:start + k] / float(self.meta["temperatures"].get(a, 1.0)))
             start += k
-        return out
+        return out, centre
 
 
 class SceneParser:
@@ -322,20 +327,34 @@ class SceneParser:
         return out
 
     def _classify(self, images: Sequence[np.ndarray], dets: list[list[Detection]]) -> None:
-        """Replace every detection's attribute probabilities by the second stage's (all crops in one batch)."""
-        crops = []
+        """Merge the second stage's attribute probabilities into every detection's and, when the classifier
+        has the head (and its metadata ``refine_centre``), refine the centre (all crops in one batch)."""
+        crops, squares = [], []
         for im, ds in zip(images, dets):
             if ds:
                 h, w = im.shape[:2]
-                crops.append(object_crops(im, [crop_square(d.cx, d.cy, d.w, d.h, d.vx, d.vy, max(w, h)) for d in ds],
-                                          [(d.vx, d.vy) for d in ds]))
+                sq = [crop_square(d.cx, d.cy, d.w, d.h, d.vx, d.vy, max(w, h)) for d in ds]
+                squares += sq
+                crops.append(object_crops(im, sq, [(d.vx, d.vy) for d in ds]))
         if not crops:
             return
-        probs = self.attributes.classify(np.concatenate(crops))
+        probs, centre = self.attributes.classify(np.concatenate(crops))
+        refine = centre is not None and self.attributes.meta.get("refine_centre", True)
         k = 0
-        for ds in dets:
+        for im, ds in zip(images, dets):
             for d in ds:
-                d.probs = {a: (probs[a][k] if a in probs else p) for a, p in d.probs.items()}
+                if refine:
+                    h, w = im.shape[:2]
+                    f = squares[k][2] / CROP
+                    d.cx = min(max(d.cx + float(centre[k, 0]) * f, 0.0), w - 1.0)
+                    d.cy = min(max(d.cy + float(centre[k, 1]) * f, 0.0), h - 1.0)
+                # product of the two calibrated experts: the detector sees the whole scene, the classifier the
+                # object up close; where one is unsure the other decides
+                merged = {}
+                for a, p in d.probs.items():
+                    q = p * probs[a][k] if a in probs else p
+                    merged[a] = q / q.sum() if q.sum() > 0 else p
+                d.probs = merged
                 k += 1
 
     def parse_batch(self, images: Sequence[np.ndarray], **settings: Any) -> list[Any]:

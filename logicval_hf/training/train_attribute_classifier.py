@@ -105,19 +105,24 @@ def photometric(crop: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return img.transpose(2, 0, 1).astype(np.float32) / 255
 
 
-def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = None) -> np.ndarray:
-    from logicval_hf.perception.scene_parser import object_crops
+def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = None
+            ) -> tuple[np.ndarray, np.ndarray, float]:
+    """The crop of a sample, its centre target (where the object's centre lies relative to the crop's, in
+    crop pixels: the second stage refines the detector's centre, on which regions and relations hang) and
+    the crop's side in image pixels."""
+    from logicval_hf.perception.scene_parser import CROP, object_crops
 
     sq, mark = jitter(s, max(rgb.shape[:2]), rng)
-    return object_crops(rgb, [sq], [mark])[0]
+    target = (np.array(s.centre) - sq[:2]) * CROP / sq[2]
+    return object_crops(rgb, [sq], [mark])[0], target.astype(np.float32), float(sq[2])
 
 
 def make_batch(records: list[Record], samples: list[ObjectSample], step: int, seed: int, batch_size: int,
                numpy_fraction: float):
-    """(crops, labels) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are drawn fresh and
-    all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
+    """(crops, labels, centre targets) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are
+    drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
     rng = np.random.default_rng([seed, step])
-    crops, labels = [], []
+    crops, labels, centres = [], [], []
     n_numpy = int(round(batch_size * numpy_fraction)) if samples else batch_size
     j = 0
     while len(crops) < n_numpy:  # whole numpy scenes, a few objects each
@@ -125,19 +130,21 @@ def make_batch(records: list[Record], samples: list[ObjectSample], step: int, se
         j += 1
         for s in object_samples([rec]):
             if len(crops) < n_numpy:
-                crops.append(crop_of(rec.rgb, s, rng))
-                labels.append(s.labels)
+                c, t, _ = crop_of(rec.rgb, s, rng)
+                crops.append(c), centres.append(t), labels.append(s.labels)
     while len(crops) < batch_size:
         s = samples[int(rng.integers(len(samples)))]
-        crops.append(crop_of(records[s.record].rgb, s, rng))
-        labels.append(s.labels)
-    for c in crops:
+        c, t, _ = crop_of(records[s.record].rgb, s, rng)
+        crops.append(c), centres.append(t), labels.append(s.labels)
+    for c, t in zip(crops, centres):
         c[:3] = photometric(c[:3], rng)
         if rng.random() < 0.5:
             c[:] = c[:, :, ::-1]
+            t[0] = -t[0]
     import torch
 
-    return torch.from_numpy(np.stack(crops)), torch.from_numpy(np.stack(labels).astype(np.int64))
+    return (torch.from_numpy(np.stack(crops)), torch.from_numpy(np.stack(labels).astype(np.int64)),
+            torch.from_numpy(np.stack(centres)))
 
 
 def build_model(width: int = 1):
@@ -150,7 +157,7 @@ def build_model(width: int = 1):
     def cbr(i, o, s=1):
         return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
 
-    n_out = sum(len(v) for v in classes().values())
+    n_out = sum(len(v) for v in classes().values()) + 2  # attribute logits, centre offset
     c = [24 * width, 32 * width, 48 * width, 64 * width, 128 * width]
 
     class Net(nn.Module):
@@ -163,15 +170,21 @@ def build_model(width: int = 1):
 
         def forward(self, crops):
             x = torch.cat([(crops[:, :3] - 0.5) / 0.25, crops[:, 3:]], 1)
-            return self.head(self.features(x))
+            out = self.head(self.features(x))
+            return out[:, :-2], out[:, -2:]
 
     return Net()
 
 
-def loss_fn(logits, labels, cls):
+#: weight of the centre offset's smooth-L1 loss (crop pixels) beside the attributes' cross-entropies
+CENTRE_WEIGHT = 0.2
+
+
+def loss_fn(logits, centre, labels, centre_target, cls):
     import torch.nn.functional as F
 
-    total, parts, start = logits.new_zeros(()), {}, 0
+    lc = F.smooth_l1_loss(centre, centre_target)
+    total, parts, start = CENTRE_WEIGHT * lc, {"centre": float(lc.detach())}, 0
     for k, a in enumerate(ATTRIBUTES):
         m = len(cls[a])
         lab = labels[:, k]
@@ -183,16 +196,26 @@ def loss_fn(logits, labels, cls):
     return total, parts
 
 
-def validate(net, records: list[Record], samples: list[ObjectSample], cls) -> dict[str, Any]:
-    """Accuracy per attribute and all-attributes on held-out objects (exact crops), and their logits."""
+def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed: int = 0) -> dict[str, Any]:
+    """On held-out objects, crops jittered as in training (a fixed stream, no photometric change): accuracy
+    per attribute and of all perceived attributes, the logits (for the temperatures), and the centre's
+    median error in image pixels before and after the refinement."""
     import torch
 
+    from logicval_hf.perception.scene_parser import CROP
+
+    rng = np.random.default_rng([seed, 10**6])
     net.eval()
-    logits = []
+    logits, before, after = [], [], []
     with torch.no_grad():
         for start in range(0, len(samples), 128):
-            crops = np.stack([crop_of(records[s.record].rgb, s) for s in samples[start:start + 128]])
-            logits.append(net(torch.from_numpy(crops)).numpy())
+            chunk = samples[start:start + 128]
+            pairs = [crop_of(records[s.record].rgb, s, rng) for s in chunk]
+            z, c = net(torch.from_numpy(np.stack([p[0] for p in pairs])))
+            logits.append(z.numpy())
+            for (_, t, side), pred in zip(pairs, c.numpy()):
+                before.append(np.abs(t) * side / CROP)
+                after.append(np.abs(t - pred) * side / CROP)
     net.train()
     z = np.concatenate(logits) if logits else np.zeros((0, sum(map(len, cls.values()))))
     labels = np.stack([s.labels for s in samples]) if samples else np.zeros((0, 4), int)
@@ -208,6 +231,8 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls) -> di
         rows[a] = (z[known, start:start + m], labels[known, k])
         start += m
     return {"objects": len(samples), "accuracy": acc, "all_perceived_right": float(all_ok.mean()) if len(samples) else 0.0,
+            "centre_error_px": {"jittered": float(np.median(before)) if before else 0.0,
+                                "refined": float(np.median(after)) if after else 0.0},
             "_logits": rows}
 
 
@@ -225,7 +250,8 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(net, (torch.zeros(1, 4, CROP, CROP),), str(tmp), input_names=["crops"],
-                              output_names=["logits"], dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}},
+                              output_names=["logits", "centre"],
+                              dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "centre": {0: "n"}},
                               opset_version=17, dynamo=False)
         if was:
             net.train()
@@ -304,10 +330,11 @@ def main(argv: list[str] | None = None) -> int:
                         "history": history, "args": {k: str(v) for k, v in vars(args).items()}}, tmp)
 
     def export():
-        v = validate(net, records, val, cls)
+        v = validate(net, records, val, cls, args.seed)
         temps = {a: fit_temperature(*v["_logits"][a]) for a in ATTRIBUTES}
         figures = {"step": step, "val_objects": v["objects"], "accuracy": v["accuracy"],
-                   "all_perceived_right": v["all_perceived_right"], "temperatures": temps}
+                   "all_perceived_right": v["all_perceived_right"], "centre_error_px": v["centre_error_px"],
+                   "temperatures": temps}
         history.append(figures)
         (args.out / "history.json").write_text(json.dumps(history, indent=1))
         if args.export:
@@ -330,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     while step < args.steps:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
-        x, y = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction)
-        loss, parts = loss_fn(net(x), y, cls)
+        x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction)
+        loss, parts = loss_fn(*net(x), y, t, cls)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 10.0)
@@ -350,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
             fig = export()
             save()
             print(f"\ntrain_attribute_classifier: step {step} ({elapsed / 60:.1f} min) held-out {fig['accuracy']}, "
-                  f"all right {fig['all_perceived_right']:.4f}, T={fig['temperatures']}", flush=True)
+                  f"all right {fig['all_perceived_right']:.4f}, centre error {fig['centre_error_px']}, "
+                  f"T={fig['temperatures']}", flush=True)
         if stop:
             break
     bar.close()
