@@ -43,8 +43,14 @@ DEFAULT_MODEL = Path(__file__).with_name("scene_parser.onnx")
 #: Suffix of the attribute classifier beside a detector file (``scene_parser.onnx`` ->
 #: ``scene_parser_attributes.onnx``); used when present.
 ATTRIBUTE_SUFFIX = "_attributes"
+
+
+def attribute_model_beside(detector: Path) -> Path:
+    return detector.with_name(detector.stem + ATTRIBUTE_SUFFIX + ".onnx")
+
+
 #: what the main job hashes to know when cached verdicts are stale (`logicval_hf.job.run.backend_fingerprint`)
-MODEL_PATHS = (DEFAULT_MODEL, DEFAULT_MODEL.with_name(DEFAULT_MODEL.stem + ATTRIBUTE_SUFFIX + ".onnx"))
+MODEL_PATHS = (DEFAULT_MODEL, attribute_model_beside(DEFAULT_MODEL))
 #: ONNX metadata key holding the model's JSON description.
 META_KEY = "logicval_scene_parser"
 
@@ -211,10 +217,6 @@ def _session(path: Path, threads: int | None, what: str, hint: str) -> tuple[Any
     if raw is None:
         raise ValueError(f"{path}: not a LogicVal {what} (no {META_KEY!r} metadata)")
     return session, json.loads(raw)
-
-
-def attribute_model_beside(detector: Path) -> Path:
-    return detector.with_name(detector.stem + ATTRIBUTE_SUFFIX + ".onnx")
 
 
 class AttributeClassifier:

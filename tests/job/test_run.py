@@ -335,3 +335,18 @@ def test_atomic_write_helpers(tmp_path):
     run_mod.atomic_write_json(p, {"x": 1})
     assert json.loads(p.read_text()) == {"x": 1}
     assert os.listdir(p.parent) == ["b.json"]
+
+
+def test_backend_fingerprint_covers_every_model_file_of_the_backend(tmp_path, monkeypatch):
+    """The clevr backend has two weight files (detector, attribute classifier): retraining either re-scores."""
+    from logicval_hf.perception import scene_parser
+
+    det, attrs = tmp_path / "d.onnx", tmp_path / "d_attributes.onnx"
+    det.write_bytes(b"detector v1")
+    attrs.write_bytes(b"classifier v1")
+    monkeypatch.setattr(scene_parser, "MODEL_PATHS", (det, attrs))
+    first = run_mod.backend_fingerprint("clevr")
+    attrs.write_bytes(b"classifier v2")
+    second = run_mod.backend_fingerprint("clevr")
+    det.write_bytes(b"detector v2")
+    assert len({first, second, run_mod.backend_fingerprint("clevr")}) == 3
