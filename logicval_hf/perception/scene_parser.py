@@ -341,7 +341,9 @@ class SceneParser:
         if not crops:
             return
         probs, centre = self.attributes.classify(np.concatenate(crops))
-        refine = centre is not None and self.attributes.meta.get("refine_centre", True)
+        # off unless the model says so: the shipped classifier's centres were worse than the detector's
+        # (median error 0.46 vs 0.39 px on held-out renders), its centre head only an auxiliary task
+        refine = centre is not None and bool(self.attributes.meta.get("refine_centre", False))
         k = 0
         for im, ds in zip(images, dets):
             for d in ds:
