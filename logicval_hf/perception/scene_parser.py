@@ -212,7 +212,11 @@ def _session(path: Path, threads: int | None, what: str, hint: str) -> tuple[Any
     opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    try:
+        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime's own errors (bad protobuf, bad graph) name no file
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{path}: not a readable ONNX {what} ({reason})") from None
     raw = session.get_modelmeta().custom_metadata_map.get(META_KEY)
     if raw is None:
         raise ValueError(f"{path}: not a LogicVal {what} (no {META_KEY!r} metadata)")

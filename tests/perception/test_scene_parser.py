@@ -144,12 +144,14 @@ def test_backend_entry_point_through_extract_scenes():
 def test_corrupt_training_files_are_reported_by_name_and_skipped(tmp_path, capsys):
     from logicval_hf.training.train_scene_parser import load_folder
 
-    folder = render_folder(tmp_path / "renders", 2)
+    folder = render_folder(tmp_path / "renders", 3, masks=True)
+    (folder / "masks" / "R_002.png").write_bytes(b"\x89PNG\r\n\x1a\n broken mask")
     report: list[str] = []
     recs = load_folder(folder, report)
     assert [r.name for r in recs] == ["R_000.png", "R_001.png"]
     assert any("R_bad.png" in line for line in report)
     assert any("R_broken.json" in line for line in report)
+    assert any("R_002.png" in line and "unreadable mask" in line for line in report)
     err = capsys.readouterr().err
     assert "R_bad.png" in err and "R_broken.json" in err
 

@@ -105,6 +105,9 @@ def test_training_two_steps_exports_a_classifier_the_parser_uses(tmp_path):
     assert isinstance(scene, Scene) and len(scene.objects) == len(own.objects)  # it finds no objects of its own
     with pytest.raises(FileNotFoundError, match="nowhere.onnx"):
         scene_parser.SceneParser(detector, attribute_model=tmp_path / "nowhere.onnx")
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="junk.onnx: not a readable ONNX attribute-classifier model"):
+        scene_parser.SceneParser(detector, attribute_model=tmp_path / "junk.onnx")
     # resuming continues from the checkpoint
     assert A.main([*argv[:5], "3", *argv[6:]]) == 0
     assert torch.load(out / "last.pt", map_location="cpu", weights_only=False)["step"] == 3
