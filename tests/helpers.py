@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import random
 from pathlib import Path
 
+import pytest
+
 from logicval_hf import Scene, SceneObject, Spec, load_catalog
 from logicval_hf.contract.params import random_constraint
+
+def requires(*modules: str):
+    """Skip mark for tests that need optional packages. Unlike a module-level ``pytest.importorskip`` it
+    imports nothing (``find_spec`` of the top-level package): every xdist worker collects every test file, and
+    torch, transformers or datasets imported at collection cost each worker seconds it may never use."""
+    missing = [m for m in modules if importlib.util.find_spec(m.partition(".")[0]) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (not installed)")
+
+
+class lazy:
+    """A module imported at its first attribute access (see `requires`). Patch the module itself
+    (``monkeypatch.setattr("pkg.mod.name", ...)``), not this handle."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
 
 CATALOG = load_catalog()
 DOMAIN = CATALOG.domain

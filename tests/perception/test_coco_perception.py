@@ -14,11 +14,12 @@ import math
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("open_clip")
+from helpers import lazy, requires  # noqa: E402
 
-from tiny_models import tiny_clip, tiny_grounding_dino  # noqa: E402
+pytestmark = requires("torch", "transformers", "open_clip")
+torch = lazy("torch")
+tiny_models = lazy("tiny_models")
+
 from logicval_hf import Scene, load_catalog, verify  # noqa: E402
 from logicval_hf.contract.domain import load_domain  # noqa: E402
 from logicval_hf.perception import PerceptionError, extract_scene, extract_scenes  # noqa: E402
@@ -35,8 +36,8 @@ MAX_TEXT = 128
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    det, proc = tiny_grounding_dino(CLASSES, max_text_len=MAX_TEXT)
-    clip, tok = tiny_clip(tmp_path_factory.mktemp("clipcfg"))
+    det, proc = tiny_models.tiny_grounding_dino(CLASSES, max_text_len=MAX_TEXT)
+    clip, tok = tiny_models.tiny_clip(tmp_path_factory.mktemp("clipcfg"))
     return det, proc, clip, tok
 
 

@@ -17,17 +17,15 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("diffusers")
-pytest.importorskip("peft")
-pytest.importorskip("accelerate")
+from helpers import lazy, requires
+from logicval_hf.generation.families import FAMILIES  # the family table imports no torch
+from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split
 
-from safetensors import safe_open  # noqa: E402
-from safetensors.torch import load_file  # noqa: E402
-
-from logicval_hf.training import lora as L  # noqa: E402
-from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split  # noqa: E402
-from tiny_models import tiny_pipeline  # noqa: E402  (tests/ is on sys.path: tests/conftest.py)
+pytestmark = requires("torch", "diffusers", "peft", "accelerate", "safetensors")
+torch = lazy("torch")
+L = lazy("logicval_hf.training.lora")
+builders = lazy("tiny_models")  # tests/tiny_models.py (tests/ is on sys.path: tests/conftest.py)
+MODEL_TYPES = tuple(FAMILIES.names())  # = L.MODEL_TYPES, known at collection without torch
 
 ROOT = Path(__file__).resolve().parents[2]
 W, H = 48, 32  # training resolution of the tiny runs (a multiple of 8: both tiny VAEs x 2x2 packing)
@@ -90,7 +88,7 @@ def tiny_models(tmp_path_factory):
     out = {}
     for mt in L.MODEL_TYPES:
         d = tmp_path_factory.mktemp(mt)
-        tiny_pipeline(mt).save_pretrained(d)
+        builders.tiny_pipeline(mt).save_pretrained(d)
         out[mt] = d
     return out
 
@@ -99,7 +97,7 @@ def tiny_models(tmp_path_factory):
 # Loss
 # ---------------------------------------------------------------------------------------------------------
 def test_flow_matching_loss_is_the_rectified_flow_objective(monkeypatch):
-    comp = L.components_from_pipeline(tiny_pipeline("flux"))
+    comp = L.components_from_pipeline(builders.tiny_pipeline("flux"))
     x = torch.randn(2, 4, 8, 12)
     e = torch.randn(2, 4, 8, 12)
     idx = torch.tensor([100, 900])
@@ -109,7 +107,7 @@ def test_flow_matching_loss_is_the_rectified_flow_objective(monkeypatch):
         seen["noisy"], seen["timesteps"] = noisy, timesteps
         return torch.zeros_like(noisy)
 
-    monkeypatch.setattr(L, "predict", fake_predict)
+    monkeypatch.setattr("logicval_hf.training.lora.predict", fake_predict)  # the module, not the lazy handle
     loss = L.flow_matching_loss(comp, comp.transformer, x, {}, e, idx)
     s = comp.scheduler.sigmas[idx].view(-1, 1, 1, 1)
     assert torch.allclose(seen["noisy"], (1 - s) * x + s * e)
@@ -136,9 +134,9 @@ def test_load_image_covers_and_crops(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # Save / reload
 # ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("model_type", L.MODEL_TYPES)
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_path):
-    pipe = tiny_pipeline(model_type)
+    pipe = builders.tiny_pipeline(model_type)
     comp = L.components_from_pipeline(pipe)
     config = L.add_lora(comp.transformer, rank=4, alpha=8)
     assert all(p.dtype == torch.float32 for p in L.lora_parameters(comp.transformer))
@@ -159,7 +157,7 @@ def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_pa
 
     out = L.save_lora(tmp_path / "lora", comp.transformer, model_type)
     weights = out / L.LORA_WEIGHT_NAME
-    with safe_open(str(weights), "pt") as f:
+    with lazy("safetensors").safe_open(str(weights), "pt") as f:
         keys = list(f.keys())
         meta = json.loads(f.metadata()["lora_adapter_metadata"])
     assert keys and all(k.startswith("transformer.") and (".lora_A." in k or ".lora_B." in k) for k in keys)
@@ -169,7 +167,7 @@ def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_pa
     assert meta["transformer.r"] == 4 and meta["transformer.lora_alpha"] == 8
     assert set(meta["transformer.target_modules"]) == set(config.target_modules)
 
-    fresh = tiny_pipeline(model_type)  # same seed -> same base weights
+    fresh = builders.tiny_pipeline(model_type)  # same seed -> same base weights
     fresh.load_lora_weights(str(out))
     cfg = next(iter(fresh.transformer.peft_config.values()))
     assert cfg.r == 4 and cfg.lora_alpha == 8  # alpha restored from the metadata, not defaulted to r
@@ -192,7 +190,7 @@ def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_pa
 # ---------------------------------------------------------------------------------------------------------
 # The training script
 # ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("model_type", L.MODEL_TYPES)
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_train_script_trains_selects_and_saves(model_type, tiny_data, tiny_models, tmp_path):
     tl = _train_module()
     out = tmp_path / "run"
@@ -213,7 +211,7 @@ def test_train_script_trains_selects_and_saves(model_type, tiny_data, tiny_model
     info = json.loads((out / "best" / "lora_info.json").read_text())
     assert info["global_step"] == sel["best"]["global_step"]
     ckpt = out / f"checkpoint-{sel['best']['global_step']}" / "lora" / L.LORA_WEIGHT_NAME
-    best_w, ckpt_w = load_file(out / "best" / L.LORA_WEIGHT_NAME), load_file(ckpt)
+    best_w, ckpt_w = lazy("safetensors.torch").load_file(out / "best" / L.LORA_WEIGHT_NAME), lazy("safetensors.torch").load_file(ckpt)
     assert best_w.keys() == ckpt_w.keys() and all(torch.equal(best_w[k], ckpt_w[k]) for k in best_w)
     for d in ("best", "last", "batch-0", "batch-1"):
         assert (out / d / L.LORA_WEIGHT_NAME).is_file()
@@ -239,8 +237,8 @@ def test_resume_gives_the_same_run(tiny_data, tiny_models, tmp_path):
     assert part["global_step"] == 3 and L.latest_checkpoint(tmp_path / "b").name == "checkpoint-3"
     rest = tl.main([*common, "--output_dir", str(tmp_path / "b"), "--resume_from_checkpoint", "latest"])
     assert rest["global_step"] == 4 and rest["train_losses"] == full["train_losses"][3:]
-    wa = load_file(tmp_path / "a" / "last" / L.LORA_WEIGHT_NAME)
-    wb = load_file(tmp_path / "b" / "last" / L.LORA_WEIGHT_NAME)
+    wa = lazy("safetensors.torch").load_file(tmp_path / "a" / "last" / L.LORA_WEIGHT_NAME)
+    wb = lazy("safetensors.torch").load_file(tmp_path / "b" / "last" / L.LORA_WEIGHT_NAME)
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     ha = json.loads((tmp_path / "a" / "selection.json").read_text())
     hb = json.loads((tmp_path / "b" / "selection.json").read_text())
