@@ -16,9 +16,12 @@ import random
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-open_clip = pytest.importorskip("open_clip")
+from helpers import lazy, requires  # noqa: E402
+
+pytestmark = requires("torch", "transformers", "open_clip")
+torch = lazy("torch")
+transformers = lazy("transformers")
+open_clip = lazy("open_clip")
 
 from logicval_hf import Scene, SceneObject, load_catalog  # noqa: E402
 from logicval_hf.perception import neural  # noqa: E402
@@ -261,36 +264,41 @@ def test_no_detection_gives_empty_scene_and_no_clip(pipe, images):
     assert scenes[0].image_size == (480, 320)
 
 
-class _FakeClip(torch.nn.Module):
-    """Deterministic stand-in for CLIP: image feature = per-channel mean and std of the normalised crop
-    (plus a constant); text features = fixed random vectors per distinct text. Lets the test recompute the
-    aggregation by hand."""
+def _fake_clip():
+    """A `_FakeClip` (defined here, not at module level: torch is imported only when a test needs it)."""
 
-    def __init__(self):
-        super().__init__()
-        self.logit_scale = torch.nn.Parameter(torch.tensor(math.log(10.0)))
-        self.texts: list[str] = []
-        g = torch.Generator().manual_seed(0)
-        self.table = torch.randn(256, 7, generator=g)
+    class _FakeClip(torch.nn.Module):
+        """Deterministic stand-in for CLIP: image feature = per-channel mean and std of the normalised crop
+        (plus a constant); text features = fixed random vectors per distinct text. Lets the test recompute the
+        aggregation by hand."""
 
-    def tokenizer(self, texts):
-        ids = []
-        for t in texts:
-            if t not in self.texts:
-                self.texts.append(t)
-            ids.append(self.texts.index(t))
-        return torch.tensor(ids)[:, None]
+        def __init__(self):
+            super().__init__()
+            self.logit_scale = torch.nn.Parameter(torch.tensor(math.log(10.0)))
+            self.texts: list[str] = []
+            g = torch.Generator().manual_seed(0)
+            self.table = torch.randn(256, 7, generator=g)
 
-    def encode_text(self, tokens):
-        return self.table[tokens[:, 0]]
+        def tokenizer(self, texts):
+            ids = []
+            for t in texts:
+                if t not in self.texts:
+                    self.texts.append(t)
+                ids.append(self.texts.index(t))
+            return torch.tensor(ids)[:, None]
 
-    def encode_image(self, x):
-        return torch.cat([x.mean((2, 3)), x.std((2, 3)), torch.ones(len(x), 1)], 1)
+        def encode_text(self, tokens):
+            return self.table[tokens[:, 0]]
+
+        def encode_image(self, x):
+            return torch.cat([x.mean((2, 3)), x.std((2, 3)), torch.ones(len(x), 1)], 1)
+
+    return _FakeClip()
 
 
 def test_template_and_view_aggregation_by_hand(models, images):
     det, proc, _, _ = models
-    fake = _FakeClip()
+    fake = _fake_clip()
     pre = {"size": (32, 32), "mean": (0.5, 0.5, 0.5), "std": (0.25, 0.25, 0.25)}
     p = build_pipeline(det, proc, fake, fake.tokenizer, clip_preprocess=pre, device="cpu", box_threshold=0.0,
                        max_objects=3, grey=100)
