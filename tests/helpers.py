@@ -28,6 +28,8 @@ class lazy:
         self._name = name
 
     def __getattr__(self, attr: str):
+        if attr.startswith("_"):  # pytest probes every module attribute for fixture markers at collection
+            raise AttributeError(attr)
         return getattr(importlib.import_module(self._name), attr)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from helpers import lazy, requires
 from logicval_hf import Spec, load_catalog
 from logicval_hf.scoring.baselines import (BaselineError, BaselineResult, CLIPScore, JUDGE_PROMPT, OpenAIChatVLM, SoftTIFA,
                                    TransformersVLM, VLMJudge, VLMRequestError, VLMResponseError, candidate_probs,
@@ -400,13 +401,10 @@ def test_pairs_must_match(server):
 # ---------------------------------------------------------------------------------------------------
 # CLIPScore
 # ---------------------------------------------------------------------------------------------------
-try:  # the model tests need the optional stack; the arithmetic and HTTP tests above do not
-    import open_clip
-    import torch
-    import transformers  # noqa: F401
-except ImportError:  # pragma: no cover
-    open_clip = torch = None
-needs_models = pytest.mark.skipif(torch is None, reason="needs torch, transformers and open_clip")
+# the model tests need the optional stack; the arithmetic and HTTP tests above do not (and collecting this file
+# imports none of it: every xdist worker collects it)
+open_clip, torch = lazy("open_clip"), lazy("torch")
+needs_models = requires("torch", "transformers", "open_clip")
 TINY = "logicval-test-tiny-clip-baselines"
 
 

@@ -17,16 +17,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_MODULES_CACHE", os.path.join(tempfile.gettempdir(), "logicval-tests-hf-modules"))
 
-import evaluate  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from helpers import attr, obj  # noqa: E402
+from helpers import attr, lazy, obj  # noqa: E402
 from logicval_hf import Scene  # noqa: E402
 from logicval_hf.benchmark.sampler import cached_benchmark  # noqa: E402
 from logicval_hf.scoring.evaluation import compute as direct_compute  # noqa: E402
 from logicval_hf.generation.render import render_scene  # noqa: E402
+
+evaluate = lazy("evaluate")  # imported by the first test that loads the metric (it pulls in torch and scipy)
 
 ROOT = Path(__file__).resolve().parents[2]
 METRIC = ROOT / "metric" / "logicval"
