@@ -17,7 +17,8 @@ the detector errs (centre, size, visible point) and photometrically as the detec
 
 The network also regresses where the object's centre lies in its crop. That head trains as an auxiliary
 task; the exported metadata says ``refine_centre: false`` and the parser keeps the detector's centres (on
-held-out renders the refined ones were worse: median error 0.46 vs 0.39 px). ``validate`` prints both.
+held-out renders the refined ones were worse: median error 0.46 vs 0.39 px). ``validate`` reports the
+refined centre error beside the jitter it corrects.
 
 Deterministic and resumable like the detector's script: every step's crops depend on ``(seed, step)`` only;
 the last ``--val-fraction`` of every folder is held out for the temperatures and the validation figures.
