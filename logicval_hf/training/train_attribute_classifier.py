@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -38,8 +36,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from logicval_hf.common.atomic import atomic_path
+from logicval_hf.training.loop import Checkpoint
+from logicval_hf.training.loop import train as train_steps
 from logicval_hf.training.train_scene_parser import (ATTRIBUTES, DEFAULT_DATA, Record, classes,
-                                                     fit_temperature, load_folder, lr_at, numpy_render,
+                                                     fit_temperature, load_folder, numpy_render,
                                                      split_holdout, visible_points)
 
 DEFAULT_OUT = Path("~/.cache/logicval/attribute_classifier").expanduser()
@@ -297,7 +297,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import cv2
     import torch
-    from tqdm import tqdm
 
     torch.set_num_threads(args.threads)
     cv2.setNumThreads(1)
@@ -320,28 +319,19 @@ def main(argv: list[str] | None = None) -> int:
 
     net = build_model()
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    step, elapsed, history = 0, 0.0, []
-    last = args.out / "last.pt"
-    if last.is_file():
-        ck = torch.load(last, map_location="cpu", weights_only=False)
-        net.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["opt"])
-        step, elapsed, history = ck["step"], ck.get("elapsed", 0.0), ck.get("history", [])
-        print(f"train_attribute_classifier: resumed from {last} at step {step}", flush=True)
+    ck = Checkpoint(args.out, net, opt, args)
+    if ck.resume():
+        print(f"train_attribute_classifier: resumed from {ck.path} at step {ck.step}", flush=True)
 
-    def save():
-        with atomic_path(last) as tmp:
-            torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step, "elapsed": elapsed,
-                        "history": history, "args": {k: str(v) for k, v in vars(args).items()}}, tmp)
-
-    def export():
+    def export() -> str:
+        step, elapsed = ck.step, ck.elapsed
         v = validate(net, records, val, cls, args.seed)
         temps = {a: fit_temperature(*v["_logits"][a]) for a in ATTRIBUTES}
         figures = {"step": step, "val_objects": v["objects"], "accuracy": v["accuracy"],
                    "all_perceived_right": v["all_perceived_right"], "centre_error_px": v["centre_error_px"],
                    "temperatures": temps}
-        history.append(figures)
-        (args.out / "history.json").write_text(json.dumps(history, indent=1))
+        ck.history.append(figures)
+        (args.out / "history.json").write_text(json.dumps(ck.history, indent=1))
         if args.export:
             from logicval_hf.perception.scene_parser import CONTEXT, CROP, MARK_SIGMA, MIN_SIDE
 
@@ -355,42 +345,15 @@ def main(argv: list[str] | None = None) -> int:
                                    "numpy_fraction": args.numpy_fraction, "data": data_info, "val": figures,
                                    "torch": torch.__version__}}
             export_onnx(net, args.export, meta)
-        return figures
+        return (f"held-out {figures['accuracy']}, all right {figures['all_perceived_right']:.4f}, centre error "
+                f"{figures['centre_error_px']}, T={figures['temperatures']}")
 
-    net.train()
-    t_run = t_last = time.time()
-    bar = tqdm(total=args.steps, initial=step, disable=args.no_progress, mininterval=10, file=sys.stdout)
-    avg = None
-    while step < args.steps:
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
+    def batch_loss(step: int):
         x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction)
-        loss, parts = loss_fn(*net(x), y, t, cls)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 10.0)
-        opt.step()
-        step += 1
-        now = time.time()
-        elapsed += now - t_last
-        t_last = now
-        avg = parts if avg is None else {k: 0.95 * avg.get(k, v) + 0.05 * v for k, v in parts.items()}
-        bar.update(1)
-        bar.set_postfix({k: f"{v:.3f}" for k, v in avg.items()}, refresh=False)
-        stop = args.max_minutes and (now - t_run) / 60 >= args.max_minutes
-        if step % args.ckpt_every == 0 or step == args.steps or stop:
-            save()
-        if step % args.export_every == 0 or step == args.steps or stop:
-            fig = export()
-            save()
-            print(f"\ntrain_attribute_classifier: step {step} ({elapsed / 60:.1f} min) held-out {fig['accuracy']}, "
-                  f"all right {fig['all_perceived_right']:.4f}, centre error {fig['centre_error_px']}, "
-                  f"T={fig['temperatures']}", flush=True)
-        if stop:
-            break
-    bar.close()
-    return 0
+        return loss_fn(*net(x), y, t, cls)
 
+    train_steps(ck, batch_loss, export, "train_attribute_classifier")
+    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -38,6 +37,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from logicval_hf.common.atomic import atomic_path
+from logicval_hf.training.loop import Checkpoint
+from logicval_hf.training.loop import train as train_steps
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_blender"
@@ -690,13 +691,6 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
 
 
 # ---- main -----------------------------------------------------------------------------------------------
-def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    t = min(1.0, (step - warmup) / max(1, steps - warmup))
-    return lr * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * t)))
-
-
 def numpy_val(n: int, seed: int) -> list[Record]:
     return [numpy_render((seed, 10**6, i)) for i in range(n)]
 
@@ -761,7 +755,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import cv2
     import torch
-    from tqdm import tqdm
 
     torch.set_num_threads(args.threads)
     cv2.setNumThreads(1)
@@ -787,69 +780,32 @@ def main(argv: list[str] | None = None) -> int:
 
     net = build_model()
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    step, elapsed, history = 0, 0.0, []
-    last = args.out / "last.pt"
-    if last.is_file():
-        ck = torch.load(last, map_location="cpu", weights_only=False)
-        net.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["opt"])
-        step, elapsed, history = ck["step"], ck.get("elapsed", 0.0), ck.get("history", [])
-        print(f"train_scene_parser: resumed from {last} at step {step}", flush=True)
+    ck = Checkpoint(args.out, net, opt, args)
+    if ck.resume():
+        print(f"train_scene_parser: resumed from {ck.path} at step {ck.step}", flush=True)
     elif args.init:
-        ck = torch.load(args.init, map_location="cpu", weights_only=False)
-        load_init(net, ck["model"])
-        init_info = {"init": str(args.init), "init_steps": ck["step"], "init_args": ck.get("args")}
-        history.append(init_info)
-        print(f"train_scene_parser: initialised from {args.init} (step {ck['step']} of that run)", flush=True)
+        init = torch.load(args.init, map_location="cpu", weights_only=False)
+        load_init(net, init["model"])
+        ck.history.append({"init": str(args.init), "init_steps": init["step"], "init_args": init.get("args")})
+        print(f"train_scene_parser: initialised from {args.init} (step {init['step']} of that run)", flush=True)
 
-    def save():
-        with atomic_path(last) as tmp:
-            torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step, "elapsed": elapsed,
-                        "history": history, "args": {k: str(v) for k, v in vars(args).items()}}, tmp)
+    def export() -> str:
+        fig = do_export(net, args, cls, val, ck.step, ck.elapsed, data_info, ck.history)
+        return f"held-out {fig['val_at_threshold']} at threshold {fig['threshold']}, T={fig['temperatures']}"
 
     if args.export_only:
-        if not last.is_file():
-            ap.error(f"--export-only: no checkpoint {last}")
-        fig = do_export(net, args, cls, val, step, elapsed, data_info, history)
-        print(f"train_scene_parser: exported step {step}: held-out {fig['val_at_threshold']} at threshold "
-              f"{fig['threshold']}, T={fig['temperatures']}", flush=True)
+        if not ck.path.is_file():
+            ap.error(f"--export-only: no checkpoint {ck.path}")
+        print(f"train_scene_parser: exported step {ck.step}: {export()}", flush=True)
         return 0
-    net.train()
-    t_run = time.time()
-    t_last = time.time()
-    bar = tqdm(total=args.steps, initial=step, disable=args.no_progress, mininterval=10, file=sys.stdout)
-    avg = None
-    while step < args.steps:
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
+
+    def batch_loss(step: int):
         x, heat, idx, reg, attr, aw = make_batch(train, step, args.seed, args.batch_size, args.numpy_fraction,
                                                 tuple(args.canvas))
-        out = net(x)
-        loss, parts = loss_fn(out, heat, idx, reg, attr, aw, cls)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 10.0)
-        opt.step()
-        step += 1
-        now = time.time()
-        elapsed += now - t_last
-        t_last = now
-        avg = parts if avg is None else {k: 0.95 * avg[k] + 0.05 * v for k, v in parts.items()}
-        bar.update(1)
-        bar.set_postfix({k: f"{v:.3f}" for k, v in avg.items()}, refresh=False)
-        stop = args.max_minutes and (now - t_run) / 60 >= args.max_minutes
-        if step % args.ckpt_every == 0 or step == args.steps or stop:
-            save()
-        if step % args.export_every == 0 or step == args.steps or stop:
-            fig = do_export(net, args, cls, val, step, elapsed, data_info, history)
-            save()
-            print(f"\ntrain_scene_parser: step {step} ({elapsed / 60:.1f} min) held-out "
-                  f"{fig['val_at_threshold']} at threshold {fig['threshold']}, T={fig['temperatures']}", flush=True)
-        if stop:
-            break
-    bar.close()
-    return 0
+        return loss_fn(net(x), heat, idx, reg, attr, aw, cls)
 
+    train_steps(ck, batch_loss, export, "train_scene_parser")
+    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())
