@@ -27,28 +27,28 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 # ---------------------------------------------------------------------------------------------------------------
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
-# Handed out in this order, then the other files, most tests first (a file missing here only costs balance):
-# the Space and the metric first, whose worker builds the benchmark at once; then work that does not need the
-# benchmark, longest first; last the job and the dataset, which by then read that build instead of waiting for it.
+# Handed out in this order, then the other files, most tests first (a file missing here only costs balance): the
+# ML-stack group first (below), then the Space, whose worker builds the benchmark at once; then work that does not
+# need the benchmark, longest first; last the job and the dataset, which by then read that build instead of waiting.
+# Single-process seconds of the inner loop's part of each (measured 2026-12-01, quiet 2-core machine).
+_ML_STACK = "tests/scoring/test_metric_module.py"
 _ORDER = [
-    "tests/space/test_space.py",  # ~45 s of CPU with tests/scoring/test_metric_module.py (below)
-    "tests/asp/test_domain_solving.py",
-    "tests/generation/test_render.py",
-    "tests/asp/test_solver.py",
-    "tests/contract/test_reference.py",
-    "tests/training/test_captions.py",
-    "tests/training/test_lora_training.py",
-    "tests/asp/test_differential.py",
-    "tests/contract/test_verbalise.py",
-    "tests/scoring/test_baselines.py",
-    "tests/perception/test_perception_neural.py",
-    "tests/job/test_run.py",  # ~15 s
-    "tests/benchmark/test_benchmark.py",  # ~10 s
+    _ML_STACK,  # ~33 s with the files grouped with it
+    "tests/space/test_space.py",  # ~10 s, 3.5 of them importing gradio
+    "tests/asp/test_solver.py",  # ~6
+    "tests/generation/test_render.py",  # ~6
+    "tests/benchmark/test_import_imag_eval.py",  # ~6
+    "tests/contract/test_reference.py",  # ~4
+    "tests/asp/test_differential.py",  # ~4
+    "tests/job/test_run.py",  # ~8
+    "tests/benchmark/test_benchmark.py",  # ~6
 ]
-# file -> the file whose worker it runs on: the metric's widget test imports gradio (3 s), as the Space does
-_TOGETHER = {
-    "tests/scoring/test_metric_module.py": "tests/space/test_space.py",
-}
+# file -> the file whose worker it runs on. Whatever imports torch, transformers, diffusers or evaluate runs on one
+# worker: `import evaluate` alone imports transformers' pipelines and torch (~8 s), and each worker would pay that.
+_TOGETHER = {f"tests/{name}.py": _ML_STACK for name in (
+    "generation/test_families", "generation/test_generate", "perception/test_coco_perception",
+    "perception/test_perception_neural", "perception/test_scene_parser", "scoring/test_baselines",
+    "scoring/test_coco_metric", "training/test_attribute_classifier", "training/test_lora_training")}
 
 
 def _file(nodeid: str) -> str:
@@ -86,6 +86,12 @@ def pytest_collection_modifyitems(config, items):
     # a stable sort (every worker sorts alike): each file's tests keep their order
     items.sort(key=lambda item: (rank.get(_unit(item.nodeid), len(rank)), -count[_unit(item.nodeid)],
                                  _unit(item.nodeid), _file(item.nodeid)))
+
+
+def pytest_configure(config):
+    import helpers
+
+    helpers.INNER_LOOP = "not slow" in (config.getoption("markexpr") or "")
 
 
 def _reuse_folder(config) -> Path | None:

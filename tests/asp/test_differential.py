@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import CATALOG, random_scene, random_spec
+from helpers import CATALOG, examples, random_scene, random_spec
 from logicval_hf import Spec
 from logicval_hf.contract import reference
 from logicval_hf.contract.params import random_constraint
@@ -47,7 +47,7 @@ def test_ten_thousand_random_pairs_over_all_templates():
 
 @pytest.mark.slow
 @given(st.sampled_from(TEMPLATES), st.integers(3, 9), st.integers(0, 10), st.integers(0, 2**31), st.sampled_from([None, 2, 4]))
-@settings(max_examples=400, derandomize=True, deadline=None)
+@settings(max_examples=examples(400), derandomize=True, deadline=None)
 def test_single_verify_agrees_with_reference(tid, n, k, seed, grid):
     rng = random.Random(seed)
     spec = Spec(n, (random_constraint(tid, n, rng),))

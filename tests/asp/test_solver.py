@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from helpers import attr, obj, random_spec, rel
+from helpers import attr, examples, obj, random_spec, rel
 from logicval_hf import Scene, Spec
 from logicval_hf.asp.solver import Solver, solve, verify
 
@@ -151,7 +151,7 @@ class TestVerify:
         rng = random.Random(3)
         from helpers import random_scene
         shared = Solver()
-        for _ in range(40):
+        for _ in range(examples(40)):
             spec = random_spec(rng, 1)
             scenes = [random_scene(rng, rng.randint(0, 9), grid=rng.choice([None, 4])) for _ in range(3)]
             for s in scenes:
@@ -159,10 +159,11 @@ class TestVerify:
 
 
 class TestVerifyMany:
-    def test_batched_equals_one_by_one(self):
+    @pytest.mark.parametrize("n_specs", [8, pytest.param(25, marks=pytest.mark.slow)])
+    def test_batched_equals_one_by_one(self, n_specs):
         from helpers import random_scene
         rng = random.Random(21)
-        specs = [random_spec(rng, rng.choice([1, 3, 6])) for _ in range(25)]
+        specs = [random_spec(rng, rng.choice([1, 3, 6])) for _ in range(n_specs)]
         pairs = [(s, random_scene(rng, max(0, s.n + rng.choice([-1, 0, 1])), grid=rng.choice([None, 3])))
                  for s in specs for _ in range(4)]
         pairs += [(specs[0], Scene.empty())]

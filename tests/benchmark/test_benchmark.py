@@ -87,6 +87,7 @@ def test_bare_name_resolves_to_the_local_folder(folder, tmp_path, monkeypatch):
     assert ds.num_rows == 25
 
 
+@pytest.mark.slow  # the first `datasets` streaming load costs ~2 s
 def test_streaming(folder):
     it = datasets.load_dataset(str(folder), "6SAT", split=SPLIT, streaming=True)
     got = list(it)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.domain import domain_names, load_domain
 from logicval_hf.contract.scene import Scene
@@ -92,7 +93,7 @@ box = st.tuples(st.floats(0, 500), st.floats(0, 500), st.floats(1, 200), st.floa
     lambda t: (t[0], t[1], t[0] + t[2], t[1] + t[3]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(box, box)
 def test_coco_relations_follow_genevals_rule(a, b):
     coco = load_domain("coco")

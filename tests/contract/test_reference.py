@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from logicval_hf import Constraint, Scene, Spec, load_catalog
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.reference import (
@@ -453,14 +454,14 @@ def test_from_orders_and_admissibility():
     assert not AbstractWorld(w.objects, w.relations - {("left", 0, 1), ("right", 1, 0)}).is_admissible(DOM)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(admissible_worlds())
 def test_to_scene_realises_the_world(w):
     s = w.to_scene()
     assert AbstractWorld.from_world(s, ALL_ATTRS) == w
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(CAT.templates)), st.integers(0, 10**6), st.one_of(arbitrary_worlds(), admissible_worlds()))
 def test_compiled_evaluator_agrees_with_interpreter(tid, seed, w):
     c = random_constraint(tid, 4, random.Random(seed))
@@ -474,7 +475,7 @@ def test_compiled_evaluator_agrees_with_interpreter(tid, seed, w):
         assert v is None or v is expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.sampled_from(sorted(t for t in CAT.templates if t.startswith("C6/"))), st.integers(0, 10**6),
        st.one_of(arbitrary_worlds(), admissible_worlds()))
 def test_c6_formula_implies_its_anti_vacuity(tid, seed, w):
@@ -599,7 +600,9 @@ NAIVE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", range(len(NAIVE_CASES)))
+# the last case (three constraints) takes the naive search about a second: the whole suite only
+@pytest.mark.parametrize("case", [*range(len(NAIVE_CASES) - 1),
+                                  pytest.param(len(NAIVE_CASES) - 1, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("negate_first", [False, True])
 def test_search_matches_naive_enumeration(case, negate_first):
     items = [(c, negate_first and i == 0) for i, c in enumerate(NAIVE_CASES[case])]
@@ -610,7 +613,7 @@ def test_search_matches_naive_enumeration(case, negate_first):
         assert all(constraint_holds(c, w) != neg for c, neg in items)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(sorted(CAT.templates)), st.integers(0, 10**6)), min_size=1, max_size=2),
        st.booleans())
 @pytest.mark.slow
@@ -620,7 +623,7 @@ def test_search_matches_naive_enumeration_on_random_constraints(drawn, negate_fi
     assert _search(3, items, DOM, 10**7)[0] == _naive_search(3, items, DOM, spare=1)[0]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.sampled_from(sorted(CAT.templates)), st.integers(0, 10**6), admissible_worlds(min_n=3, max_n=4))
 def test_a_model_means_sat(tid, seed, w):
     n = len(w)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import CATALOG, attr, rel
+from helpers import CATALOG, attr, examples, rel
 from logicval_hf import Constraint, Spec
 from logicval_hf.contract.params import random_constraint
 
@@ -18,7 +18,7 @@ def spec1(template, params, n=5):
 
 class TestRoundTrip:
     @given(st.sampled_from(TEMPLATE_IDS), st.integers(3, 9), st.integers(0, 2**32 - 1))
-    @settings(max_examples=300, derandomize=True, deadline=None)
+    @settings(max_examples=examples(300), derandomize=True, deadline=None)
     def test_random_constraints_round_trip(self, tid, n, seed):
         c = random_constraint(tid, n, random.Random(seed))
         d = c.to_dict()

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from logicval_hf.contract.catalog import Catalog, load_catalog
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
@@ -153,7 +154,7 @@ def test_no_plural_subject_with_a_singular_predicate():
     assert not found, found
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(tid=st.sampled_from(TEMPLATE_IDS), n=st.integers(DOM.n_min, DOM.n_max), seed=st.integers(0, 2**32 - 1))
 def test_random_constraints_render_cleanly(tid, n, seed):
     c = random_constraint(tid, n, random.Random(seed))

@@ -55,6 +55,7 @@ def test_the_public_names_read_the_table():
     assert L.detect_model_type is detect_model_type and L.pipeline_class is F.pipeline_class
 
 
+@pytest.mark.slow  # resolving both pipelines imports most of diffusers and transformers (~6 s)
 def test_diffusers_classes_resolve():
     diffusers = pytest.importorskip("diffusers")
     for name in FAMILIES.names():
@@ -191,6 +192,7 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow  # ~6 s (most of diffusers imported); the LoRA script's test trains a tiny flux in the inner loop
 @pytest.mark.parametrize("model_type", ["flux", "qwen-image"])
 def test_tiny_pipeline_one_lora_step(model_type, one_thread, tmp_path):
     torch = one_thread

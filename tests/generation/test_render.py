@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.generation.render import CLEVR_COLORS, MAX_BOX_OVERLAP, layout_boxes, render_scene
 from logicval_hf.contract.scene import Scene, SceneObject
@@ -163,7 +164,7 @@ def layouts(draw):
     return scene, draw(st.sampled_from(SIZES)), draw(st.integers(0, 2**31))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layouts())
 def test_render_preserves_regions_and_relations(case):
     scene, size, seed = case
@@ -213,7 +214,7 @@ def test_crowded_region(region, size):
 
 def test_planned_layout_realises_facts():
     rng = random.Random(7)
-    for t in range(60):
+    for t in range(examples(60)):
         size = SIZES[t % 2]
         scene = random_scene(rng, rng.randint(1, 10), size)
         boxes = layout_boxes(scene, size, seed=t)
@@ -287,7 +288,8 @@ def test_rejects_tiny_images_and_unknown_colours():
 
 
 # ---- look ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("shape", SHAPES)
+# the inner loop looks at the first shape only
+@pytest.mark.parametrize("shape", [pytest.param(s, marks=() if i == 0 else pytest.mark.slow) for i, s in enumerate(SHAPES)])
 def test_metal_has_brighter_specular_maxima(shape):
     """The whitest pixel (max over the box of min(R, G, B): a highlight, not a hue) is brighter for metal."""
     ground = np.asarray(render_scene(Scene.empty(), (480, 320))[0]).astype(np.float64).min(axis=2)

@@ -198,6 +198,7 @@ def test_resume_skips_work_and_reproduces_the_summary(first):
     assert again["timings"]["benchmark"] < 5  # rows come from out/benchmark.json
 
 
+@pytest.mark.slow  # a second perception pass (~2 s)
 def test_image_folder_scores_user_images(first, tmp_path):
     """A folder of images named by id: one id missing, one unreadable -> both are failed generations."""
     out, summary = first

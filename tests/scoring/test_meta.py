@@ -200,6 +200,7 @@ def test_bad_inputs(tmp_path):
     assert meta_main(["meta", str(tmp_path / "missing.csv")]) == 2
 
 
+@pytest.mark.slow  # draws the plot with matplotlib (~1.5 s); the tables alone are tested above
 def test_meta_cli_writes_tables_and_plot(tmp_path, capsys):
     csv_path, ann_path, _ = write_inputs(tmp_path)
     out = tmp_path / "report"

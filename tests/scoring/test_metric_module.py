@@ -224,6 +224,7 @@ def test_empty_call_is_a_clear_error(tmp_path):
     assert module.compute(predictions=[json.dumps(GOOD)], references=[SPEC])["logicval_score"] == 1.0
 
 
+@pytest.mark.slow  # perceives a batch of images (~1 s)
 def test_paths_and_scene_json_do_not_mix(tmp_path, images):
     """The card says images and scene graphs are not mixed in one call: paths among JSON strings are refused."""
     module = load(tmp_path)

@@ -308,6 +308,7 @@ def test_compose_and_solve(alice):
     assert "exactly 9 red objects" in res["core_constraints"][0]["text"]
 
 
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_compose_explains_invalid_combinations(alice):
     msg = _app_error(alice.predict, *_compose_args(5, ["C4/pair_2rel", "color=red", "shape=cube", "left", "right"]),
                      api_name="/compose")
@@ -406,6 +407,7 @@ def test_probability_is_optional(monkeypatch):
 # ---------------------------------------------------------------------------------------------------------------
 # Upload limits
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_upload_limits(server, alice, sandbox):
     import httpx
     from gradio_client import handle_file
@@ -604,6 +606,7 @@ def test_autosave_survives_kill_9(images, sandbox, tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 # Explore, Check and Annotate (these wait for the benchmark, built in the background meanwhile)
 # ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_explore(alice):
     ids = alice.predict("3UNSAT", api_name="/explore_ids")
     assert ids["value"] == "3UNSAT-0001" and len(ids["choices"]) == 10
@@ -919,6 +922,7 @@ def test_annotate_image_gate(server, alice, gate_model, sandbox):
         images.image_size(big, max_bytes=MAX_MB * 1024 * 1024)
 
 
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_annotate_bounds_free_text(server, alice, gate_model):
     root = server["root"]
     store = ann.AnnotationStore(root / "annotations.sqlite")
@@ -956,9 +960,10 @@ BAD_BOXES = [  # (box 2, what the refusal must say)
 
 
 def _through_the_app(i: int, says: list[str]):
-    """The first refusal and the one the app must escape go through the server in the inner loop; the others only
-    in the whole suite (each costs a round trip; their messages are `test_check_boxes_refuses_bad_boxes`')."""
-    return () if i == 0 or any("&" in part for part in says) else pytest.mark.slow
+    """The first refusal goes through the server in the inner loop; the others (the one the app must escape among
+    them) only in the whole suite (each costs a round trip; their messages are `test_check_boxes_refuses_bad_boxes`',
+    and `test_annotate_export_escapes_labels` keeps escaping in the inner loop)."""
+    return () if i == 0 else pytest.mark.slow
 
 
 @pytest.mark.parametrize("bad,says", BAD_BOXES, ids=[s[0] for _, s in BAD_BOXES])
@@ -1027,6 +1032,7 @@ def test_annotate_box_states_and_clipping(server, alice, gate_model):
             ann.check_boxes([{"xmin": v, "ymin": 1, "xmax": 5, "ymax": 5}], (480, 320))
 
 
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_annotate_image_id_anchored(server, alice, gate_model):
     root = server["root"]
     store = ann.AnnotationStore(root / "annotations.sqlite")
@@ -1085,6 +1091,7 @@ def _red_cubes(k: int = 3) -> Scene:
                                                (20 + 100 * i, 100, 80 + 100 * i, 160)) for i in range(k)))
 
 
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_check_texts_name_constraints_as_the_prompt_does(alice, sandbox):
     """Issue 12, point 5: human texts say "Constraint k" from 1 (as the prompt does); JSON stays 0-based."""
     from logicval_hf.contract.verbalise import full_prompt
@@ -1112,6 +1119,7 @@ def test_check_texts_name_constraints_as_the_prompt_does(alice, sandbox):
     assert "failing: Constraints 1 and 3" in verdict_md and "**Constraint 3** (`C3/1prop`)" in violations_md
 
 
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_compose_texts_name_constraints_as_the_prompt_does(alice):
     # an UNSAT spec whose core is its second and third constraints: "Constraints 2 and 3", never "[1, 2]"
     spec_text = alice.predict(*_compose_args(4, ["C1/1prop", "color=red"], ["C2/1prop", "shape=cube"],
@@ -1282,6 +1290,7 @@ def test_annotate_without_its_widget_exits_with_one_line(sandbox, tmp_path):
                      'is not installed): pip install "logicval-hf[space]"'], r.stderr[-2000:]
 
 
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_compose_quotes_long_typed_values(alice):
     """The parameter menus accept typed values: a refused one is quoted cut short, as Annotate does."""
     from logicval_hf.space import compose as cmp
@@ -1303,6 +1312,7 @@ def test_compose_quotes_long_typed_values(alice):
 
 
 
+@pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_closed_menus_quote_foreign_values(alice):
     """Menus of fixed choices refuse another value (sent through the API) quoting it cut short, not whole."""
     for args, api, label in (

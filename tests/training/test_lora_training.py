@@ -134,6 +134,7 @@ def test_load_image_covers_and_crops(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # Save / reload
 # ---------------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # the inner loop keeps one training run (flux)
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_path):
     pipe = builders.tiny_pipeline(model_type)
@@ -190,7 +191,9 @@ def test_lora_round_trip_through_load_lora_weights(model_type, tiny_data, tmp_pa
 # ---------------------------------------------------------------------------------------------------------
 # The training script
 # ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("model_type", MODEL_TYPES)
+# the inner loop trains the first family only
+@pytest.mark.parametrize("model_type", [pytest.param(m, marks=() if i == 0 else pytest.mark.slow)
+                                        for i, m in enumerate(MODEL_TYPES)])
 def test_train_script_trains_selects_and_saves(model_type, tiny_data, tiny_models, tmp_path):
     tl = _train_module()
     out = tmp_path / "run"
@@ -228,6 +231,7 @@ def test_train_script_trains_selects_and_saves(model_type, tiny_data, tiny_model
     assert again == pytest.approx(sel["best"]["heldout_loss"], rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.slow  # two training runs
 def test_resume_gives_the_same_run(tiny_data, tiny_models, tmp_path):
     tl = _train_module()
     common = ["--pretrained_model_name_or_path", str(tiny_models["flux"]), "--data_dir", str(tiny_data),
