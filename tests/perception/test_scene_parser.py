@@ -121,6 +121,28 @@ def test_jpeg_reencode_of_a_numpy_render_gives_the_same_graph():
     assert checked == 3
 
 
+def test_the_shipped_detector_parses_the_mirror_too_by_default():
+    """flip: the mirrored image's offsets come back to the original's cells. A wrong mirror would move every
+    centre; here the two-look centres stay within a pixel of the one-look ones and of the truth."""
+    model = scene_parser.load_model()
+    assert model.meta["flip"] is True
+    name = "clevr_v1_train__CLEVR_train_000514.png"
+    rgb = load_image(DATA / name)
+    both, = model.detect_batch([rgb])
+    one, = model.detect_batch([rgb], flip=False)
+    truth = np.array([o["pixel_coords"][:2] for o in SCENES[name]["objects"]], float)
+    assert len(both) == len(one) == len(truth)  # peaks are the original view's
+    for d in both:
+        nearest = min(one, key=lambda e: (e.cx - d.cx) ** 2 + (e.cy - d.cy) ** 2)
+        assert abs(nearest.cx - d.cx) < 1 and abs(nearest.cy - d.cy) < 1
+        assert np.abs(truth - (d.cx, d.cy)).sum(1).min() < 2
+    # and the mirrored image parses to the mirrored scene
+    W = rgb.shape[1]
+    mirrored, = model.detect_batch([np.ascontiguousarray(rgb[:, ::-1])])
+    for d in mirrored:
+        assert np.abs(truth - (W - d.cx, d.cy)).sum(1).min() < 2
+
+
 def test_unknown_setting_is_refused():
     with pytest.raises(ValueError, match="unknown settings .* for the clevr scene parser"):
         scene_parser.extract(np.zeros((32, 32, 3), np.uint8), thresh=0.5)
