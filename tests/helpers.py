@@ -40,7 +40,7 @@ INNER_LOOP = False
 def examples(n: int) -> int:
     """How many random cases a property test or a seeded loop tries: ``n`` in the whole suite (CI, the README's
     test command), a quarter of it (at least 10) in the inner loop, which is for quick feedback."""
-    return max(10, n // 4) if INNER_LOOP else n
+    return min(n, max(10, n // 4)) if INNER_LOOP else n
 
 
 CATALOG = load_catalog()
