@@ -418,7 +418,24 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, max_objects, "
                         "batch_size, flip, model_path, attribute_model, threads")
+    _check_values(settings)
     return model, settings
+
+
+def _check_values(settings: dict[str, Any]) -> None:
+    """Refuse values that would otherwise be coerced into something else (``flip="false"`` is truthy; a
+    threshold of 2 finds nothing) with the setting's name."""
+    flip = settings.get("flip")
+    if flip is not None and not isinstance(flip, (bool, np.bool_)):
+        raise ValueError(f"clevr scene parser: flip must be true or false, not {flip!r}")
+    thr = settings.get("threshold")
+    if thr is not None and (isinstance(thr, bool) or not isinstance(thr, (int, float, np.floating))
+                            or not 0 < float(thr) <= 1):
+        raise ValueError(f"clevr scene parser: threshold must be a number in (0, 1], not {thr!r}")
+    for name in ("max_objects", "batch_size"):
+        v = settings.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+            raise ValueError(f"clevr scene parser: {name} must be a whole number >= 1, not {v!r}")
 
 
 def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:

@@ -148,6 +148,24 @@ def test_unknown_setting_is_refused():
         scene_parser.extract(np.zeros((32, 32, 3), np.uint8), thresh=0.5)
 
 
+@pytest.mark.parametrize("setting,says", [
+    ({"flip": "false"}, "flip must be true or false, not 'false'"),
+    ({"flip": 1}, "flip must be true or false"),
+    ({"threshold": 2}, r"threshold must be a number in \(0, 1\], not 2"),
+    ({"threshold": "0.5"}, "threshold must be a number"),
+    ({"max_objects": 0}, "max_objects must be a whole number >= 1, not 0"),
+    ({"batch_size": 2.5}, "batch_size must be a whole number"),
+])
+def test_bad_setting_values_are_refused_by_name(setting, says):
+    with pytest.raises(ValueError, match=says):
+        scene_parser.extract(np.zeros((32, 32, 3), np.uint8), **setting)
+
+
+def test_good_setting_values_are_taken():
+    rgb = np.zeros((32, 32, 3), np.uint8)
+    assert scene_parser.extract(rgb, flip=False, threshold=0.5, max_objects=3, batch_size=1).objects == ()
+
+
 def test_missing_model_file_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.onnx"):
         scene_parser.load_model(tmp_path / "nope.onnx")
