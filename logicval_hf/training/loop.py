@@ -1,12 +1,15 @@
-"""The CPU training loop the scene-parser scripts share: checkpoint / resume, the schedule, the step cadence.
+"""The CPU training loop the scene-parser scripts share: its flags, checkpoint / resume, the schedule, the step
+cadence, and the ONNX export with metadata.
 
 `train_scene_parser` (the detector) and `train_attribute_classifier` (the second stage) differ in data, model,
-loss and export; how they step, checkpoint, resume, report progress and stop is the same and lives here, so
-a fix to resuming or to ``--max-minutes`` reaches both.
+loss and what their model files say; how they step, checkpoint, resume, report progress, stop and write ONNX
+is the same and lives here, so a fix to resuming or to ``--max-minutes`` reaches both.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import sys
 import time
@@ -14,6 +17,36 @@ from pathlib import Path
 from typing import Any, Callable
 
 from logicval_hf.common.atomic import atomic_path
+
+
+def add_loop_arguments(ap: argparse.ArgumentParser, *, out: Path, steps: int, warmup: int, seed: int,
+                       lr: float = 2e-3) -> None:
+    """The flags `train` and `open_checkpoint` read, with each script's defaults."""
+    ap.add_argument("--out", type=Path, default=out,
+                    help=f"checkpoint folder (resumed from its last.pt when present; default {out})")
+    ap.add_argument("--steps", type=int, default=steps, help="total optimiser steps (cosine schedule over them)")
+    ap.add_argument("--export-every", type=int, default=500, help="steps between exports (and validations)")
+    ap.add_argument("--ckpt-every", type=int, default=100, help="steps between checkpoints")
+    ap.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate")
+    ap.add_argument("--warmup", type=int, default=warmup, help="linear warm-up steps")
+    ap.add_argument("--weight-decay", type=float, default=1e-4, help="AdamW weight decay")
+    ap.add_argument("--seed", type=int, default=seed, help="seed of initialisation, batches and augmentation")
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--max-minutes", type=float, default=0,
+                    help="stop (checkpoint + export) after this many minutes of this run (0 = no limit)")
+    ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+
+
+def start(args: argparse.Namespace) -> None:
+    """Before the model is built: torch on ``--threads`` (OpenCV on one: the augmentation runs per sample), the
+    seed set, the run folder made."""
+    import cv2
+    import torch
+
+    torch.set_num_threads(args.threads)
+    cv2.setNumThreads(1)
+    torch.manual_seed(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
 
 
 def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
@@ -52,6 +85,45 @@ class Checkpoint:
             torch.save({"model": self.net.state_dict(), "opt": self.opt.state_dict(), "step": self.step,
                         "elapsed": self.elapsed, "history": self.history,
                         "args": {k: str(v) for k, v in vars(self.args).items()}}, tmp)
+
+
+def open_checkpoint(args: argparse.Namespace, net, name: str) -> tuple[Checkpoint, bool]:
+    """An AdamW optimiser on ``net`` and the run's `Checkpoint`, resumed when ``--out`` holds one (True)."""
+    import torch
+
+    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    ck = Checkpoint(args.out, net, opt, args)
+    resumed = ck.resume()
+    if resumed:
+        print(f"{name}: resumed from {ck.path} at step {ck.step}", flush=True)
+    return ck, resumed
+
+
+def export_onnx(graph, net, path: Path, example, input_names: list[str], output_names: list[str],
+                dynamic_axes: dict[str, dict[int, str]], meta: dict[str, Any], doc: str) -> None:
+    """``graph`` (``net`` or a module wrapping it) traced on ``example`` to ONNX, ``meta`` embedded under the
+    parser's metadata key, written atomically; ``net`` is back in training mode after if it was before."""
+    import warnings
+
+    import onnx
+    import torch
+
+    from logicval_hf.perception.scene_parser import META_KEY
+
+    with atomic_path(Path(path)) as tmp:
+        was_training = net.training
+        net.eval()
+        with warnings.catch_warnings():  # the TorchScript exporter is deprecated, but needs no onnxscript
+            warnings.simplefilter("ignore")
+            torch.onnx.export(graph, (example,), str(tmp), input_names=input_names, output_names=output_names,
+                              dynamic_axes=dynamic_axes, opset_version=17, dynamo=False)
+        if was_training:
+            net.train()
+        model = onnx.load(str(tmp))
+        entry = model.metadata_props.add()
+        entry.key, entry.value = META_KEY, json.dumps(meta)
+        model.doc_string = doc
+        onnx.save(model, str(tmp))
 
 
 def train(ck: Checkpoint, batch_loss: Callable[[int], tuple[Any, dict[str, float]]], export: Callable[[], str],

@@ -35,9 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from logicval_hf.common.atomic import atomic_path
-from logicval_hf.training.loop import Checkpoint
-from logicval_hf.training.loop import train as train_steps
+from logicval_hf.training import loop
 from logicval_hf.training.train_scene_parser import (ATTRIBUTES, DEFAULT_DATA, Record, classes,
                                                      fit_temperature, load_folder, numpy_render,
                                                      split_holdout, visible_points)
@@ -242,29 +240,14 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed:
 
 
 def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
-    import warnings
-
-    import onnx
+    """ONNX with a dynamic batch of crops, metadata embedded; written atomically."""
     import torch
 
-    from logicval_hf.perception.scene_parser import CROP, META_KEY
+    from logicval_hf.perception.scene_parser import CROP
 
-    with atomic_path(Path(path)) as tmp:
-        was = net.training
-        net.eval()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(net, (torch.zeros(1, 4, CROP, CROP),), str(tmp), input_names=["crops"],
-                              output_names=["logits", "centre"],
-                              dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "centre": {0: "n"}},
-                              opset_version=17, dynamo=False)
-        if was:
-            net.train()
-        model = onnx.load(str(tmp))
-        entry = model.metadata_props.add()
-        entry.key, entry.value = META_KEY, json.dumps(meta)
-        model.doc_string = "LogicVal-HF CLEVR attribute classifier (see logicval_hf/perception/scene_parser.md)"
-        onnx.save(model, str(tmp))
+    loop.export_onnx(net, net, path, torch.zeros(1, 4, CROP, CROP), ["crops"], ["logits", "centre"],
+                     {"crops": {0: "n"}, "logits": {0: "n"}, "centre": {0: "n"}}, meta,
+                     "LogicVal-HF CLEVR attribute classifier (see logicval_hf/perception/scene_parser.md)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,36 +255,20 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, action="append",
                     help=f"a folder of renders in the CLEVR layout, with masks (repeatable; default {DEFAULT_DATA})")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help=f"checkpoint folder (resumed from its last.pt when present; default {DEFAULT_OUT})")
-    ap.add_argument("--steps", type=int, default=3000, help="total optimiser steps (cosine schedule over them)")
+    loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=3000, warmup=150, seed=21)
     ap.add_argument("--export", type=Path, default=None,
                     help="write the ONNX model here at every --export-every steps and at the end (name it "
                          "<detector stem>_attributes.onnx beside the detector for the parser to use it)")
-    ap.add_argument("--export-every", type=int, default=500, help="steps between exports (and validations)")
-    ap.add_argument("--ckpt-every", type=int, default=100, help="steps between checkpoints")
     ap.add_argument("--batch-size", type=int, default=64, help="object crops per step")
-    ap.add_argument("--lr", type=float, default=2e-3, help="peak AdamW learning rate")
-    ap.add_argument("--warmup", type=int, default=150, help="linear warm-up steps")
-    ap.add_argument("--weight-decay", type=float, default=1e-4, help="AdamW weight decay")
     ap.add_argument("--numpy-fraction", type=float, default=0.25,
                     help="share of each batch's crops from scenes drawn fresh by the numpy renderer (0 = none)")
     ap.add_argument("--val-fraction", type=float, default=0.05,
                     help="last share of every --data folder (by file name) held out (the detector's split)")
-    ap.add_argument("--seed", type=int, default=21, help="seed of initialisation, batches and augmentation")
-    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    ap.add_argument("--max-minutes", type=float, default=0,
-                    help="stop (checkpoint + export) after this many minutes of this run (0 = no limit)")
-    ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     args = ap.parse_args(argv)
 
-    import cv2
     import torch
 
-    torch.set_num_threads(args.threads)
-    cv2.setNumThreads(1)
-    torch.manual_seed(args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
+    loop.start(args)
     cls = classes()
 
     records, train, val, data_info = [], [], [], []
@@ -318,10 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train_attribute_classifier: {len(train)} training objects, {len(val)} held out", flush=True)
 
     net = build_model()
-    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    ck = Checkpoint(args.out, net, opt, args)
-    if ck.resume():
-        print(f"train_attribute_classifier: resumed from {ck.path} at step {ck.step}", flush=True)
+    ck, _ = loop.open_checkpoint(args, net, "train_attribute_classifier")
 
     def export() -> str:
         step, elapsed = ck.step, ck.elapsed
@@ -352,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction)
         return loss_fn(*net(x), y, t, cls)
 
-    train_steps(ck, batch_loss, export, "train_attribute_classifier")
+    loop.train(ck, batch_loss, export, "train_attribute_classifier")
     return 0
 
 if __name__ == "__main__":

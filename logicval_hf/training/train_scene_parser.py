@@ -36,9 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from logicval_hf.common.atomic import atomic_path
-from logicval_hf.training.loop import Checkpoint
-from logicval_hf.training.loop import train as train_steps
+from logicval_hf.training import loop
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_blender"
@@ -662,32 +660,12 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
 
 def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
     """ONNX with dynamic batch and image size, metadata embedded; written atomically."""
-    import onnx
     import torch
 
-    from logicval_hf.perception.scene_parser import META_KEY
-
-    with atomic_path(Path(path)) as tmp:
-        wrapped = Export.wrap(net)
-        was_training = net.training
-        net.eval()
-        dummy = torch.zeros(1, 3, CANVAS[1], CANVAS[0])
-        axes = {"image": {0: "n", 2: "h", 3: "w"}, "peak": {0: "n", 2: "gh", 3: "gw"},
-                "reg": {0: "n", 2: "gh", 3: "gw"}, "logits": {0: "n", 2: "gh", 3: "gw"},
-                "heat": {0: "n", 2: "gh", 3: "gw"}, "vis": {0: "n", 2: "gh", 3: "gw"}}
-        import warnings
-
-        with warnings.catch_warnings():  # the TorchScript exporter is deprecated, but needs no onnxscript
-            warnings.simplefilter("ignore")
-            torch.onnx.export(wrapped, (dummy,), str(tmp), input_names=["image"],
-                              output_names=["peak", "reg", "logits", "heat", "vis"], dynamic_axes=axes, opset_version=17, dynamo=False)
-        if was_training:
-            net.train()
-        model = onnx.load(str(tmp))
-        entry = model.metadata_props.add()
-        entry.key, entry.value = META_KEY, json.dumps(meta)
-        model.doc_string = "LogicVal-HF CLEVR scene parser (see logicval_hf/perception/scene_parser.md)"
-        onnx.save(model, str(tmp))
+    outputs = ["peak", "reg", "logits", "heat", "vis"]
+    axes = {"image": {0: "n", 2: "h", 3: "w"}, **{o: {0: "n", 2: "gh", 3: "gw"} for o in outputs}}
+    loop.export_onnx(Export.wrap(net), net, path, torch.zeros(1, 3, CANVAS[1], CANVAS[0]), ["image"], outputs,
+                     axes, meta, "LogicVal-HF CLEVR scene parser (see logicval_hf/perception/scene_parser.md)")
 
 
 # ---- main -----------------------------------------------------------------------------------------------
@@ -720,29 +698,18 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, action="append",
                     help=f"a folder of renders in the CLEVR layout (repeatable; default {DEFAULT_DATA})")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help=f"checkpoint folder (resumed from its last.pt when present; default {DEFAULT_OUT})")
-    ap.add_argument("--steps", type=int, default=6000, help="total optimiser steps (cosine schedule over them)")
+    loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=6000, warmup=200, seed=14)
     ap.add_argument("--export", type=Path, default=None,
                     help="write the ONNX model here at every --export-every steps and at the end")
-    ap.add_argument("--export-every", type=int, default=500, help="steps between exports (and validations)")
-    ap.add_argument("--ckpt-every", type=int, default=100, help="steps between checkpoints")
     ap.add_argument("--batch-size", type=int, default=12, help="images per step")
     ap.add_argument("--canvas", type=int, nargs=2, default=list(CANVAS), metavar=("W", "H"),
                     help="training crop size in pixels of the working scale (multiples of 32; smaller = more "
                          "steps per hour, the network being fully convolutional)")
-    ap.add_argument("--lr", type=float, default=2e-3, help="peak AdamW learning rate")
-    ap.add_argument("--warmup", type=int, default=200, help="linear warm-up steps")
-    ap.add_argument("--weight-decay", type=float, default=1e-4, help="AdamW weight decay")
     ap.add_argument("--numpy-fraction", type=float, default=0.25,
                     help="share of each batch drawn fresh by the project's numpy renderer (0 = none)")
     ap.add_argument("--val-fraction", type=float, default=0.05,
                     help="last share of every --data folder (by file name) held out for validation/calibration")
     ap.add_argument("--numpy-val", type=int, default=40, help="numpy renders added to the held-out set")
-    ap.add_argument("--seed", type=int, default=14, help="seed of initialisation, batches and augmentation")
-    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    ap.add_argument("--max-minutes", type=float, default=0,
-                    help="stop (checkpoint + export) after this many minutes of this run (0 = no limit)")
     ap.add_argument("--init", type=Path,
                     help="start from the weights of this checkpoint (fresh optimiser, schedule and step count), "
                          "e.g. an earlier run's last.pt; ignored when --out holds a checkpoint to resume")
@@ -750,16 +717,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="exported model parses each image and its mirror by default (setting flip=True)")
     ap.add_argument("--export-only", action="store_true",
                     help="no training: validate, calibrate and export the checkpoint in --out")
-    ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     args = ap.parse_args(argv)
 
-    import cv2
     import torch
 
-    torch.set_num_threads(args.threads)
-    cv2.setNumThreads(1)
-    torch.manual_seed(args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
+    loop.start(args)
     cls = classes()
 
     folders = args.data or [DEFAULT_DATA]
@@ -779,11 +741,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({args.numpy_val} numpy renders), {len(problems)} problems", flush=True)
 
     net = build_model()
-    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    ck = Checkpoint(args.out, net, opt, args)
-    if ck.resume():
-        print(f"train_scene_parser: resumed from {ck.path} at step {ck.step}", flush=True)
-    elif args.init:
+    ck, resumed = loop.open_checkpoint(args, net, "train_scene_parser")
+    if not resumed and args.init:
         init = torch.load(args.init, map_location="cpu", weights_only=False)
         load_init(net, init["model"])
         ck.history.append({"init": str(args.init), "init_steps": init["step"], "init_args": init.get("args")})
@@ -804,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 tuple(args.canvas))
         return loss_fn(net(x), heat, idx, reg, attr, aw, cls)
 
-    train_steps(ck, batch_loss, export, "train_scene_parser")
+    loop.train(ck, batch_loss, export, "train_scene_parser")
     return 0
 
 if __name__ == "__main__":
