@@ -299,8 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.export:
             from logicval_hf.perception.scene_parser import CONTEXT, CROP, MARK_SIGMA, MIN_SIDE
 
-            # the centre head trains as an auxiliary task; the parser refines centres with it only when this
-            # says so (set it after checking the refined centres beat the detector's on held-out renders)
+            # the centre head trains as an auxiliary task; the parser keeps the detector's centres
             meta = {"version": 1, "refine_centre": False, "attributes": list(ATTRIBUTES), "classes": {a: list(c) for a, c in cls.items()},
                     "temperatures": temps, "input": "float32 N x 4 x CROP x CROP: RGB in [0, 1], mark",
                     "crop": {"size": CROP, "context": CONTEXT, "min_side": MIN_SIDE, "mark_sigma": MARK_SIGMA},
