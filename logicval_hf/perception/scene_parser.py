@@ -77,15 +77,18 @@ def resize(rgb: np.ndarray, scale: float) -> np.ndarray:
     return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
 
 
-def pad_to_multiple(rgb: np.ndarray, multiple: int = MULTIPLE) -> np.ndarray:
-    """Replicate the border (not zeros): the padded strip then looks like floor, not like an edge the network
-    could mistake for an object boundary."""
+def pad_to_multiple(rgb: np.ndarray, multiple: int = MULTIPLE, fill: int | None = None) -> np.ndarray:
+    """Pad right and bottom to a multiple of ``multiple``, replicating the border (not zeros): the padded strip
+    then looks like floor, not like an edge the network could mistake for an object boundary. ``fill``: a
+    constant instead (training pads an object map with "no object" the same way as its image)."""
     import cv2
 
     h, w = rgb.shape[:2]
     ph, pw = -h % multiple, -w % multiple
     if ph == 0 and pw == 0:
         return rgb
+    if fill is not None:
+        return cv2.copyMakeBorder(rgb, 0, ph, 0, pw, cv2.BORDER_CONSTANT, value=fill)
     return cv2.copyMakeBorder(rgb, 0, ph, 0, pw, cv2.BORDER_REPLICATE)
 
 

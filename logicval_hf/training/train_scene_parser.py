@@ -248,7 +248,7 @@ def augment(rec: Record, rng: np.random.Generator, canvas: tuple[int, int] = CAN
     ``strong=False``: the inference geometry only (validation)."""
     import cv2
 
-    from logicval_hf.perception.scene_parser import MULTIPLE, pad_to_multiple, resize, target_scale
+    from logicval_hf.perception.scene_parser import pad_to_multiple, resize, target_scale
 
     img = rec.rgb
     H0, W0 = img.shape[:2]
@@ -290,8 +290,7 @@ def augment(rec: Record, rng: np.random.Generator, canvas: tuple[int, int] = CAN
     centres, sizes, labels = centres[keep], sizes[keep], labels[keep]
     if not strong:
         if objmap is not None:
-            ph, pw = -objmap.shape[0] % MULTIPLE, -objmap.shape[1] % MULTIPLE  # as pad_to_multiple pads the image
-            objmap = cv2.copyMakeBorder(objmap, 0, ph, 0, pw, cv2.BORDER_CONSTANT, value=-1)
+            objmap = pad_to_multiple(objmap, fill=-1)
         return pad_to_multiple(np.ascontiguousarray(img)), centres, sizes, labels, objmap, kept
     if rng.random() < 0.5:
         img = img[:, ::-1]
