@@ -115,8 +115,8 @@ def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: 
 def backend_fingerprint(backend: str) -> str:
     """A short hash of a perception backend's code and model: cached verdicts are reused only when it matches.
 
-    Hashes the backend's module source and the files its module names in ``MODEL_PATHS`` (or ``MODEL_PATH``;
-    the clevr backend's trained weights), so a retrained or edited backend re-scores every image.
+    Hashes the backend's module source and the files its module names in ``MODEL_PATHS`` (the clevr backend's
+    trained weights), so a retrained or edited backend re-scores every image.
     """
     import importlib
     import importlib.util
@@ -136,9 +136,8 @@ def backend_fingerprint(backend: str) -> str:
             if spec is not None and spec.origin and os.path.isfile(spec.origin):
                 h.update(Path(spec.origin).read_bytes())
             mod = importlib.import_module(module)
-            models = getattr(mod, "MODEL_PATHS", None) or (getattr(mod, "MODEL_PATH", None),)
-            for model in models:
-                if model is not None and os.path.isfile(model):
+            for model in getattr(mod, "MODEL_PATHS", ()):
+                if os.path.isfile(model):
                     h.update(Path(model).read_bytes())
     return h.hexdigest()[:16]
 
