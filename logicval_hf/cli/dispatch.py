@@ -16,12 +16,23 @@ from typing import Any, Callable, Sequence
 from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
-__all__ = ["USER_ERRORS", "dispatch", "emit", "read_json", "standalone_main"]
+__all__ = ["USER_ERRORS", "dispatch", "emit", "positive_int", "read_json", "standalone_main"]
 
 #: errors that mean bad input: reported in one line, exit status 2
 USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
 
 
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (a one-line usage error otherwise)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
 
 
 def read_json(path: str, what: str, hint: str = "") -> Any:

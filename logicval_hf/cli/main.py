@@ -1,5 +1,5 @@
 """The ``logicval`` command: one parser, one module per command group (`core`, `dataset`, `meta`, `run`,
-`generate`, `render_clevr`, `imports`), run through `logicval_hf.cli.dispatch` (errors, missing extras, broken pipes)."""
+`generate`, `render_clevr`, `imports`, `serve`), run through `logicval_hf.cli.dispatch` (errors, missing extras, broken pipes)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import argparse
 import sys
 from typing import Sequence
 
-from logicval_hf.cli import core, dataset, generate, imports, meta, render_clevr, run
+from logicval_hf.cli import core, dataset, generate, imports, meta, render_clevr, run, serve
 from logicval_hf.cli.dispatch import dispatch
 
 #: the command groups, in the order ``logicval --help`` lists them
-GROUPS = (core, dataset, meta, run, generate, render_clevr, imports)
+GROUPS = (core, dataset, meta, run, generate, render_clevr, imports, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,18 +10,9 @@ import sys
 from typing import Any, Sequence
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
+from logicval_hf.cli.dispatch import positive_int as _positive_int
 
 __all__ = ["add_subcommands", "cmd_run", "main"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -25,6 +25,8 @@ EXTRAS = {
     "neural": "the neural perception backend (Grounding DINO + CLIP), the CLIPScore and local VLM baselines",
     "space": "the Gradio Space (Explore, Compose, Check, Annotate) and the metric's Space app",
     "train": "LoRA fine-tuning and image generation with diffusers pipelines",
+    "serve": "the RL reward server (`logicval serve`: FastAPI + uvicorn)",
+    "serve-ray": "the reward server scaled out on Ray Serve (`logicval serve --ray`)",
     "test": "everything above plus pytest, hypothesis and playwright",
 }
 
@@ -35,6 +37,7 @@ MODULE_EXTRAS = {
     "safetensors": "neural",
     "gradio": "space", "gradio_client": "space", "gradio_image_annotation": "space",
     "diffusers": "train", "peft": "train", "accelerate": "train",
+    "fastapi": "serve", "uvicorn": "serve", "ray": "serve-ray",
 }
 
 #: perception backend -> (extra, modules it imports)

@@ -1,0 +1,125 @@
+"""``logicval serve`` (LogicVal as an RL reward server) and ``logicval build-prompts`` (training prompts apart from
+the benchmark). The server's logic is `logicval_hf.serve`; the prompts' is `logicval_hf.benchmark.training_prompts`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+from logicval_hf.cli.dispatch import emit, positive_int as _positive_int, standalone_main
+
+__all__ = ["add_subcommands", "cmd_build_prompts", "cmd_serve", "main"]
+
+_TOKEN_ENV = "LOGICVAL_SERVE_TOKEN"
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE``; the value read as JSON when it is JSON (``false``, ``0.4``), else as text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from logicval_hf.serve.config import ServeConfig
+    from logicval_hf.serve.protocol import Limits
+
+    return ServeConfig(
+        host=args.host, port=args.port, backend=args.backend, backend_settings=dict(args.setting or ()),
+        workers=0 if args.ray else args.workers, token=args.token or os.environ.get(_TOKEN_ENV) or None,
+        reward=args.reward, limits=Limits(args.max_images, args.max_pixels, args.max_bytes),
+        max_batch=args.max_batch, max_queue=args.max_queue)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from logicval_hf.common.extras import require, require_backend
+    from logicval_hf.perception import BACKENDS
+
+    BACKENDS.get(args.backend)  # an unknown name is one line with a suggestion, before anything starts
+    require_backend(args.backend)
+    config = _config(args)
+    if args.ray:
+        from logicval_hf.serve.ray_deployment import serve_forever
+
+        serve_forever(config, replicas=args.replicas, gpus_per_replica=args.gpus_per_replica,
+                      address=args.address)
+        return 0
+    if args.replicas != 1 or args.gpus_per_replica:
+        raise ValueError("--replicas and --gpus-per-replica scale out on Ray Serve: add --ray")
+    uvicorn = require("uvicorn", "serve", "the reward server")
+    from logicval_hf.serve.app import create_app
+
+    print(f"logicval serve: {config.backend} backend, {config.workers} worker(s), "
+          f"http://{config.host}:{config.port} (POST /, POST /compute, GET /health)", file=sys.stderr)
+    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level=args.log_level,
+                timeout_graceful_shutdown=5)
+    return 0
+
+
+def cmd_build_prompts(args: argparse.Namespace) -> int:
+    from logicval_hf.benchmark.training_prompts import build_prompts
+
+    summary = build_prompts(args.out, n=args.n, seed=args.seed, progress=not args.no_progress)
+    emit(summary, args.pretty)
+    return 0
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Register ``serve`` and ``build-prompts`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "serve", help="LogicVal as an RL reward: Flow-GRPO's pickle protocol at POST /, Flow-Factory's JSON at "
+                      "POST /compute, GET /health (extra 'serve'; --ray: extra 'serve-ray')")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=18085, help="port (default 18085, where Flow-GRPO's client posts)")
+    p.add_argument("--backend", default="clevr",
+                   help="perception backend: clevr (LogicVal specs, default), neural (GenEval metadata: the coco "
+                        "domain; extra 'neural'), given (scene-graph JSON instead of images)")
+    p.add_argument("--setting", action="append", type=_setting, metavar="KEY=VALUE",
+                   help="a backend setting, repeatable (e.g. flip=false: the clevr parser's one-look mode, about "
+                        "twice as fast)")
+    p.add_argument("--workers", type=_positive_int, default=1,
+                   help="scoring worker processes (default 1; one per core is the usual choice)")
+    p.add_argument("--token", default=None,
+                   help=f"require 'Authorization: Bearer TOKEN' on scoring routes (or set {_TOKEN_ENV})")
+    p.add_argument("--reward", choices=("fraction", "probability"), default="fraction",
+                   help="'scores' of LogicVal items: fraction of constraints satisfied (default) or P(scene |= "
+                        "spec) under the perceived attribute distributions")
+    p.add_argument("--max-images", type=_positive_int, default=256, help="images per request (413 beyond)")
+    p.add_argument("--max-pixels", type=_positive_int, default=4096 * 4096, help="pixels per image (413 beyond)")
+    p.add_argument("--max-bytes", type=_positive_int, default=128 * 2**20, help="bytes per request (413 beyond)")
+    p.add_argument("--max-batch", type=_positive_int, default=64, help="images per micro-batch")
+    p.add_argument("--max-queue", type=_positive_int, default=1024,
+                   help="images allowed to wait; beyond, 503 with Retry-After")
+    p.add_argument("--ray", action="store_true", help="run as a Ray Serve deployment (extra 'serve-ray')")
+    p.add_argument("--replicas", type=_positive_int, default=1, help="Ray Serve replicas (with --ray)")
+    p.add_argument("--gpus-per-replica", type=float, default=0.0, metavar="G", help="GPUs per replica (with --ray)")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster to join (with --ray; default: a running cluster if any, else a local one)")
+    p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
+    p.set_defaults(func=cmd_serve)
+
+    b = subparsers.add_parser(
+        "build-prompts", help="sample training specs from the benchmark's templates and packages, none of them one "
+                              "of the benchmark's specs (a dataset folder plus Flow-GRPO's *_metadata.jsonl)")
+    b.add_argument("--n", type=_positive_int, default=50_000, help="training prompts (default 50000)")
+    b.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    b.add_argument("--out", required=True, metavar="DIR", help="folder to write; an unfinished one is resumed")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument("--pretty", action="store_true", help="indent the JSON summary")
+    b.set_defaults(func=cmd_build_prompts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return standalone_main(add_subcommands, argv, "LogicVal as an RL reward.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""LogicVal as a verifiable reward for RL fine-tuning of text-to-image models: a drop-in reward server.
+
+``logicval serve`` (extra ``serve``) answers Flow-GRPO's pickle protocol at ``POST /`` (read with a restricted
+unpickler), Flow-Factory's JSON at ``POST /compute`` and ``GET /health``; ``logicval serve --ray --replicas N``
+(extra ``serve-ray``) runs the same app as a Ray Serve deployment. The modules, one job each:
+
+| module | job |
+|---|---|
+| `unpickling` | pickle bytes from a socket -> plain values, or a refusal before anything runs |
+| `protocol` | the two wire formats, size caps, answers (`RewardRequest`, `SampleResult`) |
+| `items` | a metadata item (GenEval metadata or a LogicVal item) -> a `Task` |
+| `rewards` | a task and a perceived scene -> the image's rewards (GenEval's partial rule, LogicVal's verdicts) |
+| `worker` | one micro-batch: decode, one batched perception call per domain, verify |
+| `pool` | where batches run: worker processes (restarted when one dies) or a thread |
+| `batching` | concurrent requests merged into micro-batches; 503 when the queue is full |
+| `health` | model loaded, model files present |
+| `config`, `app` | the configuration; the FastAPI routes |
+| `ray_deployment` | the same app on Ray Serve, N replicas |
+
+Usage::
+
+    from logicval_hf.serve import ServeConfig, create_app
+    app = create_app(ServeConfig(backend="clevr", workers=2))      # any ASGI server; `logicval serve` uses uvicorn
+"""
+
+from logicval_hf.serve.app import create_app
+from logicval_hf.serve.config import ServeConfig
+
+__all__ = ["ServeConfig", "create_app"]

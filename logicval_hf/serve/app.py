@@ -1,0 +1,217 @@
+"""The reward server's HTTP face (FastAPI): ``POST /`` (Flow-GRPO's pickle protocol), ``POST /compute``
+(Flow-Factory's JSON) and ``GET /health``.
+
+Status codes, and why: 200 for every request that was read, bad samples included (each gets reward 0 and an
+``errors`` entry: a 500 would make Flow-GRPO's client retry the same request a thousand times); 400 for a body that
+is not the protocol (a pickle naming a global is refused before anything in it runs); 401 without the token when
+one is set; 413 over a size cap; 503 with ``Retry-After`` when the queue is full or a worker died holding the
+request (Flow-GRPO's urllib3 retry honours it); 503 without it when the model cannot be loaded (a missing model file
+must stop a training run, not feed it zeros). Bodies are parsed in a thread and scored in the worker pool: the event
+loop only moves bytes.
+"""
+
+# no `from __future__ import annotations`: FastAPI reads the routes' annotations, and `Request` is imported inside
+# create_app (the extra is optional), where only an evaluated annotation can see it
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from typing import Any, Callable
+
+from logicval_hf import __version__
+from logicval_hf.common.extras import require
+from logicval_hf.serve.batching import MicroBatcher, Overloaded
+from logicval_hf.serve.config import ServeConfig
+from logicval_hf.serve.health import Health
+from logicval_hf.serve.items import resolve_ids
+from logicval_hf.serve.pool import WorkerLost, WorkerPool
+from logicval_hf.serve.protocol import (BadRequest, RewardRequest, TooLarge, check_image_headers, json_response,
+                                        parse_json_request, parse_pickle_request, pickle_response)
+from logicval_hf.serve.worker import Sample
+
+__all__ = ["RewardServer", "create_app"]
+
+log = logging.getLogger("logicval.serve")
+
+
+class _Refused(Exception):
+    """An answer other than 200: status, one-line message, extra headers."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.headers = headers or {}
+
+
+class RewardServer:
+    """The state behind the routes: the worker pool, the micro-batcher and the health record."""
+
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        self.health = Health(config.backend, dict(config.backend_settings))
+        self.pool: WorkerPool | None = None
+        self.batcher: MicroBatcher | None = None
+        self._warm: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        self.pool = WorkerPool(self.config.scoring, self.config.workers)
+        self.batcher = MicroBatcher(self.pool, self.config.max_batch, self.config.max_queue,
+                                    self.config.batch_wait_ms / 1000)
+        self.batcher.start()
+        self._warm = asyncio.get_running_loop().create_task(self._warm_up())
+
+    async def _warm_up(self) -> None:
+        assert self.pool is not None
+        try:
+            info = await self.pool.warm_up()
+        except Exception as e:  # noqa: BLE001 - whatever stops the model from loading is the health report
+            self.health.failed(e)
+            log.error("the %s backend failed to start: %s", self.config.backend, e)
+        else:
+            self.health.loaded(info)
+
+    async def close(self) -> None:
+        if self._warm is not None:
+            self._warm.cancel()
+        if self.batcher is not None:
+            await self.batcher.close()
+        if self.pool is not None:
+            self.pool.close()
+
+    def status(self) -> tuple[int, dict[str, Any]]:
+        """``/health``'s status code and body."""
+        body = self.health.report()
+        body.update(version=__version__, workers=self.config.workers,
+                    worker_pids=self.pool.pids() if self.pool is not None else [],
+                    worker_restarts=self.pool.restarts if self.pool is not None else 0,
+                    queued_images=self.batcher.queued if self.batcher is not None else 0)
+        return (200 if body["status"] == "ok" else 503), body
+
+    def _check_ready(self) -> None:
+        problems = self.health.problems()
+        if problems:
+            raise _Refused(503, "the reward model is not usable: " + "; ".join(problems))
+
+    def check_token(self, header: str | None) -> None:
+        token = self.config.token
+        if token is None:
+            return
+        given = (header or "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            raise _Refused(401, "missing or wrong token: send 'Authorization: Bearer <token>'",
+                           {"WWW-Authenticate": "Bearer"})
+
+    async def score(self, request: RewardRequest) -> list[Any]:
+        """The request's results through the micro-batcher (`_Refused` for 503s)."""
+        self._check_ready()
+        assert self.batcher is not None
+        items = request.items
+        if any(isinstance(x, dict) and "id" in x for x in items):
+            items = await asyncio.to_thread(resolve_ids, items, self.config.benchmark_seed)
+        samples = [Sample(im, it, request.only_strict, request.reward) for im, it in zip(request.images, items)]
+        try:
+            return await self.batcher.score(samples)
+        except Overloaded as e:
+            raise _Refused(503, str(e), {"Retry-After": str(e.retry_after)}) from None
+        except WorkerLost as e:
+            raise _Refused(503, str(e), {"Retry-After": "1"}) from None
+
+
+async def _read_body(request: Any, limit: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to pass ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _Refused(413, f"the body has {int(declared):,} bytes; the cap is {limit:,}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _Refused(413, f"the body has more than {limit:,} bytes; the cap is {limit:,}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(parse: Callable[..., RewardRequest], data: Any, config: ServeConfig) -> RewardRequest:
+    req = parse(data, config.limits)
+    check_image_headers(req.images, config.limits)
+    return req
+
+
+def create_app(config: ServeConfig | None = None) -> Any:
+    """The FastAPI app of the reward server (module docstring). The worker pool starts with the app's lifespan.
+
+    Args:
+        config: the server's configuration (default: `ServeConfig()`).
+    Returns:
+        A FastAPI application; ``app.state.server`` is its `RewardServer`.
+    Raises:
+        MissingExtraError: FastAPI is not installed (the ``serve`` extra).
+    """
+    fastapi = require("fastapi", "serve", "the reward server")
+    from fastapi import Request
+    from fastapi.responses import JSONResponse, Response
+
+    config = config or ServeConfig()
+    server = RewardServer(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any):
+        await server.start()
+        try:
+            yield
+        finally:
+            await server.close()
+
+    app = fastapi.FastAPI(title="LogicVal reward server", version=__version__, lifespan=lifespan,
+                          docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.server = server
+
+    def refused(e: _Refused, pickled: bool) -> Any:
+        # the pickle route answers in plain text: Flow-GRPO's client cannot read JSON, and prints the body it fails on
+        if pickled:
+            return Response(f"logicval serve: {e}\n", status_code=e.status, headers=e.headers, media_type="text/plain")
+        return JSONResponse({"detail": str(e)}, status_code=e.status, headers=e.headers)
+
+    async def handle(request: Any, pickled: bool) -> Any:
+        try:
+            server.check_token(request.headers.get("authorization"))
+            body = await _read_body(request, config.limits.max_bytes)
+            try:
+                if pickled:
+                    req = await asyncio.to_thread(_parse, parse_pickle_request, body, config)
+                else:
+                    try:
+                        data = await asyncio.to_thread(json.loads, body)
+                    except (ValueError, UnicodeDecodeError) as e:
+                        raise BadRequest(f"the body is not JSON: {e}") from None
+                    req = await asyncio.to_thread(_parse, parse_json_request, data, config)
+            except BadRequest as e:
+                raise _Refused(400, str(e)) from None
+            except TooLarge as e:
+                raise _Refused(413, str(e)) from None
+            results = await server.score(req)
+        except _Refused as e:
+            return refused(e, pickled)
+        if pickled:
+            return Response(await asyncio.to_thread(pickle_response, results), media_type="application/octet-stream")
+        return JSONResponse(json_response(results))
+
+    @app.post("/")
+    async def flow_grpo(request: Request) -> Any:
+        """Flow-GRPO's pickle protocol (module docstring of `logicval_hf.serve.protocol`)."""
+        return await handle(request, pickled=True)
+
+    @app.post("/compute")
+    async def compute(request: Request) -> Any:
+        """Flow-Factory's JSON protocol, with ``specs`` or ``meta_datas``."""
+        return await handle(request, pickled=False)
+
+    @app.get("/health")
+    async def health() -> Any:
+        """Model loaded, backend, version, workers; 503 while starting or when the model cannot be used."""
+        code, body = server.status()
+        headers = {"Retry-After": "1"} if body["status"] == "starting" else None
+        return JSONResponse(body, status_code=code, headers=headers)
+
+    return app

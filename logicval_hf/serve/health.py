@@ -1,0 +1,70 @@
+"""What ``GET /health`` reports: whether the perception model is loaded and its files are where they should be.
+
+The failure this guards against is the one users of the GenEval reward server report: after a bad install the
+reward collapses to 0 and training goes on, learning nothing. Here a backend whose model file is missing, or whose
+model failed to load in the workers, makes ``/health`` answer 503 naming the problem, and the scoring routes refuse
+to answer (503) instead of returning zeros.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["Health", "model_files"]
+
+
+def model_files(backend: str, settings: Mapping[str, Any]) -> list[Path]:
+    """The files the backend's model is read from: ``model_path`` when the settings name one, else the files its
+    module declares in ``MODEL_PATHS`` (the clevr scene parser: detector and attribute classifier)."""
+    from logicval_hf.perception import BACKENDS
+
+    if settings.get("model_path"):
+        return [Path(settings["model_path"])]
+    entry = BACKENDS.reference(backend) if backend in BACKENDS else None
+    module = entry.partition(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", None)
+    if not module:
+        return []
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:  # the backend's extra is missing: the warm-up reports it
+        return []
+    return [Path(p) for p in getattr(mod, "MODEL_PATHS", ())]
+
+
+class Health:
+    """The server's health record: ``starting`` until the workers have loaded the model, then ``ok`` or
+    ``unavailable`` (the load failed, or a model file has gone missing since)."""
+
+    def __init__(self, backend: str, settings: Mapping[str, Any]):
+        self.backend = backend
+        self.files = model_files(backend, settings)
+        self.state = "starting"
+        self.error: str | None = None
+        self.workers: list[dict[str, Any]] = []
+
+    def loaded(self, workers: list[dict[str, Any]]) -> None:
+        self.state, self.workers = "ok", workers
+
+    def failed(self, error: BaseException) -> None:
+        self.state, self.error = "failed", f"{type(error).__name__}: {error}"
+
+    def problems(self) -> list[str]:
+        """Why the server cannot score (empty when it can, or while it is still starting)."""
+        out = [f"model file {p} is missing" for p in self.files if not os.path.isfile(p)]
+        if self.error:
+            out.append(f"the {self.backend} backend could not load its model: {self.error}")
+        return out
+
+    def report(self) -> dict[str, Any]:
+        problems = self.problems()
+        status = "unavailable" if problems else ("ok" if self.state == "ok" else "starting")
+        return {
+            "status": status,
+            "model_loaded": self.state == "ok" and not problems,
+            "backend": self.backend,
+            "model_files": [{"path": str(p), "present": os.path.isfile(p)} for p in self.files],
+            "problems": problems,
+        }

@@ -1,0 +1,257 @@
+"""The two wire protocols of the reward server, their size caps, and the answers they get.
+
+**Flow-GRPO** (``POST /``): the body is ``pickle.dumps({"images": [JPEG bytes, ...], "meta_datas": [dict, ...],
+"only_strict": bool})`` (read with `logicval_hf.serve.unpickling.restricted_loads`); the answer is a pickled dict
+``{"scores", "rewards", "strict_rewards", "group_rewards", "group_strict_rewards", "errors"}``: one float per image
+in the first three, one list per group in the two ``group_*`` dicts (one entry per image: the image's value when
+it belongs to the group, -10.0 when it does not), and ``errors``, one ``{"index", "error"}`` per bad sample.
+
+**Flow-Factory** (``POST /compute``): JSON ``{"prompt": [...], "image": [base64 PNG/JPEG, ...], "specs" or
+"meta_datas": [...]}`` (Flow-Factory's own ``video``/``condition_*`` keys may be present as null) -> JSON
+``{"rewards": [...], "scores": [...], "strict_rewards": [...], "errors": [...]}``. The answer never has an
+``"error"`` key: Flow-Factory's client treats a truthy one as a failed call.
+
+A request that is malformed as a whole (not a pickle of plain values, wrong keys, images and metadata of
+different lengths) is a `BadRequest` (HTTP 400); one over a size cap is a `TooLarge` (HTTP 413). A bad *sample*
+(an undecodable image, a malformed spec) is neither: it gets reward 0 and an ``errors`` entry in an HTTP 200,
+because a 500 makes Flow-GRPO's client retry the same request a thousand times.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from logicval_hf.serve.unpickling import UnsafePickleError, restricted_loads
+
+__all__ = ["BadRequest", "GENEVAL_TAGS", "Limits", "RewardRequest", "SampleResult", "TooLarge", "ABSENT",
+           "REWARD_MODES", "check_image_headers", "grouped", "parse_json_request", "parse_pickle_request",
+           "pickle_response", "json_response"]
+
+#: GenEval's six tags: always keys of ``group_rewards`` / ``group_strict_rewards`` (as the reference server)
+GENEVAL_TAGS = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
+#: the value of a group an image does not belong to (Flow-GRPO averages each group without these)
+ABSENT = -10.0
+#: what ``scores`` holds for LogicVal items: fraction of constraints satisfied, or P(scene |= spec)
+REWARD_MODES = ("fraction", "probability")
+
+_PICKLE_KEYS = ("images", "meta_datas", "only_strict", "reward")
+#: Flow-Factory's payload keys we accept (``video`` and ``condition_*`` only as null: we score images)
+_JSON_KEYS = ("prompt", "image", "specs", "meta_datas", "reward", "only_strict", "video", "condition_images",
+              "condition_videos")
+
+
+class BadRequest(ValueError):
+    """The request as a whole is malformed (HTTP 400)."""
+
+
+class TooLarge(ValueError):
+    """The request is over a size cap (HTTP 413)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size caps of one request.
+
+    Attributes:
+        max_images: images per request (Flow-GRPO sends at most 64).
+        max_pixels: pixels per image, read from the image header before anything is decoded.
+        max_bytes: bytes per request body.
+    """
+
+    max_images: int = 256
+    max_pixels: int = 4096 * 4096
+    max_bytes: int = 128 * 2**20
+
+    def __post_init__(self) -> None:
+        for name in ("max_images", "max_pixels", "max_bytes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+
+@dataclass
+class RewardRequest:
+    """One request, either protocol: encoded images and one metadata item per image.
+
+    ``items[i]`` is what image i is scored against: GenEval metadata, a LogicVal item or a spec (see
+    `logicval_hf.serve.items`); ``reward`` overrides the server's reward mode for LogicVal items.
+    """
+
+    images: list[Any]
+    items: list[Any]
+    only_strict: bool = False
+    reward: str | None = None
+
+
+@dataclass
+class SampleResult:
+    """The rewards of one image. ``groups`` maps each group the image belongs to (a GenEval tag, a LogicVal
+    constraint class or tag) to its ``(reward, strict_reward)``; ``error`` is set when the sample was bad."""
+
+    score: float = 0.0
+    reward: float = 0.0
+    strict: float = 0.0
+    groups: dict[str, tuple[float, float]] = field(default_factory=dict)
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> "SampleResult":
+        return cls(error=error)
+
+
+def _check_count(n_images: int, n_items: int, limits: Limits, items_key: str) -> None:
+    if n_images > limits.max_images:
+        raise TooLarge(f"{n_images} images in one request; the cap is {limits.max_images} (send smaller chunks)")
+    if n_images != n_items:
+        raise BadRequest(f"{n_images} images but {n_items} {items_key}: one per image")
+
+
+def _reward_mode(v: Any) -> str | None:
+    if v is None:
+        return None
+    if v not in REWARD_MODES:
+        raise BadRequest(f"reward must be one of {list(REWARD_MODES)}, got {v!r}")
+    return v
+
+
+def parse_pickle_request(body: bytes, limits: Limits) -> RewardRequest:
+    """Flow-GRPO's request from its body bytes.
+
+    Raises:
+        TooLarge: over the byte or image-count cap.
+        BadRequest: not a pickle of plain values (the message names what was refused), or not the protocol's dict.
+    """
+    if len(body) > limits.max_bytes:
+        raise TooLarge(f"the body has {len(body):,} bytes; the cap is {limits.max_bytes:,}")
+    try:
+        data = restricted_loads(body)
+    except UnsafePickleError as e:
+        raise BadRequest(f"refused: {e}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(f"the pickle must hold a dict with 'images' and 'meta_datas', got a {type(data).__name__}")
+    unknown = [k for k in data if k not in _PICKLE_KEYS]
+    missing = [k for k in ("images", "meta_datas") if k not in data]
+    if unknown or missing:
+        raise BadRequest(f"expected keys {list(_PICKLE_KEYS[:3])} (and optionally 'reward'); "
+                         f"missing {missing}, unknown {unknown}")
+    images, items = data["images"], data["meta_datas"]
+    if not isinstance(images, (list, tuple)) or not isinstance(items, (list, tuple)):
+        raise BadRequest("'images' and 'meta_datas' must be lists")
+    _check_count(len(images), len(items), limits, "meta_datas")
+    only_strict = data.get("only_strict", False)
+    if not isinstance(only_strict, bool):
+        raise BadRequest(f"'only_strict' must be true or false, got {only_strict!r}")
+    return RewardRequest(list(images), list(items), only_strict, _reward_mode(data.get("reward")))
+
+
+def _b64(x: Any) -> Any:
+    """Decoded image bytes, or the value itself when it is not a base64 string (the worker names the sample)."""
+    if not isinstance(x, str):
+        return x
+    text = x.split(",", 1)[1] if x.startswith("data:") else x  # a data URL as well as bare base64
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return x
+
+
+def parse_json_request(data: Any, limits: Limits) -> RewardRequest:
+    """Flow-Factory's request (already parsed from JSON).
+
+    Raises:
+        TooLarge: over the image-count cap.
+        BadRequest: not an object with ``image`` and ``specs`` or ``meta_datas`` of the same length.
+    """
+    if not isinstance(data, dict):
+        raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
+    unknown = [k for k in data if k not in _JSON_KEYS]
+    if unknown:
+        raise BadRequest(f"unknown keys {unknown}; expected {list(_JSON_KEYS[:6])}")
+    for k in ("video", "condition_images", "condition_videos"):
+        if data.get(k) is not None:
+            raise BadRequest(f"'{k}' is not scored by LogicVal; send images ('image') only")
+    images = data.get("image")
+    if not isinstance(images, list):
+        raise BadRequest("'image' must be a list of base64-encoded images")
+    if ("specs" in data) == ("meta_datas" in data):
+        raise BadRequest("send one of 'specs' or 'meta_datas' (one per image): a free-text prompt cannot be "
+                         "verified; `logicval build-prompts` writes specs with their prompts")
+    items_key = "specs" if "specs" in data else "meta_datas"
+    items = data[items_key]
+    if not isinstance(items, list):
+        raise BadRequest(f"'{items_key}' must be a list")
+    _check_count(len(images), len(items), limits, items_key)
+    prompts = data.get("prompt")
+    if prompts is not None and (not isinstance(prompts, list) or len(prompts) != len(images)):
+        raise BadRequest("'prompt' must be a list with one prompt per image")
+    only_strict = data.get("only_strict", False)
+    if not isinstance(only_strict, bool):
+        raise BadRequest(f"'only_strict' must be true or false, got {only_strict!r}")
+    if items_key == "specs":  # a bare spec is a LogicVal item of its own
+        items = [{"spec": s} for s in items]
+    return RewardRequest([_b64(x) for x in images], list(items), only_strict, _reward_mode(data.get("reward")))
+
+
+def check_image_headers(images: Sequence[Any], limits: Limits) -> None:
+    """Refuse (`TooLarge`) any image over the pixel cap, from its header alone. Images that are not readable
+    are left alone here: the worker gives them an error entry."""
+    from PIL import Image
+
+    for i, data in enumerate(images):
+        if not isinstance(data, (bytes, bytearray)):
+            continue
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                w, h = im.size
+        except Exception:  # noqa: BLE001 - any unreadable header is the sample's error entry, later
+            continue
+        if w * h > limits.max_pixels:
+            raise TooLarge(f"images[{i}] is {w}x{h} = {w * h:,} pixels; the cap is {limits.max_pixels:,} per image")
+
+
+def grouped(results: Sequence[SampleResult], base: Sequence[str] = GENEVAL_TAGS) -> tuple[dict, dict]:
+    """``(group_rewards, group_strict_rewards)``: for each group (GenEval's tags, then every other group named in
+    the request, in order of appearance), one entry per image: its value, or `ABSENT`."""
+    keys = list(base)
+    for r in results:
+        keys.extend(k for k in r.groups if k not in keys)
+    rewards = {k: [r.groups[k][0] if k in r.groups else ABSENT for r in results] for k in keys}
+    strict = {k: [r.groups[k][1] if k in r.groups else ABSENT for r in results] for k in keys}
+    return rewards, strict
+
+
+def _errors(results: Sequence[SampleResult]) -> list[dict[str, Any]]:
+    return [{"index": i, "error": r.error} for i, r in enumerate(results) if r.error is not None]
+
+
+def pickle_response(results: Sequence[SampleResult]) -> bytes:
+    """Flow-GRPO's answer, pickled (protocol 4: their client's ``pickle.loads`` reads it on any Python 3)."""
+    import pickle
+
+    group_rewards, group_strict = grouped(results)
+    answer = {
+        "scores": [r.score for r in results],
+        "rewards": [r.reward for r in results],
+        "strict_rewards": [r.strict for r in results],
+        "group_rewards": group_rewards,
+        "group_strict_rewards": group_strict,
+        "errors": _errors(results),
+    }
+    return pickle.dumps(answer, protocol=4)
+
+
+def json_response(results: Sequence[SampleResult], mode: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Flow-Factory's answer: ``rewards`` is what a trainer optimises (the dense ``scores``), with the verdicts
+    beside it."""
+    return {
+        "rewards": [r.score for r in results],
+        "scores": [r.score for r in results],
+        "verdicts": [r.reward for r in results],
+        "strict_rewards": [r.strict for r in results],
+        "errors": _errors(results),
+        **(dict(mode) if mode else {}),
+    }

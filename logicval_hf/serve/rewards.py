@@ -1,0 +1,158 @@
+"""An image's rewards from its perceived scene: GenEval's partial and strict rules, LogicVal's verdicts.
+
+**GenEval items** reproduce the reference reward server's three numbers on the same detections:
+
+* ``rewards``: GenEval's verdict, decided by the solver on the importer's spec (0 for every image when the
+  request says ``only_strict``, as the reference server skips it then).
+* ``strict_rewards`` and ``scores``: the reference server's stricter rule and its partial score, over the
+  detections GenEval keeps (score above the tag's threshold, at most 16 per class, most confident first). Each
+  include adds ``1 - |count - found| / count``; when exactly ``count`` were found, a colour adds
+  ``1 - |count - found in that colour| / count``, and a position adds 1 when every found object stands in the
+  relation to every object of the target include (GenEval's box rule, the coco domain's relations), 0 when the
+  target include failed. When the count is wrong, a colour or position adds a single 0. A failed position adds 0
+  *and* 1, and a position after a failed colour adds nothing: that is what the reference server computes, kept
+  so that the numbers a run logs do not change when it switches servers. ``scores`` is the mean (0 without
+  components; excludes never enter it); ``strict_rewards`` is 1 when every include matched exactly. Counts above
+  twice the asked number make a negative term, as in the reference.
+
+**LogicVal items** (``clevr`` backend, or any backend perceiving the spec's domain): ``strict_rewards`` is the
+strict verdict (exactly n objects and every constraint; for an UNSAT spec, the empty scene); ``rewards`` the
+count-relaxed verdict; ``scores`` the fraction of constraints the scene satisfies, count relaxed (for an UNSAT
+spec: the strict verdict, since satisfying part of a contradiction is no progress), or with ``reward =
+"probability"`` the probability that the scene satisfies the constraints under the perceived attribute
+distributions (`logicval_hf.scoring.probabilistic`), a dense reward that exact verdicts cannot give.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from logicval_hf.contract.scene import Scene
+from logicval_hf.serve.items import Task
+from logicval_hf.serve.protocol import SampleResult
+
+__all__ = ["GENEVAL_RELATIONS", "MAX_PER_CLASS", "geneval_kept", "geneval_partial", "score_task", "score_tasks"]
+
+#: GenEval keeps at most this many detections per class
+MAX_PER_CLASS = 16
+#: GenEval's relation strings -> the coco domain's relations (decided by GenEval's box rule)
+GENEVAL_RELATIONS = {"left of": "left", "right of": "right", "above": "above", "below": "below"}
+
+
+def geneval_kept(scene: Scene, threshold: float) -> dict[str, list[int]]:
+    """Per class, the indices of the detections GenEval keeps: score above ``threshold``, most confident first
+    (equal scores in input order), at most 16."""
+    by_class: dict[str, list[int]] = {}
+    for i, o in enumerate(scene.objects):
+        if o.score is None or o.score > threshold:
+            by_class.setdefault(o.attributes["class"], []).append(i)
+    return {c: sorted(ix, key=lambda i: -(scene.objects[i].score or 0.0))[:MAX_PER_CLASS]
+            for c, ix in by_class.items()}
+
+
+def geneval_partial(metadata: Mapping[str, Any], scene: Scene, threshold: float) -> tuple[float, bool]:
+    """The reference server's ``(partial score, strict verdict)`` for one image's detections (module docstring)."""
+    kept = geneval_kept(scene, threshold)
+    parts: list[float] = []
+    groups: list[list[int] | None] = []
+    strict = True
+    for req in metadata.get("include", []):
+        k = req["count"]
+        found = kept.get(req["class"], [])
+        parts.append(1 - abs(k - len(found)) / k)
+        matched = len(found) == k
+        if not matched:
+            if "color" in req or "position" in req:
+                parts.append(0.0)
+        else:
+            if "color" in req:
+                coloured = sum(scene.objects[i].attributes["color"] == req["color"] for i in found)
+                parts.append(1 - abs(k - coloured) / k)
+                matched = coloured == k
+            if "position" in req and matched:
+                rel, j = req["position"]
+                targets = groups[j]
+                if targets is None:
+                    matched = False
+                    parts.append(0.0)
+                else:
+                    relation = GENEVAL_RELATIONS[rel]
+                    if not all(scene.holds(relation, a, b) for a in found for b in targets):
+                        matched = False
+                        parts.append(0.0)
+                    parts.append(1.0)
+        groups.append(found if matched else None)
+        strict = strict and matched
+    return (sum(parts) / len(parts) if parts else 0.0), strict
+
+
+def _label(solver: Any, task: Task) -> str:
+    """The spec's SAT/UNSAT label (the one place the server asks the solver to label a client's spec)."""
+    if task.label is not None:
+        return task.label
+    return solver.solve(task.spec).label
+
+
+def _logicval(solver: Any, task: Task, scene: Scene, only_strict: bool) -> SampleResult:
+    label = _label(solver, task)
+    verdict = solver.verify(task.spec, scene, count="strict", label=label)
+    relaxed = verdict.with_count("relaxed")
+    strict = float(verdict.ok)
+    reward = 0.0 if only_strict else float(relaxed.ok)
+    if label == "UNSAT":
+        score = strict
+    elif task.reward == "probability":
+        from logicval_hf.scoring.probabilistic import probability
+
+        score = probability(task.spec, scene, count="relaxed", label=label, solver=solver).p
+    else:
+        score = 1.0 - len(verdict.violated) / max(task.spec.m, 1)
+    return SampleResult(score, reward, strict, {g: (float(relaxed.ok), strict) for g in task.groups})
+
+
+def _geneval(solver: Any, task: Task, scene: Scene, only_strict: bool) -> SampleResult:
+    assert task.metadata is not None
+    threshold = task.spec.score_threshold
+    partial, strict_ok = geneval_partial(task.metadata, scene, threshold)
+    verdict = 0.0
+    if not only_strict:
+        # GenEval's verdict is whether the detections satisfy every constraint, whatever the spec's label (an
+        # UNSAT line is never correct); the importer's docstring shows that GenEval's 16-per-class cap never
+        # changes it. label="SAT" only skips a solver call: constraints_ok does not depend on it.
+        verdict = float(solver.verify(task.spec, scene, count="relaxed", label="SAT").constraints_ok)
+    strict = float(strict_ok)
+    return SampleResult(partial, verdict, strict, {g: (verdict, strict) for g in task.groups})
+
+
+def score_task(task: Task, scene: Scene, only_strict: bool = False, solver: Any = None) -> SampleResult:
+    """The rewards of one image (its perceived ``scene``) for its ``task``.
+
+    Args:
+        task: what the image is asked to show (`logicval_hf.serve.items.read_item`).
+        scene: the perceived scene, in the task's domain.
+        only_strict: the request's flag: ``rewards`` (the lenient verdict) is 0 then, as in the reference server.
+        solver: a `logicval_hf.asp.solver.Solver` (default: the process's shared one, whose groundings are reused).
+    Returns:
+        A `SampleResult` with ``score``, ``reward``, ``strict`` and the image's groups.
+    Raises:
+        ValueError: the scene does not fit the spec (another domain, an unknown attribute value).
+    """
+    if solver is None:
+        from logicval_hf.asp.solver import default_solver
+
+        solver = default_solver()
+    if task.kind == "geneval":
+        return _geneval(solver, task, scene, only_strict)
+    return _logicval(solver, task, scene, only_strict)
+
+
+def score_tasks(tasks: Sequence[Task], scenes: Sequence[Scene], only_strict: bool = False,
+                solver: Any = None) -> list[SampleResult]:
+    """`score_task` over aligned lists; a sample that raises gets an error entry instead of stopping the rest."""
+    out = []
+    for i, (task, scene) in enumerate(zip(tasks, scenes)):
+        try:
+            out.append(score_task(task, scene, only_strict, solver))
+        except ValueError as e:
+            out.append(SampleResult.failed(f"sample {i}: {e}"))
+    return out
