@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing as mp
+import os
 import threading
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -64,7 +65,9 @@ class WorkerPool:
                                    initargs=(self.settings,))
 
     def pids(self) -> list[int]:
-        """The worker processes' ids (empty in thread mode)."""
+        """The processes that score: the workers', or this process's in thread mode."""
+        if self.workers == 0:
+            return [os.getpid()]
         processes = getattr(self._executor, "_processes", None) or {}  # ProcessPoolExecutor keeps them here
         return sorted(int(p) for p in processes)
 

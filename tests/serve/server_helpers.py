@@ -1,0 +1,123 @@
+"""Starting and stopping a real ``logicval serve`` process on an ephemeral 127.0.0.1 port, and images whose
+rewards are known: the oracle generator's image of a spec satisfies it, the perturbed generator's breaks exactly
+one constraint (both 100 % / 0 % through the clevr backend on the benchmark)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, timeout: float = 120.0) -> dict[str, Any]:
+    """/health once the server says ok; bounded by ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            r = requests.get(f"{url}/health", timeout=5)
+            last = r.json()
+            if last["status"] == "ok":
+                return last
+            if last["status"] == "unavailable":
+                return last
+        except requests.RequestException as e:
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"the server at {url} did not become healthy in {timeout} s: {last}")
+
+
+class ServerProcess:
+    """``logicval serve`` in a subprocess (its own process group, so that stopping it stops its workers)."""
+
+    def __init__(self, *args: str, log: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+        self._log = open(log, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "logicval_hf.cli", "serve", "--port", str(self.port), *args],
+            cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._log.close()
+
+
+def pattern_images(specs: Sequence[Any], size: tuple[int, int] = (320, 320)) -> tuple[list[bytes], list[bytes]]:
+    """``(oracle JPEGs, perturbed JPEGs)``: one of each per spec."""
+    from logicval_hf.generation.builtin import make_generator
+    from logicval_hf.serve.client import jpeg_bytes
+
+    out = []
+    for name in ("oracle", "perturbed"):
+        g = make_generator(name, seed=1, image_size=size)
+        out.append([jpeg_bytes(g.generate(s).image, quality=90) for s in specs])
+    return out[0], out[1]
+
+
+def pattern_request(bits: int, specs: Sequence[Any], oracle: Sequence[bytes], perturbed: Sequence[bytes]):
+    """Images whose strict rewards spell ``bits`` (image k is the oracle's when bit k is set), with their items."""
+    images = [oracle[k] if bits >> k & 1 else perturbed[k] for k in range(len(specs))]
+    items = [{"spec_json": s.to_json()} for s in specs]
+    expected = [float(bits >> k & 1) for k in range(len(specs))]
+    return images, items, expected
+
+
+def sat_specs(count: int, seed: int = 0) -> list[Any]:
+    """``count`` satisfiable specs of 1-3 constraints from distinct classes, drawn from the catalog (seeded)."""
+    import random
+
+    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.contract.catalog import load_catalog
+    from logicval_hf.contract.params import random_constraint
+    from logicval_hf.contract.spec import Spec
+
+    catalog, solver, rng = load_catalog(), default_solver(), random.Random(seed)
+    out = []
+    while len(out) < count:
+        n = rng.randint(3, 6)
+        classes = rng.sample(list(catalog.classes), rng.randint(1, 3))
+        spec = Spec(n, tuple(random_constraint(rng.choice(catalog.by_class(k)), n, rng, catalog) for k in classes))
+        if solver.solve(spec).satisfiable:
+            out.append(spec)
+    return out
+
+
+def known_images(count: int, size: tuple[int, int] = (320, 320), seed: int = 0):
+    """``(specs, oracle JPEGs, perturbed JPEGs)`` for ``count`` specs whose oracle image scores strict 1 and whose
+    perturbed image scores 0 through the clevr backend in-process (so a wrong reward from the server can only be
+    the server's doing)."""
+    from logicval_hf.serve.worker import Sample, ScoringSettings, score_batch
+
+    specs = sat_specs(count + count // 2 + 2, seed)
+    oracle, perturbed = pattern_images(specs, size)
+    items = [{"spec_json": s.to_json()} for s in specs]
+    settings = ScoringSettings()
+    good = score_batch([Sample(im, it) for im, it in zip(oracle, items)], settings)
+    bad = score_batch([Sample(im, it) for im, it in zip(perturbed, items)], settings)
+    keep = [k for k in range(len(specs)) if good[k].strict == 1.0 and bad[k].strict == 0.0][:count]
+    if len(keep) < count:
+        raise AssertionError(f"only {len(keep)} of {len(specs)} specs have clean oracle/perturbed images")
+    return [specs[k] for k in keep], [oracle[k] for k in keep], [perturbed[k] for k in keep]

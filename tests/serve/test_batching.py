@@ -1,0 +1,105 @@
+"""Micro-batching (`logicval_hf.serve.batching`): concurrent requests share batches, each request gets exactly its
+own results back, and a full queue answers `Overloaded` with a retry time. A fake pool stands in for the workers:
+it records the batches and answers each sample with a value computed from the sample itself."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from logicval_hf.serve.batching import MicroBatcher, Overloaded
+from logicval_hf.serve.protocol import SampleResult
+from logicval_hf.serve.worker import Sample
+
+
+class FakePool:
+    def __init__(self, slots: int = 1, delay: float = 0.01):
+        self.slots = slots
+        self.delay = delay
+        self.batches: list[int] = []
+        self.gate: asyncio.Event | None = None
+
+    async def run(self, samples):
+        self.batches.append(len(samples))
+        if self.gate is not None:
+            await self.gate.wait()
+        await asyncio.sleep(self.delay)
+        return [SampleResult(score=float(s.image)) for s in samples]
+
+
+def _request(tag: int, n: int) -> list[Sample]:
+    return [Sample(image=tag * 1000 + k, item=None) for k in range(n)]
+
+
+def test_concurrent_requests_share_batches_and_each_gets_its_own_results():
+    async def main():
+        pool = FakePool(slots=2)
+        batcher = MicroBatcher(pool, max_batch=64, wait_s=0.005)
+        batcher.start()
+        rng = random.Random(3)
+        sizes = [rng.randint(1, 20) for _ in range(40)]
+        answers = await asyncio.gather(*(batcher.score(_request(t, n)) for t, n in enumerate(sizes)))
+        await batcher.close()
+        return pool, sizes, answers
+
+    pool, sizes, answers = asyncio.run(main())
+    for t, (n, got) in enumerate(zip(sizes, answers)):
+        assert [r.score for r in got] == [float(t * 1000 + k) for k in range(n)]
+    assert sum(pool.batches) == sum(sizes) and max(pool.batches) <= 64
+    assert len(pool.batches) < len(sizes) / 2  # merged, not one batch per request
+
+
+def test_a_request_larger_than_a_batch_goes_whole():
+    async def main():
+        pool = FakePool()
+        batcher = MicroBatcher(pool, max_batch=8, wait_s=0)
+        batcher.start()
+        got = await batcher.score(_request(1, 20))
+        await batcher.close()
+        return pool, got
+
+    pool, got = asyncio.run(main())
+    assert pool.batches == [20] and len(got) == 20
+
+
+def test_a_full_queue_is_refused_with_a_retry_time():
+    async def main():
+        pool = FakePool(slots=1)
+        pool.gate = asyncio.Event()
+        batcher = MicroBatcher(pool, max_batch=16, max_queue=32, wait_s=0)
+        batcher.start()
+        running = asyncio.ensure_future(batcher.score(_request(0, 16)))  # holds the only slot
+        await asyncio.sleep(0.01)
+        waiting = [asyncio.ensure_future(batcher.score(_request(t, 16))) for t in (1, 2)]
+        await asyncio.sleep(0.01)
+        with pytest.raises(Overloaded) as refused:
+            await batcher.score(_request(3, 1))
+        pool.gate.set()
+        done = await asyncio.gather(running, *waiting)
+        await batcher.close()
+        return refused.value, done
+
+    refused, done = asyncio.run(main())
+    assert refused.retry_after >= 1 and "32" in str(refused)
+    assert [r[0].score for r in done] == [0.0, 1000.0, 2000.0]
+
+
+def test_a_failed_batch_fails_only_its_own_requests():
+    class FailingOnce(FakePool):
+        async def run(self, samples):
+            if any(s.image == 666 for s in samples):
+                raise RuntimeError("worker died")
+            return await super().run(samples)
+
+    async def main():
+        batcher = MicroBatcher(FailingOnce(slots=1), max_batch=1, wait_s=0)
+        batcher.start()
+        out = await asyncio.gather(batcher.score([Sample(666, None)]), batcher.score(_request(1, 1)),
+                                   return_exceptions=True)
+        await batcher.close()
+        return out
+
+    bad, good = asyncio.run(main())
+    assert isinstance(bad, RuntimeError) and good[0].score == 1000.0
