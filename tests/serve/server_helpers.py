@@ -5,6 +5,8 @@ one constraint (both 100 % / 0 % through the clevr backend on the benchmark)."""
 from __future__ import annotations
 
 import os
+import pickle
+import random
 import signal
 import socket
 import subprocess
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import requests
+from requests.adapters import HTTPAdapter, Retry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -121,3 +124,25 @@ def known_images(count: int, size: tuple[int, int] = (320, 320), seed: int = 0):
     if len(keep) < count:
         raise AssertionError(f"only {len(keep)} of {len(specs)} specs have clean oracle/perturbed images")
     return [specs[k] for k in keep], [oracle[k] for k in keep], [perturbed[k] for k in keep]
+
+
+def client_loop(url: str, requests_per_client: int, seed: int, images, deadline: float):
+    """One Flow-GRPO-shaped client: requests whose strict rewards spell a random pattern; returns mismatches."""
+    specs, oracle, perturbed = images
+    rng = random.Random(seed)
+    sess = requests.Session()
+    sess.mount("http://", HTTPAdapter(max_retries=Retry(total=1000, backoff_factor=0.2, status_forcelist=[500],
+                                                        allowed_methods=False)))
+    done, wrong = 0, []
+    for _ in range(requests_per_client):
+        if time.monotonic() > deadline:
+            break
+        bits = rng.getrandbits(len(specs))
+        imgs, items, expected = pattern_request(bits, specs, oracle, perturbed)
+        r = sess.post(url, data=pickle.dumps({"images": imgs, "meta_datas": items, "only_strict": False}),
+                      timeout=120)
+        got = pickle.loads(r.content)["strict_rewards"] if r.status_code == 200 else r.status_code
+        if got != expected:
+            wrong.append((expected, got))
+        done += 1
+    return done, wrong

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import random
 import signal
 import threading
 import time
@@ -18,7 +17,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 import requests  # noqa: E402
 from requests.adapters import HTTPAdapter, Retry  # noqa: E402
-from server_helpers import ServerProcess, known_images, pattern_request, wait_healthy  # noqa: E402
+from server_helpers import ServerProcess, client_loop, known_images, wait_healthy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -69,28 +68,6 @@ def test_a_malicious_pickle_is_refused_by_the_server_process(server, tmp_path):
     assert requests.get(f"{server.url}/health", timeout=10).json()["status"] == "ok"
 
 
-def _client_loop(url: str, requests_per_client: int, seed: int, images, deadline: float):
-    """One Flow-GRPO-shaped client: requests whose strict rewards spell a random pattern; returns mismatches."""
-    specs, oracle, perturbed = images
-    rng = random.Random(seed)
-    sess = requests.Session()
-    sess.mount("http://", HTTPAdapter(max_retries=Retry(total=1000, backoff_factor=0.2, status_forcelist=[500],
-                                                        allowed_methods=False)))
-    done, wrong = 0, []
-    for _ in range(requests_per_client):
-        if time.monotonic() > deadline:
-            break
-        bits = rng.getrandbits(len(specs))
-        imgs, items, expected = pattern_request(bits, specs, oracle, perturbed)
-        r = sess.post(url, data=pickle.dumps({"images": imgs, "meta_datas": items, "only_strict": False}),
-                      timeout=120)
-        got = pickle.loads(r.content)["strict_rewards"] if r.status_code == 200 else r.status_code
-        if got != expected:
-            wrong.append((expected, got))
-        done += 1
-    return done, wrong
-
-
 @pytest.mark.slow
 def test_kill_9_of_a_worker_under_load_loses_and_swaps_nothing(tmp_path):
     images = known_images(8)
@@ -108,7 +85,7 @@ def test_kill_9_of_a_worker_under_load_loses_and_swaps_nothing(tmp_path):
 
         threading.Thread(target=killer, daemon=True).start()
         with ThreadPoolExecutor(8) as pool:
-            results = list(pool.map(lambda k: _client_loop(server.url, 3, k, images, deadline), range(8)))
+            results = list(pool.map(lambda k: client_loop(server.url, 3, k, images, deadline), range(8)))
         assert killed.is_set()
         done = sum(d for d, _ in results)
         wrong = [w for _, ws in results for w in ws]

@@ -1,0 +1,76 @@
+"""The reward server on Ray Serve (a local Ray instance, two replicas on 127.0.0.1): both replicas answer, and
+kill -9 of one under load loses and swaps nothing (Ray restarts it; Flow-GRPO's retries cover the requests it held)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("ray.serve")
+import requests  # noqa: E402
+from server_helpers import client_loop, free_port, known_images, wait_healthy  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a Ray instance takes ~10 s to start
+
+
+@pytest.fixture(scope="module")
+def ray_server(tmp_path_factory):
+    import ray
+
+    from logicval_hf.serve.config import ServeConfig
+    from logicval_hf.serve.ray_deployment import start, stop
+
+    port = free_port()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             _temp_dir=str(tmp_path_factory.mktemp("ray")))
+    try:
+        start(ServeConfig(port=port), replicas=2, cpus_per_replica=0.5)
+        url = f"http://127.0.0.1:{port}"
+        assert wait_healthy(url)["status"] == "ok"
+        yield url
+    finally:
+        stop()
+
+
+def _replica_pids(url: str, want: int = 2, tries: int = 60) -> set[int]:
+    pids: set[int] = set()
+    for _ in range(tries):
+        pids.update(requests.get(f"{url}/health", timeout=10).json()["worker_pids"])
+        if len(pids) >= want:
+            break
+    return pids
+
+
+def test_two_replicas_answer(ray_server):
+    pids = _replica_pids(ray_server)
+    assert len(pids) == 2 and os.getpid() not in pids
+
+
+def test_kill_9_of_a_replica_under_load_loses_and_swaps_nothing(ray_server):
+    images = known_images(8)
+    victim = sorted(_replica_pids(ray_server))[0]
+    deadline = time.monotonic() + 240
+    killed = threading.Event()
+
+    def killer():
+        time.sleep(2)
+        os.kill(victim, signal.SIGKILL)
+        killed.set()
+
+    threading.Thread(target=killer, daemon=True).start()
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda k: client_loop(ray_server, 3, 100 + k, images, deadline), range(8)))
+    assert killed.is_set()
+    wrong = [w for _, ws in results for w in ws]
+    assert sum(d for d, _ in results) == 24 and wrong == [], wrong[:3]
+    for _ in range(120):  # Ray brings the replica back (bounded wait)
+        pids = _replica_pids(ray_server, tries=10)
+        if len(pids) == 2 and victim not in pids:
+            break
+        time.sleep(1)
+    assert len(pids) == 2 and victim not in pids
