@@ -100,20 +100,23 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
         else:
             need = min_pixels_for(plan.width, plan.height)
         framing: dict[str, Any] = {}
-        attempts = [0]
+        retries = {"wider": 0, "closer": 0}
 
         def visible(objs: list[dict[str, Any]]) -> bool:
             if t2i:  # frame the camera on these objects, then check them whole inside the frame
                 _t2i_objects(objs, extra["objects"], assets)
-                framing.update(frame_camera(extra["camera"], objs, plan.width, plan.height, attempts[0]))
-                attempts[0] += 1
+                framing.update(frame_camera(extra["camera"], objs, plan.width, plan.height, **retries))
                 sess.aim_camera(framing["location"], framing["target"], framing["lens_mm"])
             sess.build(objs)
             mask = sess.index_mask(plan.cycles_seed)
             counts = np.bincount(mask.ravel(), minlength=len(objs) + 1)
             if t2i and not _inside(mask, len(objs)):
+                retries["wider"] += 1
                 return False
-            return bool(all(counts[i + 1] >= need for i in range(len(objs))))
+            seen = bool(all(counts[i + 1] >= need for i in range(len(objs))))
+            if t2i and not seen:
+                retries["closer"] += 1
+            return seen
 
         if t2i:
             # spacing radii: size jitter, stretch, and room for a variant mesh's sharper corners

@@ -446,7 +446,7 @@ def mask_stats(mask: np.ndarray, n: int) -> list[dict[str, Any]]:
 
 
 def frame_camera(camera: Mapping[str, Any], objects: Sequence[Mapping[str, Any]], width: int, height: int,
-                 attempt: int = 0) -> dict[str, Any]:
+                 wider: int = 0, closer: int = 0) -> dict[str, Any]:
     """Where the t2i look puts its camera for placed ``objects`` (dicts with x, y, r, shape, stretch).
 
     The camera aims at the objects' centroid (plus the drawn jitter) from the drawn azimuth and elevation, at the
@@ -465,7 +465,7 @@ def frame_camera(camera: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
         top.append(2.0 * float(o["r"]) * sz)
     target = (float(cx), float(cy), 0.5 * max(top) * 0.6)
     radius = max(max(reach), 0.5 * max(top))
-    fill = float(camera["fill"]) * 0.93 ** attempt
+    fill = min(0.98, max(0.15, float(camera["fill"]) * 0.93 ** wider * 1.1 ** closer))
     tan_long = 16.0 / float(camera["lens_mm"])
     tan_short = tan_long * min(width, height) / max(width, height)
     distance = max(radius / (fill * tan_short), radius + 1.0)
