@@ -75,8 +75,8 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
             if tuple(conv.weight.shape) != w.shape:
                 raise ValueError(f"{path}: a convolution of shape {w.shape} where the network has "
                                  f"{tuple(conv.weight.shape)}")
-            conv.weight.copy_(torch.from_numpy(w))
-            bias = torch.from_numpy(b) if b is not None else torch.zeros(w.shape[0])
+            conv.weight.copy_(torch.from_numpy(np.array(w)))
+            bias = torch.from_numpy(np.array(b)) if b is not None else torch.zeros(w.shape[0])
             if conv in bn_after:
                 folded_bias[conv] = bias
                 bn = bn_after[conv]

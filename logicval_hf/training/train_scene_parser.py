@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if not resumed and args.init and args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
         from logicval_hf.training.onnx_init import load_onnx_weights
 
-        stats = [make_batch(train, -1 - k, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas))[0]
-                 for k in range(8)]
+        stats = [make_batch(train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas))[0]
+                 for k in range(8)]  # steps no run reaches
         info = load_onnx_weights(net, args.init, stats)
         ck.history.append({"init": str(args.init), "init_steps": None, "init_onnx": info})
         print(f"train_scene_parser: initialised from {args.init} ({info['convolutions']} convolutions)", flush=True)
