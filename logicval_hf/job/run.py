@@ -89,7 +89,7 @@ def _png_bytes(image: Any) -> bytes:
 @functools.lru_cache(maxsize=1)
 def generator_fingerprint() -> str:
     """Hash of the generators' and renderer's sources: a generated image is reused only when it matches."""
-    return modules_hash(_GENERATOR_MODULES)
+    return modules_hash(_GENERATOR_MODULES, __version__)
 
 
 def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: bool = True) -> list[dict]:
