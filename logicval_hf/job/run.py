@@ -103,9 +103,7 @@ def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: 
             return d["rows"]
     from logicval_hf.benchmark.sampler import cached_benchmark
 
-    # `cached_benchmark` memoises by its literal arguments (maxsize 1): call it the way everyone else does for the
-    # default seed, so that the benchmark is built once per process
-    bench = cached_benchmark() if seed == DEFAULT_SEED else cached_benchmark(seed)
+    bench = cached_benchmark(seed)  # memoised per process (keyed on the seed's value, so shared with callers)
     rows = [{k: r.get(k) for k in _ROW_FIELDS} for r in bench.all_rows()]
     if cache is not None:
         atomic_write_json(cache, {"seed": seed, "fingerprint": fp, "logicval_version": __version__, "rows": rows})
