@@ -279,7 +279,7 @@ def test_given_backend(tmp_path, images):
     from logicval_hf.perception import BACKENDS, extract_scene
     from logicval_hf.perception.given import extract, load_scenes, to_scene
 
-    assert "given" in BACKENDS and extract.raw_input
+    assert BACKENDS["given"].raw_input and BACKENDS["given"].extract is extract
     path = tmp_path / "scene.json"
     path.write_text(json.dumps(GOOD))
     for x in (GOOD, json.dumps(GOOD), Scene.from_dict(GOOD), str(path), path):
