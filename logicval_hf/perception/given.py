@@ -62,6 +62,8 @@ def to_scene(x: Any, domain: Domain | str | None = None, what: str = "scene") ->
     ``domain``), and says so explicitly when it is an image (the ``given`` backend does not look at pixels).
     """
     domain = _domain(domain, what)
+    if isinstance(x, (bytearray, memoryview)):
+        x = bytes(x)
     if isinstance(x, Scene):
         if domain is not None and x.domain != domain:
             raise SceneError(f"{what}: the scene is in domain {x.domain.name!r}, but domain {domain.name!r} is "
@@ -85,7 +87,8 @@ def to_scene(x: Any, domain: Domain | str | None = None, what: str = "scene") ->
     try:
         return Scene.from_dict(x, domain)
     except SceneError as e:
-        raise SceneError(f"{what}: {e}") from None
+        msg = str(e)  # Scene.from_dict's messages name their place from "scene" on ("scene.objects[0]: ...")
+        raise SceneError(msg if msg.startswith((f"{what}:", f"{what}.", f"{what}[")) else f"{what}: {msg}") from None
 
 
 def extract(x: Any, domain: Domain | str | None = None, **settings: Any) -> Scene:
