@@ -35,6 +35,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from logicval_hf.perception.backend import PerceptionBackend
+
 __all__ = ["DEFAULT_MODEL", "META_KEY", "SceneParser", "load_model", "extract", "extract_batch", "prepare",
            "decode", "adaptive_scale", "scene_confidence"]
 
@@ -49,7 +51,7 @@ def attribute_model_beside(detector: Path) -> Path:
     return detector.with_name(detector.stem + ATTRIBUTE_SUFFIX + ".onnx")
 
 
-#: what the main job hashes to know when cached verdicts are stale (`logicval_hf.job.run.backend_fingerprint`)
+#: the model files `BACKEND` declares: cached verdicts are stale when they change (`PerceptionBackend.model_files`)
 MODEL_PATHS = (DEFAULT_MODEL, attribute_model_beside(DEFAULT_MODEL))
 #: ONNX metadata key holding the model's JSON description.
 META_KEY = "logicval_scene_parser"
@@ -554,3 +556,9 @@ def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
 def extract(rgb: np.ndarray, **settings: Any) -> Any:
     """`Scene` of one RGB uint8 image (same settings as `extract_batch`)."""
     return extract_batch([rgb], **settings)[0]
+
+
+#: the ``clevr`` perception backend (`logicval_hf.perception.BACKENDS`): CLEVR images, batched, two model files
+BACKEND = PerceptionBackend(
+    "clevr", extract, extract_batch, domains=("clevr",), model_files=MODEL_PATHS, requires=("onnxruntime",),
+    description="the shipped CLEVR scene parser (ONNX, CPU)")
