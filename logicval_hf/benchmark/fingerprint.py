@@ -3,6 +3,7 @@ disk cache) is reused only while every source that decides them is unchanged."""
 
 from __future__ import annotations
 
+from logicval_hf import __version__
 from logicval_hf.common.fingerprint import PACKAGE_ROOT, files_hash
 
 #: modules whose code decides the benchmark rows
@@ -16,4 +17,4 @@ def benchmark_fingerprint() -> str:
     files = [PACKAGE_ROOT / f"{m}.py" for m in BENCHMARK_MODULES] + [PACKAGE_ROOT / "contract" / "catalog.json"]
     files += sorted((PACKAGE_ROOT / "contract" / "domains").glob("*.json"))
     files += sorted((PACKAGE_ROOT / "asp" / "lp").rglob("*.lp"))
-    return files_hash(files)
+    return files_hash(files, __version__)

@@ -27,9 +27,16 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
 
     if args.num_images < 1:
         raise ValueError(f"--num-images must be >= 1, got {args.num_images}")
+    from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
+
+    profile = RENDER_PROFILES.get("randomise" if args.randomise and args.profile is None else args.profile or "clevr")
     config = RenderConfig(seed=args.seed, samples=args.samples, denoise=args.denoise, width=args.width,
-                          height=args.height, min_objects=args.min_objects, max_objects=args.max_objects,
-                          randomise=args.randomise, threads=args.threads).validate()
+                          height=args.height,
+                          min_objects=profile.min_objects if args.min_objects is None else args.min_objects,
+                          max_objects=profile.max_objects if args.max_objects is None else args.max_objects,
+                          randomise=args.randomise, threads=args.threads,
+                          profile="randomise" if args.randomise else profile.name,
+                          long_side=_long_side(args.long_side)).validate()
     assets = load_assets(args.assets)  # both checks before any work
     if args.blender_python or not bpy_in_process():
         # bpy needs numpy<2: it usually lives in an environment of its own (see generation/blender_process.py)
@@ -42,18 +49,37 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
     return 0
 
 
+def _long_side(text: str | None) -> tuple[int, int] | None:
+    """``--long-side MIN:MAX`` (or one number) as a pair."""
+    if text is None:
+        return None
+    parts = text.split(":")
+    try:
+        lo, hi = (int(parts[0]), int(parts[-1])) if len(parts) in (1, 2) else (None, None)
+    except ValueError:
+        lo = hi = None
+    if lo is None or hi is None:
+        raise ValueError(f"--long-side must read MIN:MAX in pixels (e.g. 256:1024), got {text!r}")
+    return lo, hi
+
+
 def _argv_of(args: argparse.Namespace) -> list[str]:
     """The same command for the Blender environment's interpreter (which runs it in-process)."""
     argv = ["--out", str(args.out), "--num-images", str(args.num_images), "--seed", str(args.seed),
             "--assets", str(args.assets), "--samples", str(args.samples),
             "--denoise" if args.denoise else "--no-denoise", "--width", str(args.width), "--height", str(args.height),
-            "--min-objects", str(args.min_objects), "--max-objects", str(args.max_objects),
             "--start-index", str(args.start_index), "--chunk", str(args.chunk), "--threads", str(args.threads)]
+    for flag, value in (("--min-objects", args.min_objects), ("--max-objects", args.max_objects),
+                        ("--profile", args.profile), ("--long-side", args.long_side)):
+        if value is not None:
+            argv += [flag, str(value)]
     return argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
 
 
 def add_subcommands(subparsers: Any) -> None:
     """Register ``render-clevr`` on the ``logicval`` subparsers."""
+    from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
+
     p = subparsers.add_parser(
         "render-clevr", help="render CLEVR scenes with Blender (bpy) from the official generator's assets",
         description="Render CLEVR scenes (images, instance masks, official-format scene JSON with boxes) with "
@@ -70,11 +96,18 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--no-denoise", dest="denoise", action="store_false", help="no denoiser")
     p.add_argument("--width", type=int, default=480, help="image width in pixels (default 480)")
     p.add_argument("--height", type=int, default=320, help="image height in pixels (default 320)")
-    p.add_argument("--min-objects", type=int, default=3, help="fewest objects per scene (default 3)")
-    p.add_argument("--max-objects", type=int, default=10, help="most objects per scene (default 10)")
+    p.add_argument("--min-objects", type=int, default=None,
+                   help="fewest objects per scene (default: the profile's, 3 for clevr and randomise, 1 for t2i)")
+    p.add_argument("--max-objects", type=int, default=None, help="most objects per scene (default 10)")
+    p.add_argument("--profile", default=None, metavar="NAME",
+                   help="render profile (default clevr): " + "; ".join(
+                       f"{name}: {RENDER_PROFILES.get(name).description}" for name in RENDER_PROFILES.names()))
     p.add_argument("--randomise", action="store_true",
-                   help="beyond CLEVR v1.0: draw floor colour (incl. white), light energy, camera elevation and "
-                        "distance, image size (recorded in render_settings)")
+                   help="the profile 'randomise': beyond CLEVR v1.0, draw floor colour (incl. white), light energy, "
+                        "camera elevation and distance, image size (recorded in render_settings)")
+    p.add_argument("--long-side", default=None, metavar="MIN:MAX",
+                   help="range of the longer image side in pixels for profiles that draw the frame (t2i: default "
+                        "256:1024; training renders need fewer pixels, e.g. 256:448); --width/--height otherwise")
     p.add_argument("--start-index", type=int, default=0, help="index of the first image (default 0)")
     p.add_argument("--chunk", type=int, default=20, help="images per chunk; scenes.json is refreshed after each")
     p.add_argument("--threads", type=int, default=2, help="Cycles render threads (default 2)")

@@ -7,15 +7,17 @@ import hashlib
 from pathlib import Path
 from typing import Iterable
 
-from logicval_hf import __version__
-
 #: the package folder: module paths below are relative to it (``"contract/spec"``)
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def files_hash(files: Iterable[Path]) -> str:
-    """Short hash of the package version and the names and contents of ``files`` (unreadable ones skipped)."""
-    h = hashlib.sha256(__version__.encode())
+def files_hash(files: Iterable[Path], salt: str) -> str:
+    """Short hash of ``salt`` and the names and contents of ``files`` (unreadable ones skipped).
+
+    ``salt`` is what else decides the cached work: callers pass the package version (so that a release
+    invalidates every cache), plus whatever names the work (a backend's name).
+    """
+    h = hashlib.sha256(salt.encode())
     for f in files:
         with contextlib.suppress(OSError):
             h.update(f.name.encode())
@@ -23,6 +25,6 @@ def files_hash(files: Iterable[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def modules_hash(modules: Iterable[str]) -> str:
+def modules_hash(modules: Iterable[str], salt: str) -> str:
     """`files_hash` of package modules named by path without suffix (``"generation/render"``)."""
-    return files_hash(PACKAGE_ROOT / f"{m}.py" for m in modules)
+    return files_hash((PACKAGE_ROOT / f"{m}.py" for m in modules), salt)

@@ -11,7 +11,8 @@ JSON form (the same in and out)::
 ``domain`` names the domain (default ``clevr``); an object carries that domain's perceived attributes.
 
 Optional per object: ``"score"`` (detection confidence) and ``"probs"`` (``{attribute: {value: p}}``, from
-perception). Regions and relations follow regions.md §6: the centre decides the quadrant (a centre on a
+perception). Optional per scene: ``"confidence"``, the perception backend's probability that the whole scene
+graph is right (every object found, none invented, every perceived attribute and region right). Regions and relations follow regions.md §6: the centre decides the quadrant (a centre on a
 midline goes right / front), ``left(a, b)`` iff ``cx(a) < cx(b)``, ``behind(a, b)`` iff ``cy(a) < cy(b)``;
 equal coordinates give no relation on that axis. Other domains decide their relations from boxes as their
 domain file says (`logicval_hf.contract.domain`), e.g. COCO with GenEval's size-proportional margin.
@@ -72,6 +73,8 @@ class Scene:
     image_size: tuple[float, float]
     objects: tuple[SceneObject, ...] = ()
     domain: Domain = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    #: the perception backend's probability that this scene graph is exactly right (None: not estimated)
+    confidence: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.domain is None:
@@ -92,11 +95,16 @@ class Scene:
                 raise SceneError(f"scene: not valid JSON ({e})") from None
         if not isinstance(d, Mapping):
             raise SceneError(f"scene: must be a JSON object, got {type(d).__name__}")
-        extra = [k for k in d if k not in ("image_size", "objects", "domain")]
+        extra = [k for k in d if k not in ("image_size", "objects", "domain", "confidence")]
         missing = [k for k in ("image_size", "objects") if k not in d]
         if missing or extra:
-            raise SceneError(f"scene: expected keys ['image_size', 'objects'] and optionally 'domain' "
+            raise SceneError(f"scene: expected keys ['image_size', 'objects'] and optionally 'domain', 'confidence' "
                              f"(missing {missing}, unknown {extra})")
+        confidence = d.get("confidence")
+        if confidence is not None:
+            confidence = _number("scene.confidence", confidence)
+            if not 0 <= confidence <= 1:
+                raise SceneError(f"scene.confidence: must be a probability in [0, 1], got {confidence!r}")
         named = d.get("domain")
         if named is not None and not isinstance(named, str):
             raise SceneError(f"scene.domain: must be a domain name, got {named!r}")
@@ -118,7 +126,7 @@ class Scene:
         if not isinstance(objs, (list, tuple)):
             raise SceneError(f"scene.objects: must be a list, got {type(objs).__name__}")
         parsed = tuple(cls._parse_object(f"scene.objects[{i}]", o, (w, h), domain) for i, o in enumerate(objs))
-        return cls((w, h), parsed, domain)
+        return cls((w, h), parsed, domain, confidence)
 
     @staticmethod
     def _parse_object(path: str, o: Any, size: tuple[float, float], domain: Domain) -> SceneObject:
@@ -201,6 +209,8 @@ class Scene:
         if self.domain.name != DEFAULT_DOMAIN:
             out["domain"] = self.domain.name
         out["objects"] = [o.to_dict() for o in self.objects]
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
         return out
 
     def to_json(self) -> str:

@@ -28,13 +28,13 @@ missing. Generation and perception use ``jobs`` worker processes (default: up to
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import io
 import json
 import multiprocessing as mp
 import os
+import pickle
 import re
 import sys
 import time
@@ -44,7 +44,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from logicval_hf import __version__
 from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json, remove_stale_temps
 from logicval_hf.common.cpu import cpu_seconds
-from logicval_hf.common.fingerprint import modules_hash
+from logicval_hf.common.fingerprint import files_hash, modules_hash
 from logicval_hf.benchmark.fingerprint import benchmark_fingerprint
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
@@ -89,7 +89,7 @@ def _png_bytes(image: Any) -> bytes:
 @functools.lru_cache(maxsize=1)
 def generator_fingerprint() -> str:
     """Hash of the generators' and renderer's sources: a generated image is reused only when it matches."""
-    return modules_hash(_GENERATOR_MODULES)
+    return modules_hash(_GENERATOR_MODULES, __version__)
 
 
 def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: bool = True) -> list[dict]:
@@ -103,9 +103,7 @@ def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: 
             return d["rows"]
     from logicval_hf.benchmark.sampler import cached_benchmark
 
-    # `cached_benchmark` memoises by its literal arguments (maxsize 1): call it the way everyone else does for the
-    # default seed, so that the benchmark is built once per process
-    bench = cached_benchmark() if seed == DEFAULT_SEED else cached_benchmark(seed)
+    bench = cached_benchmark(seed)  # memoised per process (keyed on the seed's value, so shared with callers)
     rows = [{k: r.get(k) for k in _ROW_FIELDS} for r in bench.all_rows()]
     if cache is not None:
         atomic_write_json(cache, {"seed": seed, "fingerprint": fp, "logicval_version": __version__, "rows": rows})
@@ -115,31 +113,17 @@ def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: 
 def backend_fingerprint(backend: str) -> str:
     """A short hash of a perception backend's code and model: cached verdicts are reused only when it matches.
 
-    Hashes the backend's module source and the files its module names in ``MODEL_PATHS`` (the clevr backend's
-    trained weights), so a retrained or edited backend re-scores every image.
+    Hashes the source files of the backend's functions and the model files it declares
+    (`PerceptionBackend.model_files`: the clevr backend's trained weights), so a retrained or edited backend
+    re-scores every image.
+
+    Raises:
+        UnknownNameError: no backend of that name (a `ValueError`).
     """
-    import importlib
-    import importlib.util
+    from logicval_hf.perception import get_backend
 
-    from logicval_hf import perception
-
-    h = hashlib.sha256(f"{__version__}/{backend}".encode())
-    entry = perception.BACKENDS.reference(backend) if backend in perception.BACKENDS else None
-    module = None
-    if isinstance(entry, str):
-        module = entry.partition(":")[0]
-    elif entry is not None:
-        module = getattr(entry, "__module__", None)
-    if module:
-        with contextlib.suppress(ImportError, ValueError, AttributeError):
-            spec = importlib.util.find_spec(module)
-            if spec is not None and spec.origin and os.path.isfile(spec.origin):
-                h.update(Path(spec.origin).read_bytes())
-            mod = importlib.import_module(module)
-            for model in getattr(mod, "MODEL_PATHS", ()):
-                if os.path.isfile(model):
-                    h.update(Path(model).read_bytes())
-    return h.hexdigest()[:16]
+    b = get_backend(backend)
+    return files_hash([*b.source_files(), *b.model_files], f"{__version__}/{backend}")
 
 
 def _limit_rows(rows: Sequence[dict], limit: int | None) -> list[dict]:
@@ -316,12 +300,28 @@ def _generate(name: str, seed: int, size: tuple[int, int], rows: Sequence[dict],
 # ---------------------------------------------------------------------------------------------
 # Stage 2: perception (workers) + verification through `evaluation.compute`
 # ---------------------------------------------------------------------------------------------
-def _perceive_task(task: tuple[str, str]) -> tuple[tuple[dict | None, str | None], float]:
+def _worker_backend(name: str, backend: Any) -> None:
+    """Make ``backend`` the one registered as ``name`` here: a worker process knows only the built-in backends,
+    so one registered at run time travels with each task. Its ``init_worker`` runs once per worker process
+    (only worker processes have a solver: `_worker_init`)."""
+    from logicval_hf import perception
+
+    if name not in perception.BACKENDS or perception.get_backend(name) != backend:
+        perception.register_backend(name, backend, replace=True)
+    started = _WORKER.setdefault("backends", set())
+    if "solver" in _WORKER and name not in started:
+        started.add(name)
+        if backend.init_worker is not None:
+            backend.init_worker()
+
+
+def _perceive_task(task: tuple[str, str, Any]) -> tuple[tuple[dict | None, str | None], float]:
     """Scene graph of one image file: ``((scene dict, None) or (None, error), CPU seconds)``."""
     from logicval_hf.scoring.evaluation import to_scenes
 
     c0 = time.process_time()
-    path, backend = task
+    path, backend, definition = task
+    _worker_backend(backend, definition)
     try:
         out: tuple[dict | None, str | None] = (to_scenes([Path(path)], backend=backend)[0].to_dict(), None)
     except ValueError as e:  # PerceptionError: unreadable / unusable image
@@ -348,10 +348,12 @@ def _score(name: str, items: Sequence[tuple[dict, Path | None]], out: Path, back
     """
     from tqdm.auto import tqdm
 
+    from logicval_hf.perception import get_backend
     from logicval_hf.scoring.evaluation import compute
 
     vdir = out / "verdicts" / name
     fingerprint = backend_fingerprint(backend)
+    definition = get_backend(backend)
     verdicts: dict[str, dict] = {}
     pending: list[tuple[dict, Path, str]] = []
     reused = 0
@@ -374,7 +376,12 @@ def _score(name: str, items: Sequence[tuple[dict, Path | None]], out: Path, back
                 continue
         pending.append((row, path, digest))
     t_perceive = t_verify = c_perceive = c_verify = 0.0
-    results = workers.imap(_perceive_task, [(str(p), backend) for _, p, _ in pending])
+    tasks = [(str(p), backend, definition) for _, p, _ in pending]
+    try:
+        pickle.dumps(definition)
+        results = workers.imap(_perceive_task, tasks)
+    except (pickle.PicklingError, AttributeError, TypeError):  # functions defined inside a function: stay here
+        results = map(_perceive_task, tasks)
     with tqdm(total=len(items), initial=len(items) - len(pending), desc=f"score {name}", unit="img",
               disable=not progress, leave=False, file=sys.stderr) as bar:
         for start in range(0, len(pending), SCORE_CHUNK):
@@ -597,6 +604,7 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
     plan = resolve_generators(generators, image_folder)
+    backend_fingerprint(backend)  # an unknown or broken backend is reported before any work
     jobs = max(1, int(jobs if jobs is not None else min(2, os.cpu_count() or 1)))
     size = (int(image_size[0]), int(image_size[1]))
     timings: dict[str, float] = {}

@@ -11,51 +11,75 @@ An image may be a PIL image, a ``numpy`` array of ``uint8`` (``H x W x 3`` RGB, 
 ``H x W`` grey) or a path (``str`` / ``pathlib.Path``). Bad input raises `PerceptionError` (a `ValueError`)
 with a message that says what was wrong.
 
-Backends are plain callables ``fn(rgb: np.ndarray[H, W, 3] uint8, **settings) -> Scene`` kept in
-`BACKENDS`; `register_backend` adds one (e.g. a neural pipeline or a "given" backend that returns
-annotated scenes). Backends are imported lazily, so registering one costs nothing until it is used.
+A backend is a `PerceptionBackend` (`logicval_hf.perception.backend`: the written contract) kept by name in
+`BACKENDS`: its ``extract`` (and optional ``extract_batch``), the domains it perceives, whether it takes raw
+input (``given``: scene graphs) and the model files it depends on. `register_backend` adds one (a
+`PerceptionBackend`, a plain function ``fn(rgb, **settings) -> Scene``, or a lazy ``"module:attribute"``
+reference to either); backends are imported lazily, so registering one costs nothing until it is used.
 
 The ``domain`` setting (a name such as ``"coco"``, a domain file or a `Domain`) says which domain to perceive.
-A backend that perceives several domains says so with ``fn.takes_domain = True`` (``neural``, ``given``) and
-receives the resolved `Domain` as ``domain=``; any other backend (``clevr``, the shipped CLEVR scene parser)
-perceives CLEVR only, and asking it for another domain is a `PerceptionError`. Without ``domain`` a backend
-perceives its default domain (CLEVR). The scenes that come back are checked to be in the domain asked for.
+A backend declares the domains it perceives (``neural`` and ``given``: any, and they receive the resolved
+`Domain` as ``domain=``; ``clevr``, the shipped CLEVR scene parser: CLEVR only); asking a backend for a domain
+it does not perceive is a `PerceptionError`. Without ``domain`` a backend perceives its default domain (CLEVR).
+The scenes that come back are checked to be scenes, and to be in the domain asked for.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, Callable, Iterable, Sequence
 
 from logicval_hf.common.registry import Registry
-from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain
+from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
+from logicval_hf.perception.backend import PerceptionBackend, as_backend
 from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, load_image
 
 __all__ = [
-    "BACKENDS", "MAX_PIXELS", "PerceptionError", "extract_scene", "extract_scenes", "load_image",
-    "register_backend", "resolve_domain",
+    "BACKENDS", "MAX_PIXELS", "PerceptionBackend", "PerceptionError", "extract_scene", "extract_scenes",
+    "get_backend", "load_image", "register_backend", "resolve_domain",
 ]
 
 #: Images decoded and handed to a batched backend (``extract_batch``) per call.
 BATCH_CHUNK = 64
 
-#: Perception backends by name: a callable ``fn(rgb_uint8_array, **settings) -> Scene`` or a lazy
-#: ``"module:function"`` reference, imported on first use.
-BACKENDS: Registry[Callable[..., Scene]] = Registry("perception backend", {
-    "clevr": "logicval_hf.perception.scene_parser:extract",
-    "given": "logicval_hf.perception.given:extract",
-    "neural": "logicval_hf.perception.neural:extract",
-})
+#: Perception backends by name: a `PerceptionBackend`, or a lazy ``"module:attribute"`` reference to one (or to
+#: a plain function, wrapped), imported on first use.
+BACKENDS: Registry[PerceptionBackend] = Registry("perception backend", {
+    "clevr": "logicval_hf.perception.scene_parser:BACKEND",
+    "given": "logicval_hf.perception.given:BACKEND",
+    "neural": "logicval_hf.perception.neural:BACKEND",
+}, adapt=as_backend)
 
 
-def register_backend(name: str, fn: Callable[..., Scene] | str, *, replace: bool = False) -> None:
-    """Register a backend under ``name``: a callable ``fn(rgb_uint8_array, **settings) -> Scene`` or a
-    lazy ``"package.module:function"`` reference."""
-    if not (callable(fn) or isinstance(fn, str)):  # a string's 'module:function' form is the registry's check
-        raise ValueError("backend must be a callable or a 'module:function' string")
-    BACKENDS.register(name, fn, replace=replace)
+def register_backend(name: str, backend: PerceptionBackend | Callable[..., Scene] | str, *,
+                     replace: bool = False) -> None:
+    """Register a perception backend under ``name``.
+
+    Args:
+        name: the name callers pass as ``backend=``.
+        backend: a `PerceptionBackend`, a plain function ``fn(rgb_uint8_array, **settings) -> Scene`` (wrapped
+            by `PerceptionBackend.from_callable`), or a lazy ``"package.module:attribute"`` reference to either.
+        replace: allow replacing a backend already registered under ``name``.
+
+    Raises:
+        ValueError: a name already taken, a string that is not a ``"module:attribute"`` reference, or an
+            object that is neither a backend nor a function (the message names the backend).
+    """
+    if not (callable(backend) or isinstance(backend, (str, PerceptionBackend))):
+        raise ValueError(f"perception backend {name!r} must be a PerceptionBackend, a function "
+                         f"fn(rgb, **settings) -> Scene or a 'module:attribute' string, got {type(backend).__name__}")
+    BACKENDS.register(name, backend, replace=replace)
+
+
+def get_backend(name: str) -> PerceptionBackend:
+    """The `PerceptionBackend` registered as ``name`` (imported on first use).
+
+    Raises:
+        UnknownNameError: no such backend (a `ValueError`; the message suggests close names).
+        ValueError: its lazy reference is broken or names something that is not a backend.
+    """
+    return BACKENDS.get(name)
 
 
 # ---- domains ---------------------------------------------------------------------------------------
@@ -71,27 +95,27 @@ def resolve_domain(domain: Any) -> Domain | None:
         raise PerceptionError(f"domain: {e}") from None
 
 
-def _domain_settings(backend: str, fn: Callable[..., Scene], domain: Domain | None,
+def _domain_settings(backend: PerceptionBackend, domain: Domain | None,
                      settings: dict[str, Any]) -> dict[str, Any]:
-    """The settings a backend gets for ``domain``: ``domain=`` for a backend that takes one; nothing for a CLEVR
-    backend asked for CLEVR; a `PerceptionError` for a CLEVR backend asked for another domain."""
+    """The settings a backend gets for ``domain``: ``domain=`` for a backend that takes one; nothing more for
+    one that perceives it without being told; a `PerceptionError` for one that does not perceive it."""
     if domain is None:
         return settings
-    if getattr(fn, "takes_domain", False):
-        return {**settings, "domain": domain}
-    from logicval_hf.contract.catalog import load_catalog
-
-    if domain == load_catalog().domain:
-        return settings
-    raise PerceptionError(
-        f"the {backend!r} perception backend perceives {DEFAULT_DOMAIN!r} scenes only, not domain {domain.name!r}; "
-        f"use a backend that takes a domain, e.g. backend='neural' (any domain) or 'given' (scene graphs)")
+    if not backend.perceives(domain):
+        names = " or ".join(repr(d) for d in backend.domains or ())
+        raise PerceptionError(
+            f"the {backend.name!r} perception backend perceives {names} scenes only, not domain {domain.name!r}; "
+            f"use a backend that takes a domain, e.g. backend='neural' (any domain) or 'given' (scene graphs)")
+    return {**settings, "domain": domain} if backend.takes_domain else settings
 
 
-def _check_domain(scene: Scene, domain: Domain | None, backend: str, what: str = "image") -> Scene:
-    if domain is not None and isinstance(scene, Scene) and scene.domain != domain:
-        raise PerceptionError(f"{what}: the {backend!r} backend returned a scene in domain {scene.domain.name!r}, "
-                              f"not {domain.name!r}")
+def _checked(scene: Any, backend: PerceptionBackend, domain: Domain | None, what: str = "image") -> Scene:
+    """``scene`` when it is a `Scene` in ``domain`` (when given); a `PerceptionError` naming ``what`` otherwise."""
+    if not isinstance(scene, Scene):
+        raise PerceptionError(f"{what}: the {backend.name!r} backend returned {type(scene).__name__}, not a Scene")
+    if domain is not None and scene.domain != domain:
+        raise PerceptionError(f"{what}: the {backend.name!r} backend returned a scene in domain "
+                              f"{scene.domain.name!r}, not {domain.name!r}")
     return scene
 
 
@@ -99,31 +123,22 @@ def _check_domain(scene: Scene, domain: Domain | None, backend: str, what: str =
 def extract_scene(image: Any, backend: str = "clevr", *, domain: Any = None, **settings: Any) -> Scene:
     """Perceive one image with the named backend and return its `Scene` (in ``domain`` when given: a name such
     as ``"coco"`` or a `Domain`)."""
-    fn = BACKENDS.get(backend)
+    b = BACKENDS.get(backend)
     dom = resolve_domain(domain)
-    settings = _domain_settings(backend, fn, dom, settings)
-    if getattr(fn, "raw_input", False):  # e.g. "given": the input is a scene graph, not pixels
-        return _check_domain(fn(image, **settings), dom, backend)
-    return _check_domain(fn(load_image(image), **settings), dom, backend)
+    settings = _domain_settings(b, dom, settings)
+    item = image if b.raw_input else load_image(image)  # raw input ("given"): a scene graph, not pixels
+    return _checked(b.extract(item, **settings), b, dom)
 
 
-def _batch_function(fn: Callable[..., Scene]) -> Callable[..., list[Scene]] | None:
-    """A backend's batched form: ``extract_batch`` beside its function (one forward pass for many images)."""
-    module = importlib.import_module(getattr(fn, "__module__", __name__))
-    batch = getattr(module, "extract_batch", None)
-    return batch if callable(batch) else None
+def _init_worker(backend: PerceptionBackend) -> None:
+    """Worker start-up: the backend's ``init_worker`` (e.g. one thread per process, warm caches)."""
+    if backend.init_worker is not None:
+        backend.init_worker()
 
 
-def _init_worker(fn: Callable[..., Scene]) -> None:
-    """Worker start-up: a backend may define ``fn.init_worker()`` (e.g. one thread per process, warm caches)."""
-    init = getattr(fn, "init_worker", None)
-    if callable(init):
-        init()
-
-
-def _work(args: tuple[Any, Callable[..., Scene], dict[str, Any]]) -> Scene:
-    image, fn, settings = args
-    return fn(load_image(image), **settings)
+def _work(args: tuple[Any, PerceptionBackend, dict[str, Any]]) -> Any:
+    image, backend, settings = args
+    return backend.extract(load_image(image), **settings)
 
 
 def extract_scenes(
@@ -132,40 +147,47 @@ def extract_scenes(
     """Perceive several images; the result equals ``[extract_scene(im, backend, **settings) for im in images]``
     (``domain`` as for `extract_scene`).
 
-    ``n_jobs > 1`` spreads the images over that many worker processes started with "forkserver" (or
-    "spawn"), never "fork" (OpenCV/BLAS thread pools make forked children hang), so a calling script needs the
-    usual ``if __name__ == "__main__":`` guard and the backend must be a module-level (picklable) function.
-    Paths travel cheaply; arrays and PIL images are decoded and validated here first, so errors for them name
-    the offending image by its index.
+    A backend with ``extract_batch`` gets the images in chunks of `BATCH_CHUNK`. Otherwise ``n_jobs > 1``
+    spreads the images over that many worker processes started with "forkserver" (or "spawn"), never "fork"
+    (OpenCV/BLAS thread pools make forked children hang), so a calling script needs the usual
+    ``if __name__ == "__main__":`` guard and the backend's functions must be module-level (picklable). Paths
+    travel cheaply; arrays and PIL images are decoded and validated here first, so errors for them name the
+    offending image by its index.
     """
-    fn = BACKENDS.get(backend)
+    b = BACKENDS.get(backend)
     items: Sequence[Any] = list(images)
-    if not isinstance(n_jobs, int) or n_jobs < 1:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
     dom = resolve_domain(domain)
-    settings = _domain_settings(backend, fn, dom, settings)
-    if dom is not None:
-        scenes = _extract_scenes(fn, items, n_jobs, settings)
-        return [_check_domain(s, dom, backend, f"images[{i}]") for i, s in enumerate(scenes)]
-    return _extract_scenes(fn, items, n_jobs, settings)
+    settings = _domain_settings(b, dom, settings)
+    scenes = _extract_scenes(b, items, n_jobs, settings)
+    return [_checked(s, b, dom, f"images[{i}]") for i, s in enumerate(scenes)]
 
 
-def _extract_scenes(fn: Callable[..., Scene], items: Sequence[Any], n_jobs: int,
-                    settings: dict[str, Any]) -> list[Scene]:
-    if getattr(fn, "raw_input", False):
-        return [fn(x, **settings) for x in items]
-    batch = _batch_function(fn)
-    if batch is not None:  # BATCH_CHUNK images decoded at a time: host memory stays bounded for long lists
-        out: list[Scene] = []
+def _batched(b: PerceptionBackend, chunk: list[Any], start: int, settings: dict[str, Any]) -> list[Any]:
+    assert b.extract_batch is not None
+    scenes = b.extract_batch(chunk, **settings)
+    if not isinstance(scenes, (list, tuple)) or len(scenes) != len(chunk):
+        got = f"{len(scenes)} scenes" if isinstance(scenes, (list, tuple)) else type(scenes).__name__
+        raise PerceptionError(f"images[{start}:{start + len(chunk)}]: the {b.name!r} backend's extract_batch "
+                              f"returned {got} for {len(chunk)} images")
+    return list(scenes)
+
+
+def _extract_scenes(b: PerceptionBackend, items: Sequence[Any], n_jobs: int,
+                    settings: dict[str, Any]) -> list[Any]:
+    if b.extract_batch is not None:  # BATCH_CHUNK images decoded at a time: host memory stays bounded
+        out: list[Any] = []
         for start in range(0, len(items), BATCH_CHUNK):
-            chunk = [load_image(im, f"images[{start + i}]") for i, im in enumerate(items[start:start + BATCH_CHUNK])]
-            out.extend(batch(chunk, **settings))
+            part = items[start:start + BATCH_CHUNK]
+            chunk = list(part) if b.raw_input else [load_image(im, f"images[{start + i}]")
+                                                     for i, im in enumerate(part)]
+            out.extend(_batched(b, chunk, start, settings))
         return out
+    if b.raw_input:
+        return [b.extract(x, **settings) for x in items]
     if n_jobs == 1 or len(items) < 2:
-        out = []
-        for i, im in enumerate(items):
-            out.append(fn(load_image(im, f"images[{i}]"), **settings))
-        return out
+        return [b.extract(load_image(im, f"images[{i}]"), **settings) for i, im in enumerate(items)]
     # validate cheaply up front so that errors carry the index
     items = [im if isinstance(im, (str, os.PathLike)) else load_image(im, f"images[{i}]") for i, im in enumerate(items)]
     import multiprocessing as mp
@@ -175,9 +197,9 @@ def _extract_scenes(fn: Callable[..., Scene], items: Sequence[Any], n_jobs: int,
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
     if method == "forkserver":
-        ctx.set_forkserver_preload([__name__, getattr(fn, "__module__", __name__)])
-    # the backend callable itself travels to the workers (pickled by reference, so it must be importable:
-    # a module-level function); workers need not have it registered
+        ctx.set_forkserver_preload([__name__, getattr(b.extract, "__module__", None) or __name__])
+    # the backend object itself travels to the workers (its functions pickled by reference, so they must be
+    # importable: module-level functions); workers need not have it registered
     # concurrent.futures rather than multiprocessing.Pool: a worker that dies (e.g. a calling script without the
     # __main__ guard, or the OOM killer) raises BrokenProcessPool instead of hanging forever
     from concurrent.futures import ProcessPoolExecutor
@@ -185,8 +207,8 @@ def _extract_scenes(fn: Callable[..., Scene], items: Sequence[Any], n_jobs: int,
 
     try:
         with ProcessPoolExecutor(min(n_jobs, len(items)), mp_context=ctx, initializer=_init_worker,
-                                 initargs=(fn,)) as pool:
-            return list(pool.map(_work, [(im, fn, settings) for im in items],
+                                 initargs=(b,)) as pool:
+            return list(pool.map(_work, [(im, b, settings) for im in items],
                                  chunksize=max(1, len(items) // (4 * n_jobs))))
     except BrokenProcessPool as e:
         raise RuntimeError(

@@ -13,10 +13,10 @@ A scene graph names its domain (``"domain": "coco"``; none: CLEVR). With ``domai
 scene is read in that domain: one that omits ``"domain"`` is taken to be in it, one that names another (or a
 `Scene` of another) is a `SceneError` naming the item.
 
-Unlike the pixel backends, ``extract`` takes its input *raw* (it carries ``raw_input = True``): there is no
-image to load. `logicval_hf.scoring.evaluation.compute` already passes scene-graph predictions through as given;
-this module makes the same thing available as a named backend. Importing it registers ``"given"`` in
-`logicval_hf.perception.BACKENDS` unless a backend of that name is already there.
+Unlike the pixel backends, ``extract`` takes its input *raw* (its `BACKEND` declares ``raw_input=True``):
+there is no image to load. `logicval_hf.scoring.evaluation.compute` already passes scene-graph predictions
+through as given; this module makes the same thing available as the named backend ``"given"`` (`BACKEND`, which
+`logicval_hf.perception.BACKENDS` refers to).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from logicval_hf.contract.catalog import Domain
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.contract.scene import Scene
+from logicval_hf.perception.backend import PerceptionBackend
 
-__all__ = ["extract", "to_scene", "load_scenes"]
+__all__ = ["BACKEND", "extract", "to_scene", "load_scenes"]
 
 #: JSON files larger than this are refused (a scene graph of 9 objects is well under 10 kB).
 MAX_SCENE_BYTES = 5_000_000
@@ -61,6 +62,8 @@ def to_scene(x: Any, domain: Domain | str | None = None, what: str = "scene") ->
     ``domain``), and says so explicitly when it is an image (the ``given`` backend does not look at pixels).
     """
     domain = _domain(domain, what)
+    if isinstance(x, (bytearray, memoryview)):
+        x = bytes(x)
     if isinstance(x, Scene):
         if domain is not None and x.domain != domain:
             raise SceneError(f"{what}: the scene is in domain {x.domain.name!r}, but domain {domain.name!r} is "
@@ -84,7 +87,8 @@ def to_scene(x: Any, domain: Domain | str | None = None, what: str = "scene") ->
     try:
         return Scene.from_dict(x, domain)
     except SceneError as e:
-        raise SceneError(f"{what}: {e}") from None
+        msg = str(e)  # Scene.from_dict's messages name their place from "scene" on ("scene.objects[0]: ...")
+        raise SceneError(msg if msg.startswith((f"{what}:", f"{what}.", f"{what}[")) else f"{what}: {msg}") from None
 
 
 def extract(x: Any, domain: Domain | str | None = None, **settings: Any) -> Scene:
@@ -95,8 +99,10 @@ def extract(x: Any, domain: Domain | str | None = None, **settings: Any) -> Scen
     return to_scene(x, domain)
 
 
-extract.raw_input = True  # type: ignore[attr-defined]  # the input is not an image: do not load_image() it
-extract.takes_domain = True  # type: ignore[attr-defined]  # any domain: the scene graph's own, or the one asked for
+#: the ``given`` backend: raw input (the input is not an image: nothing to load), any domain (the scene graph's
+#: own, or the one asked for)
+BACKEND = PerceptionBackend("given", extract, domains=None, takes_domain=True, raw_input=True,
+                            description="scene graphs as given (annotations, an external detector's output)")
 
 
 def load_scenes(path: str | Path, key: str = "id", scene_key: str | None = None,
@@ -139,12 +145,3 @@ def load_scenes(path: str | Path, key: str = "id", scene_key: str | None = None,
         out[str(rec[key])] = to_scene(rec[sk], domain, f"annotations {path} {where}")
     return out
 
-
-def _register() -> None:
-    from logicval_hf.perception import BACKENDS, register_backend
-
-    if "given" not in BACKENDS:
-        register_backend("given", extract)
-
-
-_register()

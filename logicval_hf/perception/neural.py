@@ -67,6 +67,8 @@ import numpy as np
 from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.domain import DEFAULT_DOMAIN, load_domain
 from logicval_hf.contract.scene import Scene, SceneObject
+from logicval_hf.common.extras import BACKEND_EXTRAS
+from logicval_hf.perception.backend import PerceptionBackend
 
 __all__ = [
     "DEFAULTS", "MODEL_SETTINGS", "VIEW_SCALES", "VIEW_SPECS", "TEMPLATES", "NeuralPipeline", "Detection",
@@ -972,6 +974,8 @@ def extract_batch(images: Sequence[Any], **settings: Any) -> list[Scene]:
     return pipe.extract_batch(list(images), **run)
 
 
-# the backend perceives any domain: `logicval_hf.perception.extract_scene(..., domain=...)` passes it on
-extract.takes_domain = True  # type: ignore[attr-defined]
-extract_batch.takes_domain = True  # type: ignore[attr-defined]
+#: the ``neural`` perception backend (`logicval_hf.perception.BACKENDS`): any domain (`extract_scene(...,
+#: domain=...)` passes it on), batched; its models are hub ids or local paths given as settings
+BACKEND = PerceptionBackend(
+    "neural", extract, extract_batch, domains=None, takes_domain=True, requires=BACKEND_EXTRAS["neural"][1],
+    extra=BACKEND_EXTRAS["neural"][0], description="Grounding DINO boxes + zero-shot CLIP attributes (paper §3.3)")

@@ -35,8 +35,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from logicval_hf.perception.backend import PerceptionBackend
+
 __all__ = ["DEFAULT_MODEL", "META_KEY", "SceneParser", "load_model", "extract", "extract_batch", "prepare",
-           "decode"]
+           "decode", "adaptive_scale", "scene_confidence"]
 
 #: The shipped model (ONNX graph with metadata).
 DEFAULT_MODEL = Path(__file__).with_name("scene_parser.onnx")
@@ -49,17 +51,26 @@ def attribute_model_beside(detector: Path) -> Path:
     return detector.with_name(detector.stem + ATTRIBUTE_SUFFIX + ".onnx")
 
 
-#: what the main job hashes to know when cached verdicts are stale (`logicval_hf.job.run.backend_fingerprint`)
+#: the model files `BACKEND` declares: cached verdicts are stale when they change (`PerceptionBackend.model_files`)
 MODEL_PATHS = (DEFAULT_MODEL, attribute_model_beside(DEFAULT_MODEL))
 #: ONNX metadata key holding the model's JSON description.
 META_KEY = "logicval_scene_parser"
 
-#: Geometry shared with training: the longer image side is scaled to LONG_SIDE (CLEVR's 480), because object
-#: scale then matches the renders for both CLEVR sizes (the Blender camera keeps the horizontal field of view,
-#: so a 320x240 CLEVR image shows objects at 2/3 the size of a 480x320 one); padded to a multiple of MULTIPLE.
+#: Geometry shared with training. Models with fixed scaling (metadata without ``scale``) scale the longer image
+#: side to LONG_SIDE (CLEVR's 480: objects then have the size they have in 480x320 renders); padded to a
+#: multiple of MULTIPLE.
 LONG_SIDE = 480
 MULTIPLE = 32
 STRIDE = 8
+
+#: Scale-adaptive models (metadata ``scale.mode == "adaptive"``): a first look at the whole image with its longer
+#: side at ``probe_side`` measures the objects; the image is then scaled so that their median size (the longer
+#: side of each box) is ``object_size`` pixels, its longer side kept within ``long_side_range``. Why: images
+#: users score frame objects at any size (a T2I model's single cube may fill a 1024 px square), and a small
+#: network reads objects best at the sizes it was trained on. Without any object in the first look, the image
+#: is read at ``long_side``.
+ADAPTIVE_DEFAULTS = {"mode": "adaptive", "probe_side": 224, "object_size": 58.0, "long_side": LONG_SIDE,
+                     "long_side_range": [192, 960]}
 
 
 def target_scale(width: int, height: int, long_side: int = LONG_SIDE) -> float:
@@ -92,12 +103,27 @@ def pad_to_multiple(rgb: np.ndarray, multiple: int = MULTIPLE, fill: int | None 
     return cv2.copyMakeBorder(rgb, 0, ph, 0, pw, cv2.BORDER_REPLICATE)
 
 
-def prepare(rgb: np.ndarray, long_side: int = LONG_SIDE, multiple: int = MULTIPLE) -> tuple[np.ndarray, float]:
-    """The network input of one image (float32 CHW in [0, 1], padded) and the scale applied to it."""
+def prepare(rgb: np.ndarray, long_side: int = LONG_SIDE, multiple: int = MULTIPLE, scale: float | None = None
+            ) -> tuple[np.ndarray, float]:
+    """The network input of one image (float32 CHW in [0, 1], padded) and the scale applied to it (``scale``,
+    else the one that makes the longer side ``long_side``)."""
     h, w = rgb.shape[:2]
-    s = target_scale(w, h, long_side)
+    s = target_scale(w, h, long_side) if scale is None else float(scale)
     x = pad_to_multiple(resize(rgb, s), multiple)
     return np.ascontiguousarray(x.transpose(2, 0, 1), dtype=np.float32) * np.float32(1 / 255), s
+
+
+def adaptive_scale(sizes: Sequence[float], width: int, height: int, scale_meta: dict[str, Any]) -> float:
+    """The scale at which a scale-adaptive model reads an image whose first look found objects of ``sizes``
+    (the longer side of each box, in image pixels): their median becomes ``object_size``, the longer image
+    side stays within ``long_side_range``; no objects: the longer side becomes ``long_side``."""
+    long = max(width, height)
+    lo, hi = scale_meta.get("long_side_range", ADAPTIVE_DEFAULTS["long_side_range"])
+    if len(sizes) == 0:
+        s = float(scale_meta.get("long_side", LONG_SIDE)) / long
+    else:
+        s = float(scale_meta.get("object_size", ADAPTIVE_DEFAULTS["object_size"])) / max(float(np.median(sizes)), 1.0)
+    return min(max(s, lo / long), hi / long)
 
 
 def attribute_slices(meta: dict[str, Any]) -> dict[str, slice]:
@@ -165,6 +191,7 @@ class Detection:
     cell: tuple[int, int] = (0, 0)  # (x, y) grid cell the attributes were read at
     vx: float = 0.0  # the object's most visible point in image pixels (its centre for models without that head)
     vy: float = 0.0
+    scale: float = 1.0  # the scale the image was read at (network input pixels per image pixel)
 
 
 def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str, Any], scale: float,
@@ -202,7 +229,7 @@ def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str
             vy = min(max(float(gy * stride / scale), 0.0), height - 1.0)
         probs = {a: _softmax(logits[sl, ay, ax] / float(temps.get(a, 1.0))) for a, sl in attr_slices.items()}
         out.append(Detection(float(cx[i]), float(cy[i]), float(bw[i]), float(bh[i]), float(scores[i]), probs,
-                             (ax, ay), vx, vy))
+                             (ax, ay), vx, vy, float(scale)))
     return out
 
 
@@ -318,24 +345,58 @@ class SceneParser:
                      batch_size: int = 8, flip: bool | None = None) -> list[list[Detection]]:
         """Detections per image. Images of equal prepared shape share a forward pass; others run apart, so
         mixed sizes cost nothing but smaller batches."""
+        return [d for d, _ in self._detect(images, threshold, max_objects, batch_size, flip)]
+
+    @property
+    def scale_meta(self) -> dict[str, Any] | None:
+        """The scale-adaptive settings of the model (None: fixed longer side)."""
+        sm = self.meta.get("scale")
+        return {**ADAPTIVE_DEFAULTS, **sm} if isinstance(sm, dict) and sm.get("mode") == "adaptive" else None
+
+    def scales(self, images: Sequence[np.ndarray], threshold: float, batch_size: int = 8) -> list[float]:
+        """The scale each image is read at: fixed longer side, or (scale-adaptive models) from a first look."""
+        sm = self.scale_meta
+        if sm is None:
+            long_side = self.meta.get("long_side", LONG_SIDE)
+            return [target_scale(im.shape[1], im.shape[0], long_side) for im in images]
+        # the first look uses the model's own threshold: it only measures, whatever threshold the caller reads at
+        probe = self._run([(im, target_scale(im.shape[1], im.shape[0], int(sm["probe_side"]))) for im in images],
+                          self.threshold, 64, batch_size, False, 0.0)
+        return [adaptive_scale([max(d.w, d.h) for d in dets], im.shape[1], im.shape[0], sm)
+                for im, (dets, _) in zip(images, probe)]
+
+    def _detect(self, images: Sequence[np.ndarray], threshold: float | None, max_objects: int, batch_size: int,
+                flip: bool | None) -> list[tuple[list[Detection], list[Detection]]]:
+        """(detections, candidate peaks below the threshold) per image."""
         thr = self.threshold if threshold is None else float(threshold)
         flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
-        long_side, multiple = self.meta.get("long_side", LONG_SIDE), self.meta.get("multiple", MULTIPLE)
-        prepared = [prepare(im, long_side, multiple) for im in images]
+        scales = self.scales(images, thr, batch_size)
+        out = self._run(list(zip(images, scales)), thr, max_objects, batch_size, flip, CANDIDATE_FLOOR)
+        if self.attributes is not None:
+            self._classify(images, [d for d, _ in out])
+        return out
+
+    def _run(self, items: Sequence[tuple[np.ndarray, float]], thr: float, max_objects: int, batch_size: int,
+             flip: bool, floor: float) -> list[tuple[list[Detection], list[Detection]]]:
+        """One look at every image at its scale: detections above ``thr`` and the candidate peaks in
+        [``floor``, ``thr``)."""
+        multiple = self.meta.get("multiple", MULTIPLE)
+        prepared = [prepare(im, multiple=multiple, scale=sc) for im, sc in items]
         groups: dict[tuple[int, int], list[int]] = {}
         for i, (x, _) in enumerate(prepared):
             groups.setdefault(x.shape[1:], []).append(i)
-        out: list[list[Detection]] = [[] for _ in images]
+        out: list[tuple[list[Detection], list[Detection]]] = [([], []) for _ in items]
+        low = min(thr, floor) if floor > 0 else thr
         for idx in groups.values():
             for start in range(0, len(idx), batch_size):
                 chunk = idx[start:start + batch_size]
                 peak, reg, logits, vis = self.forward(np.stack([prepared[i][0] for i in chunk]), flip)
                 for k, i in enumerate(chunk):
-                    h, w = images[i].shape[:2]
-                    out[i] = decode(peak[k], reg[k], logits[k], self.meta, prepared[i][1], w, h, thr, max_objects,
-                                    None if vis is None else vis[k])
-        if self.attributes is not None:
-            self._classify(images, out)
+                    h, w = items[i][0].shape[:2]
+                    dets = decode(peak[k], reg[k], logits[k], self.meta, prepared[i][1], w, h, low,
+                                  max_objects + MAX_CANDIDATES, None if vis is None else vis[k])
+                    kept = [d for d in dets if d.score >= thr][:max_objects]
+                    out[i] = (kept, [d for d in dets if d.score < thr])
         return out
 
     def _classify(self, images: Sequence[np.ndarray], dets: list[list[Detection]]) -> None:
@@ -362,14 +423,16 @@ class SceneParser:
 
     def parse_batch(self, images: Sequence[np.ndarray], **settings: Any) -> list[Any]:
         """`Scene` per image: attributes the project's domain perceives (colour, shape, material) with their
-        calibrated probabilities; the network's size head serves training only (the domain has no size)."""
+        calibrated probabilities, and the scene's ``confidence`` (`scene_confidence`); the network's size head
+        serves training only (the domain has no size)."""
         from logicval_hf import Scene, SceneObject
         from logicval_hf import load_catalog
 
         dom = load_catalog().domain
-        dets = self.detect_batch(images, **settings)
+        found = self._detect(images, settings.get("threshold"), settings.get("max_objects", 32),
+                             settings.get("batch_size", 8), settings.get("flip"))
         scenes = []
-        for im, ds in zip(images, dets):
+        for im, (ds, candidates) in zip(images, found):
             h, w = im.shape[:2]
             objs = []
             for d in ds:
@@ -386,8 +449,54 @@ class SceneParser:
                 hw = max(min(d.w / 2, cx, w - cx), 0.5)
                 hh = max(min(d.h / 2, cy, h - cy), 0.5)
                 objs.append(SceneObject(attrs, (cx - hw, cy - hh, cx + hw, cy + hh), round(d.score, 4), probs))
-            scenes.append(Scene((w, h), tuple(objs)))
+            conf = scene_confidence(ds, [c.score for c in candidates], w, h, self.confidence_meta,
+                                    dom.perceived_attributes)
+            scenes.append(Scene((w, h), tuple(objs), None, round(conf, 4)))
         return scenes
+
+    @property
+    def confidence_meta(self) -> dict[str, Any]:
+        return {**CONFIDENCE_DEFAULTS, **(self.meta.get("confidence") or {})}
+
+
+#: Peaks down to this heat value are kept as candidates (objects the parser may have missed) for the confidence.
+CANDIDATE_FLOOR = 0.08
+MAX_CANDIDATES = 16
+#: Until a model file carries fitted values: a peak's heat value as the probability that it is an object, a
+#: centre error of one input pixel (at the scale the image was read), no correction of the product.
+CONFIDENCE_DEFAULTS: dict[str, Any] = {"peak_calibration": [[0.0, 0.0], [1.0, 1.0]], "centre_sigma": 1.0,
+                                       "power": 1.0}
+
+
+def _interp(x: float, table: Sequence[Sequence[float]]) -> float:
+    xs, ys = zip(*table)
+    return float(np.interp(x, xs, ys))
+
+
+def scene_confidence(dets: Sequence[Detection], candidates: Sequence[float], width: int, height: int,
+                     conf_meta: dict[str, Any], attributes: Sequence[str]) -> float:
+    """The probability that a parsed scene graph is exactly right, as a product of calibrated parts:
+
+    * every detection is a real object (its heat value mapped by ``peak_calibration``, fitted on held-out
+      renders) and no candidate peak below the threshold is one (1 - its calibrated value);
+    * every object's perceived attributes are right (the largest calibrated class probability, per attribute);
+    * every object's region is right: its centre lies on the same side of each midline as the truth's, with
+      a Gaussian centre error of ``centre_sigma`` input pixels (``Detection.scale``: the image's reading scale);
+
+    raised to ``power`` (fitted on held-out renders: the parts are not independent)."""
+    table = conf_meta["peak_calibration"]
+    logp = 0.0
+    for d in dets:
+        logp += math.log(max(_interp(d.score, table), 1e-6))
+        for a in attributes:
+            if a in d.probs:
+                logp += math.log(max(float(np.max(d.probs[a])), 1e-6))
+        sigma = float(conf_meta["centre_sigma"]) / max(d.scale, 1e-6)
+        for dist in (d.cx - width / 2, d.cy - height / 2):
+            logp += math.log(max(0.5 * (1 + math.erf(abs(dist) / (sigma * math.sqrt(2)))), 1e-6))
+    for score in candidates:
+        logp += math.log(max(1.0 - _interp(score, table), 1e-6))
+    return float(min(1.0, max(0.0, math.exp(float(conf_meta["power"]) * logp))))
 
 
 _CACHE: dict[tuple[str, int | None, str], SceneParser] = {}
@@ -447,3 +556,9 @@ def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
 def extract(rgb: np.ndarray, **settings: Any) -> Any:
     """`Scene` of one RGB uint8 image (same settings as `extract_batch`)."""
     return extract_batch([rgb], **settings)[0]
+
+
+#: the ``clevr`` perception backend (`logicval_hf.perception.BACKENDS`): CLEVR images, batched, two model files
+BACKEND = PerceptionBackend(
+    "clevr", extract, extract_batch, domains=("clevr",), model_files=MODEL_PATHS, requires=("onnxruntime",),
+    description="the shipped CLEVR scene parser (ONNX, CPU)")

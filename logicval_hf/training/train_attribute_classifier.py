@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from logicval_hf.training import loop
+from logicval_hf.training.parser_augment import photometric as augment_photometric
 from logicval_hf.training.train_scene_parser import (ATTRIBUTES, DEFAULT_DATA, Record, classes,
                                                      fit_temperature, load_folder, numpy_render,
                                                      split_holdout, visible_points)
@@ -85,26 +86,16 @@ def jitter(s: ObjectSample, long_side: int, rng: np.random.Generator | None = No
 
 
 def photometric(crop: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The detector's photometric augmentation on one crop's RGB (float32 3 x H x W in [0, 1])."""
+    """The detector's appearance changes (`parser_augment.photometric`) on one crop's RGB (float32 3 x H x W in
+    [0, 1]), after a resolution loss (p 0.3): a small object enlarged to the crop size."""
     import cv2
 
     x = crop.transpose(1, 2, 0) * 255
     if rng.random() < 0.3:  # resolution loss
         n = x.shape[0]
-        m = max(8, int(round(n * rng.uniform(0.5, 0.85))))
+        m = max(8, int(round(n * rng.uniform(0.4, 0.85))))
         x = cv2.resize(cv2.resize(x, (m, m), interpolation=cv2.INTER_AREA), (n, n), interpolation=cv2.INTER_LINEAR)
-    if rng.random() < 0.8:
-        gain = rng.uniform(0.9, 1.1) * rng.uniform(0.965, 1.035, size=3)
-        mean = x.mean()
-        x = ((x - mean) * rng.uniform(0.9, 1.1) + mean) * gain + rng.uniform(-6, 6)
-    if rng.random() < 0.3:
-        x = cv2.GaussianBlur(x.astype(np.float32), (0, 0), rng.uniform(0.3, 1.0))
-    if rng.random() < 0.7:
-        x = x + rng.normal(0, rng.uniform(0.3, 3.0), size=x.shape)
-    img = np.clip(x + 0.5, 0, 255).astype(np.uint8)
-    if rng.random() < 0.4:
-        ok, buf = cv2.imencode(".jpg", img[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(60, 96))])
-        img = cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1]
+    img = augment_photometric(np.clip(x + 0.5, 0, 255).astype(np.uint8), rng)
     return img.transpose(2, 0, 1).astype(np.float32) / 255
 
 

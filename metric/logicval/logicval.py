@@ -10,7 +10,7 @@ perception, clingo verification, scores and the probabilistic score); the input 
 
 import evaluate
 
-from logicval_hf.perception import BACKENDS
+from logicval_hf.perception import get_backend
 from logicval_hf.scoring.evaluation import compute
 from logicval_hf.scoring.features import metric_features
 
@@ -159,12 +159,11 @@ class LogicVal(evaluate.Metric):
         )
 
     def _download_and_prepare(self, dl_manager):
-        """The perception backend named by `config_name` (`"default"` means `"clevr"`); the `clevr` backend
-        ships its weights inside `logicval_hf`, a model-based one resolves its models on first use."""
+        """The perception backend named by `config_name` (`"default"` means `"clevr"`): any backend registered
+        in `logicval_hf.perception.BACKENDS` (an unknown name fails here, listing the known ones); the `clevr`
+        backend ships its weights inside `logicval_hf`, a model-based one resolves its models on first use."""
         self.backend = "clevr" if self.config_name in (None, "default") else self.config_name
-        if self.backend != "given" and self.backend not in BACKENDS:
-            raise ValueError(f"unknown perception backend {self.backend!r}; known backends: "
-                             f"{sorted({*BACKENDS, 'given'})}")
+        get_backend(self.backend)
 
     def _compute(self, predictions, references, backend=None, count="strict", per_sample=True,
                  probabilistic=False, backend_settings=None, probs=False):

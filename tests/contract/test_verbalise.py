@@ -2,7 +2,7 @@
 
 Over all 71 templates and many random parameter draws at several scene sizes: no placeholder leaks, clean
 spacing, sentence case and punctuation, a/an, count agreement, negation phrasing; the rendering of
-examples.md (when the contract folder is available) and a built-in golden subset; full prompts; the
+examples.md (a copy in tests/data) and a built-in golden subset; full prompts; the
 sub-question records and `check_expect`; and the dsl.md §7 property that the plain
 "How many <np> are there?" expectations hold on every scene that satisfies the constraint (checked with a
 small brute-force evaluator of the DSL on random admissible scenes).
@@ -309,10 +309,14 @@ def test_other_vocabulary():
 # examples.md (illustrative; the catalog + dsl.md are the contract) and a built-in golden subset
 # ------------------------------------------------------------------------------------------------
 
-def _examples_path() -> Path | None:
-    tests = Path(__file__).resolve().parents[1]
-    candidates = [os.environ.get("LOGICVAL_SPEC_DIR", ""), tests / "data", tests.parent.parent / "shared" / "spec"]
-    for d in candidates:
+#: a copy of the contract folder's examples.md (``shared/spec/``, outside the repository), so that a fresh clone
+#: runs the comparison; `test_examples_md_copy_is_current` keeps it equal to the contract's where that is present
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples.md"
+
+
+def _contract_examples() -> Path | None:
+    repo = Path(__file__).resolve().parents[2]
+    for d in (os.environ.get("LOGICVAL_SPEC_DIR", ""), repo.parent / "shared" / "spec"):
         if d and (Path(d) / "examples.md").is_file():
             return Path(d) / "examples.md"
     return None
@@ -359,16 +363,20 @@ def compare_example(ex: dict) -> list[str]:
 
 
 def test_examples_md_matches():
-    path = _examples_path()
-    if path is None:
-        pytest.skip("examples.md not found (set LOGICVAL_SPEC_DIR to the contract folder)")
-    examples = parse_examples(path.read_text(encoding="utf-8"))
+    examples = parse_examples(EXAMPLES.read_text(encoding="utf-8"))
     assert {e["template"] for e in examples} == set(TEMPLATE_IDS)
     diffs = [d for ex in examples for d in compare_example(ex)]
     assert not diffs, "\n".join(diffs)
 
 
-# A subset of examples.md kept here so the comparison runs without the contract folder.
+def test_examples_md_copy_is_current():
+    contract = _contract_examples()
+    if contract is None:
+        pytest.skip("the contract folder is not here (a fresh clone): nothing to compare the copy with")
+    assert EXAMPLES.read_bytes() == contract.read_bytes(), f"tests/data/examples.md differs from {contract}: copy it"
+
+
+# A subset of examples.md written out by hand: each template its own test case, the expected text in view.
 GOLDEN = [
     ("C1/3prop_neg", {"A1": ["material", "metal", False], "A2": ["color", "red", False], "A3": ["shape", "cube", True]},
      "There is a red metal object that is not a cube.",

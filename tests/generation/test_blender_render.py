@@ -150,7 +150,9 @@ def test_subcommand_registers():
     add_subcommands(p.add_subparsers(dest="command"))
     a = p.parse_args(["render-clevr", "--out", "o", "--num-images", "3", "--assets", "x", "--no-denoise"])
     assert a.func is cmd_render_clevr and a.denoise is False and (a.samples, a.width, a.height) == (32, 480, 320)
-    assert (a.min_objects, a.max_objects, a.chunk, a.threads, a.start_index, a.randomise) == (3, 10, 20, 2, 0, False)
+    # object counts default to the profile's (clevr: 3-10), resolved when the command runs
+    assert (a.min_objects, a.max_objects, a.chunk, a.threads, a.start_index, a.randomise) == (None, None, 20, 2, 0, False)
+    assert a.profile is None and a.long_side is None
 
 
 # ---- renders (through the command, so they run wherever bpy lives: here or in its own environment) -------------

@@ -338,16 +338,25 @@ def test_atomic_write_helpers(tmp_path):
     assert os.listdir(p.parent) == ["b.json"]
 
 
-def test_backend_fingerprint_covers_every_model_file_of_the_backend(tmp_path, monkeypatch):
-    """The clevr backend has two weight files (detector, attribute classifier): retraining either re-scores."""
-    from logicval_hf.perception import scene_parser
+def test_backend_fingerprint_covers_every_model_file_of_the_backend(tmp_path):
+    """The clevr backend declares two weight files (detector, attribute classifier): retraining either re-scores."""
+    import dataclasses
 
+    from logicval_hf.perception import BACKENDS, get_backend, register_backend
+
+    clevr = get_backend("clevr")
+    assert [p.name for p in clevr.model_files] == ["scene_parser.onnx", "scene_parser_attributes.onnx"]
     det, attrs = tmp_path / "d.onnx", tmp_path / "d_attributes.onnx"
     det.write_bytes(b"detector v1")
     attrs.write_bytes(b"classifier v1")
-    monkeypatch.setattr(scene_parser, "MODEL_PATHS", (det, attrs))
-    first = run_mod.backend_fingerprint("clevr")
-    attrs.write_bytes(b"classifier v2")
-    second = run_mod.backend_fingerprint("clevr")
-    det.write_bytes(b"detector v2")
-    assert len({first, second, run_mod.backend_fingerprint("clevr")}) == 3
+    register_backend("clevr-retrained", dataclasses.replace(clevr, model_files=(det, attrs)))
+    try:
+        first = run_mod.backend_fingerprint("clevr-retrained")
+        attrs.write_bytes(b"classifier v2")
+        second = run_mod.backend_fingerprint("clevr-retrained")
+        det.write_bytes(b"detector v2")
+        assert len({first, second, run_mod.backend_fingerprint("clevr-retrained")}) == 3
+    finally:
+        BACKENDS.pop("clevr-retrained", None)
+    with pytest.raises(ValueError, match="unknown perception backend 'clevr-retrained'"):
+        run_mod.backend_fingerprint("clevr-retrained")

@@ -118,6 +118,14 @@ def test_lower_rooms_never_import_higher_ones():
     assert not bad, bad
 
 
+
+def test_common_imports_nothing_but_common():
+    """The shared helpers sit below every room and below the package root (whose import pulls in the contract)."""
+    mods = _modules()
+    bad = [f"{m} -> {dep}" for m, p in mods.items() if m.startswith("logicval_hf.common")
+           for dep in _top_level_imports(p, set(mods)) if not dep.startswith("logicval_hf.common")]
+    assert not bad, bad
+
 def test_command_modules_import_only_the_dispatcher():
     """``cli/main`` lists the groups; a group module never imports another group or ``main`` (even lazily)."""
     mods = _modules()

@@ -276,20 +276,30 @@ def test_config_name_selects_the_backend(tmp_path, images):
 
 # ---- the `given` backend -----------------------------------------------------------------------
 def test_given_backend(tmp_path, images):
-    from logicval_hf.perception import BACKENDS, extract_scene
-    from logicval_hf.perception.given import extract, load_scenes, to_scene
+    from logicval_hf.perception import BACKENDS, extract_scene, extract_scenes
+    from logicval_hf.perception.given import BACKEND, extract, load_scenes, to_scene
 
-    assert "given" in BACKENDS and extract.raw_input
+    assert BACKENDS["given"] is BACKEND and BACKEND.raw_input and BACKEND.extract is extract
     path = tmp_path / "scene.json"
     path.write_text(json.dumps(GOOD))
-    for x in (GOOD, json.dumps(GOOD), Scene.from_dict(GOOD), str(path), path):
-        assert extract(x) == Scene.from_dict(GOOD)
+    forms = (GOOD, json.dumps(GOOD), json.dumps(GOOD).encode(), bytearray(json.dumps(GOOD).encode()),
+             Scene.from_dict(GOOD), str(path), path)
+    for x in forms:  # the backend itself, and through the perception entry points (raw input: nothing decoded)
+        assert extract(x) == extract_scene(x, backend="given") == Scene.from_dict(GOOD)
+    assert extract_scenes(forms, backend="given") == [Scene.from_dict(GOOD)] * len(forms)
+    assert extract_scene(GOOD, backend="given", domain="clevr") == Scene.from_dict(GOOD)
     with pytest.raises(ValueError, match="got an image"):
         extract(images[0])
+    with pytest.raises(ValueError, match="got an image"):
+        extract_scene(images[0], backend="given")
     with pytest.raises(ValueError, match="neither scene-graph JSON nor an existing .json file"):
         to_scene("nope.json")
+    with pytest.raises(ValueError, match="^scene: must be a JSON object"):  # said once, not "scene: scene:"
+        extract_scene("[1, 2]".encode(), backend="given")
     with pytest.raises(ValueError, match="takes no settings"):
         extract(GOOD, threshold=0.5)
+    with pytest.raises(ValueError, match=r"scene\.domain: the scene is in domain 'clevr', but domain 'coco'"):
+        extract_scene({**GOOD, "domain": "clevr"}, backend="given", domain="coco")
     jsonl = tmp_path / "ann.jsonl"
     jsonl.write_text(json.dumps({"id": "a", "scene": GOOD}) + "\n" + json.dumps({"id": "b", "scene": EMPTY}) + "\n")
     listed = tmp_path / "ann.json"
@@ -298,11 +308,6 @@ def test_given_backend(tmp_path, images):
     jsonl.write_text(json.dumps({"id": "a", "scene": {"objects": []}}) + "\n")
     with pytest.raises(ValueError, match="line 1"):
         load_scenes(jsonl)
-    try:
-        got = extract_scene(GOOD, backend="given")
-    except ValueError as e:  # perception.extract_scene does not yet pass raw input through (see the report)
-        pytest.skip(f"extract_scene(..., backend='given') needs the raw_input bypass: {e}")
-    assert got == Scene.from_dict(GOOD)
 
 
 # ---- publishing --------------------------------------------------------------------------------

@@ -1,0 +1,476 @@
+"""What a CLEVR render draws before Blender runs: render profiles, settings, the per-image plan, object sampling.
+
+Plain Python and numpy (no ``bpy``), so the draws are testable anywhere and a render is a pure function of
+``(settings, image index)``.
+
+Render profiles (``logicval render-clevr --profile NAME``), declared as data in `RENDER_PROFILES`:
+
+- ``clevr``: CLEVR v1.0 as the official generator samples it (480x320, its camera, lamps and grey floor).
+- ``randomise``: the earlier ``--randomise`` draws, kept draw for draw so folders rendered with it resume: floor
+  colour (CLEVR grey, lit white, random), light energy, camera elevation 18-50 degrees and distance, image size.
+- ``t2i``: the look of text-to-image output, for perception that must read what T2I models draw: square and
+  other frames (1:1 most often; 4:3, 3:2, 16:9 and portrait) with a longer side of 256-1024 px; any camera
+  azimuth, elevation 15-75 degrees, focal lengths 24-85 mm, framed so the objects fill from about a quarter to
+  nearly all of the frame; floors CLEVR grey, white and near-white, plain colours and mildly textured, a
+  visible horizon in some; light energy, colour temperature and direction varied, soft or hard shadows;
+  per-object scale jitter, mild non-uniform stretch, and cubes / cylinders with other bevels; 1-10 objects
+  packed closer than CLEVR's rules allow (occlusion), every object whole inside the frame.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from logicval_hf.common.registry import Registry
+from logicval_hf.generation.clevr_assets import ClevrAssets
+
+__all__ = [
+    "RENDER_PROFILES", "RenderProfile", "RenderConfig", "ImagePlan", "plan_image", "min_pixels_for",
+    "sample_objects", "compute_relationships", "mask_stats", "kelvin_to_rgb", "frame_camera",
+]
+
+# The generator's constants (CLEVR v1.0 settings).
+MIN_DIST = 0.25
+MARGIN = 0.4
+MIN_PIXELS = 200          # at 480x320; scaled with the image area
+MIN_PIXELS_AREA = 480 * 320
+MAX_RETRIES = 50
+MAX_RESTARTS = 200
+CAMERA_JITTER = 0.5
+LAMP_JITTER = 1.0
+LAMPS = ("Lamp_Key", "Lamp_Fill", "Lamp_Back")
+RELATION_EPS = 0.2
+CUBE_REACH = math.sqrt(2.0)  # a cube's corners reach r * sqrt(2) from its centre
+
+# "randomise" ranges (unchanged since that profile was the --randomise flag: its folders resume)
+FLOOR_CHOICES = ("clevr", "white", "random")
+FLOOR_P = (0.4, 0.3, 0.3)
+LIGHT_SCALE = (0.5, 1.6)
+WHITE_GLOW = (0.4, 0.65)   # emission of a white floor: a near-white studio backdrop with soft shadows
+ELEVATION_DEG = (18.0, 50.0)
+DISTANCE_SCALE = (0.8, 1.25)
+SIZE_SCALE = (0.6, 1.25)
+ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9)
+
+
+@dataclass(frozen=True)
+class T2ILook:
+    """The ranges the ``t2i`` profile draws from (see the module docstring for why each exists)."""
+
+    # frames: (width / height, probability); T2I models mostly answer in squares
+    frames: tuple[tuple[float, float], ...] = ((1.0, 0.45), (4 / 3, 0.16), (3 / 2, 0.12), (16 / 9, 0.1),
+                                                (3 / 4, 0.09), (2 / 3, 0.08))
+    long_side: tuple[int, int] = (256, 1024)
+    elevation_deg: tuple[float, float] = (15.0, 75.0)
+    lens_mm: tuple[float, float] = (24.0, 85.0)        # on Blender's 32 mm sensor (the CLEVR camera's)
+    fill: tuple[float, float] = (0.3, 0.95)            # the objects' bounding circle over half the short side
+    spread_per_sqrt_n: float = 0.62                     # the placement square's half side grows with sqrt(n)
+    spread: tuple[float, float] = (0.9, 3.0)
+    target_jitter: float = 0.3                          # where the camera aims, off the objects' centroid
+    floors: tuple[tuple[str, float], ...] = (("clevr", 0.22), ("white", 0.26), ("plain", 0.3), ("texture", 0.22))
+    white_value: tuple[float, float] = (0.78, 1.0)
+    white_glow: tuple[float, float] = (0.15, 0.7)
+    plain_saturation: tuple[float, float] = (0.08, 0.75)
+    plain_value: tuple[float, float] = (0.25, 0.95)
+    texture_contrast: tuple[float, float] = (0.05, 0.25)
+    texture_scale: tuple[float, float] = (0.5, 6.0)
+    horizon_p: float = 0.3
+    horizon_elevation_deg: tuple[float, float] = (15.0, 32.0)   # low enough to see where the floor ends
+    horizon_floor: tuple[float, float] = (10.0, 25.0)           # half side of a floor whose edge shows
+    open_floor: float = 200.0                                    # half side of a floor whose edge never shows
+    world_strength: tuple[float, float] = (0.15, 1.0)
+    light_scale: tuple[float, float] = (0.45, 2.2)     # log-uniform
+    key_ratio: tuple[float, float] = (0.5, 2.0)         # log-uniform, key over fill
+    temperature_k: tuple[float, float] = (2800.0, 9000.0)
+    rig_height: tuple[float, float] = (0.6, 1.8)
+    hard_shadow_p: float = 0.45
+    soft_size: tuple[float, float] = (1.5, 5.0)         # x the base scene's lamp sizes
+    hard_size: tuple[float, float] = (0.05, 0.35)
+    sun_hard: tuple[float, float] = (2.0, 6.0)          # x the base scene's sun energy for hard shadows
+    ambient: tuple[float, float] = (0.0, 0.35)          # world light where no horizon shows
+    object_scale: tuple[float, float] = (0.85, 1.15)
+    stretch_p: float = 0.5
+    stretch: tuple[float, float] = (0.88, 1.14)
+    mesh_variant_p: float = 0.4                          # a cube / cylinder with another bevel
+    cube_bevel: tuple[float, float] = (0.03, 0.35)      # bevel width over the half side
+    cylinder_bevel: tuple[float, float] = (0.02, 0.2)
+    min_dist: float = 0.05
+    margin: float = 0.0
+    min_pixels_fraction: float = 0.0006                 # of the image area, every object (occlusion allowed)
+
+
+@dataclass(frozen=True)
+class RenderProfile:
+    """A named render distribution: what `plan_image` draws beyond CLEVR v1.0, and its object rules."""
+
+    name: str
+    description: str
+    min_objects: int = 3
+    max_objects: int = 10
+    t2i: T2ILook | None = None
+
+
+RENDER_PROFILES: Registry[RenderProfile] = Registry("render profile", {
+    "clevr": RenderProfile("clevr", "CLEVR v1.0: the official generator's camera, lamps, floor and 480x320"),
+    "randomise": RenderProfile("randomise", "CLEVR v1.0 plus floor colour, light energy, camera elevation and "
+                                            "distance, and image size (the former --randomise)"),
+    "t2i": RenderProfile("t2i", "the look of text-to-image output: square and other frames at 256-1024 px, any "
+                                "camera azimuth, elevation 15-75 degrees, close to far framing, white / plain / "
+                                "textured floors, other lights and shadows, imperfect shapes, 1-10 objects",
+                         min_objects=1, max_objects=10, t2i=T2ILook()),
+})
+
+
+# ---- settings and the per-image plan (pure) ----------------------------------------------------------------
+@dataclass(frozen=True)
+class RenderConfig:
+    """What a `render_dataset` run renders; everything an image depends on besides its index.
+
+    ``profile`` names a `RENDER_PROFILES` entry; ``randomise=True`` is the same as ``profile="randomise"``.
+    ``long_side`` ``(min, max)`` bounds the longer image side of profiles that draw the frame (``t2i``):
+    training renders need fewer pixels than the 256-1024 px users' images have.
+    """
+
+    seed: int = 0
+    samples: int = 32
+    denoise: bool = True
+    width: int = 480
+    height: int = 320
+    min_objects: int = 3
+    max_objects: int = 10
+    randomise: bool = False
+    threads: int = 2
+    profile: str = "clevr"
+    long_side: tuple[int, int] | None = None
+
+    @property
+    def profile_name(self) -> str:
+        return "randomise" if self.randomise else self.profile
+
+    @property
+    def look(self) -> RenderProfile:
+        return RENDER_PROFILES.get(self.profile_name)
+
+    def validate(self) -> "RenderConfig":
+        if self.randomise and self.profile not in ("clevr", "randomise"):
+            raise ValueError(f"--randomise is the profile 'randomise'; it cannot be combined with --profile "
+                             f"{self.profile}")
+        self.look  # an unknown profile: one line naming the known ones  # noqa: B018
+        if self.samples < 1:
+            raise ValueError(f"--samples must be >= 1, got {self.samples}")
+        if self.width < 8 or self.height < 8:
+            raise ValueError(f"image size must be at least 8x8, got {self.width}x{self.height}")
+        if self.min_objects < 1:
+            raise ValueError(f"--min-objects must be >= 1, got {self.min_objects}")
+        if self.min_objects > self.max_objects:
+            raise ValueError(f"--min-objects ({self.min_objects}) is larger than --max-objects ({self.max_objects})")
+        if self.max_objects > 254:
+            raise ValueError(f"--max-objects must be <= 254 (8-bit masks), got {self.max_objects}")
+        if self.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {self.threads}")
+        if self.long_side is not None:
+            lo, hi = self.long_side
+            if not (32 <= lo <= hi <= 4096):
+                raise ValueError(f"--long-side must be MIN:MAX with 32 <= MIN <= MAX <= 4096, got {lo}:{hi}")
+        return self
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that make two runs' images the same (threads excluded)."""
+        out: dict[str, Any] = {
+            "seed": self.seed, "samples": self.samples, "denoise": int(self.denoise), "width": self.width,
+            "height": self.height, "min_objects": self.min_objects, "max_objects": self.max_objects,
+            "randomise": int(self.profile_name == "randomise")}
+        if self.profile_name not in ("clevr", "randomise"):  # older folders' manifests stay valid
+            out["profile"] = self.profile_name
+            out["long_side"] = list(self.frame_sides())
+        return out
+
+    def frame_sides(self) -> tuple[int, int]:
+        """The longer side's range for profiles that draw the frame."""
+        if self.long_side is not None:
+            return int(self.long_side[0]), int(self.long_side[1])
+        t2i = self.look.t2i
+        return t2i.long_side if t2i is not None else (max(self.width, self.height),) * 2
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    """Everything drawn for one image before objects are placed: a pure function of (config, index)."""
+
+    index: int
+    n_objects: int
+    width: int
+    height: int
+    camera_jitter: tuple[float, float, float]
+    lamp_jitter: Mapping[str, tuple[float, float, float]]
+    cycles_seed: int
+    object_seed: int
+    randomised: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _rngs(seed: int, index: int) -> tuple[np.random.Generator, np.random.Generator]:
+    plan_ss, obj_ss = np.random.SeedSequence([int(seed), int(index)]).spawn(2)
+    return np.random.default_rng(plan_ss), np.random.default_rng(obj_ss)
+
+
+def _look_rng(seed: int, index: int) -> np.random.Generator:
+    """The t2i look's own stream (the first two streams keep their CLEVR meaning)."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), int(index)]).spawn(3)[2])
+
+
+def plan_image(config: RenderConfig, index: int) -> ImagePlan:
+    """The draws of image ``index`` that do not depend on Blender (object count, jitter, profile values)."""
+    rng, _ = _rngs(config.seed, index)
+    n = int(rng.integers(config.min_objects, config.max_objects + 1))
+    cam = tuple(float(v) for v in rng.uniform(-CAMERA_JITTER, CAMERA_JITTER, 3))
+    lamps = {name: tuple(float(v) for v in rng.uniform(-LAMP_JITTER, LAMP_JITTER, 3)) for name in LAMPS}
+    cycles_seed = int(rng.integers(0, 2**31 - 1))
+    object_seed = int(rng.integers(0, 2**63 - 1))
+    width, height = config.width, config.height
+    extra: dict[str, Any] = {}
+    if config.profile_name == "randomise":
+        kind = FLOOR_CHOICES[int(rng.choice(len(FLOOR_CHOICES), p=FLOOR_P))]
+        glow = 0.0
+        if kind == "clevr":
+            floor = None
+        elif kind == "white":
+            floor = [1.0, 1.0, 1.0]
+            glow = round(float(rng.uniform(*WHITE_GLOW)), 4)
+        else:
+            floor = [round(float(v), 4) for v in rng.uniform(0.05, 1.0, 3)]
+        extra["floor"] = kind
+        extra["floor_rgb"] = floor
+        extra["floor_glow"] = glow
+        extra["light_scale"] = round(float(rng.uniform(*LIGHT_SCALE)), 4)
+        extra["camera_elevation_deg"] = round(float(rng.uniform(*ELEVATION_DEG)), 3)
+        extra["camera_distance_scale"] = round(float(rng.uniform(*DISTANCE_SCALE)), 4)
+        scale = float(rng.uniform(*SIZE_SCALE))
+        aspect = ASPECTS[int(rng.integers(len(ASPECTS)))]
+        width = max(8, int(round(config.width * scale)))
+        height = max(8, int(round(width / aspect)))
+        extra["image_size"] = [width, height]
+    elif config.look.t2i is not None:
+        extra = _plan_t2i(config.look.t2i, _look_rng(config.seed, index), n, config.frame_sides())
+        width, height = extra["image_size"]
+    return ImagePlan(index, n, width, height, cam, lamps, cycles_seed, object_seed, extra)
+
+
+def _r(v: float, nd: int = 4) -> float:
+    return round(float(v), nd)
+
+
+def _hsv_to_rgb(h: float, s: float, v: float) -> list[float]:
+    import colorsys
+
+    return [_r(c) for c in colorsys.hsv_to_rgb(h, s, v)]
+
+
+def kelvin_to_rgb(kelvin: float) -> list[float]:
+    """An approximate blackbody colour (linear RGB in [0, 1], green-normalised) for a colour temperature."""
+    t = float(kelvin) / 100.0
+    if t <= 66:
+        r = 255.0
+        g = 99.4708025861 * math.log(t) - 161.1195681661
+        b = 0.0 if t <= 19 else 138.5177312231 * math.log(t - 10) - 305.0447927307
+    else:
+        r = 329.698727446 * (t - 60) ** -0.1332047592
+        g = 288.1221695283 * (t - 60) ** -0.0755148492
+        b = 255.0
+    rgb = np.clip(np.array([r, g, b]) / 255.0, 0.0, 1.0) ** 2.2  # sRGB-ish to linear
+    return [_r(c) for c in rgb / max(float(rgb.max()), 1e-6)]
+
+
+def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int, int]) -> dict[str, Any]:
+    """The t2i profile's draws for one image (frame, camera, floor, horizon, lights, per-object shape jitter)."""
+    aspects = [a for a, _ in look.frames]
+    p = np.array([q for _, q in look.frames])
+    aspect = aspects[int(rng.choice(len(aspects), p=p / p.sum()))]
+    long_side = int(rng.integers(sides[0], sides[1] + 1))
+    if aspect >= 1:
+        width, height = long_side, max(8, int(round(long_side / aspect)))
+    else:
+        width, height = max(8, int(round(long_side * aspect))), long_side
+    spread_lo = max(look.spread[0], min(look.spread[1], look.spread_per_sqrt_n * math.sqrt(n) + 0.3))
+    camera = {"azimuth_deg": _r(rng.uniform(0.0, 360.0), 3), "elevation_deg": _r(rng.uniform(*look.elevation_deg), 3),
+              "lens_mm": _r(rng.uniform(*look.lens_mm), 3), "fill": _r(rng.uniform(*look.fill)),
+              "target_jitter": [_r(v) for v in rng.uniform(-look.target_jitter, look.target_jitter, 2)]}
+    kinds = [k for k, _ in look.floors]
+    pf = np.array([q for _, q in look.floors])
+    kind = kinds[int(rng.choice(len(kinds), p=pf / pf.sum()))]
+    floor: dict[str, Any] = {"kind": kind, "rgb": None, "glow": 0.0, "texture": None}
+    if kind == "white":
+        v = float(rng.uniform(*look.white_value))
+        tint = rng.uniform(-0.03, 0.03, 3)
+        floor["rgb"] = [_r(min(1.0, max(0.0, v + t))) for t in tint]
+        floor["glow"] = _r(rng.uniform(*look.white_glow))
+    elif kind in ("plain", "texture"):
+        base = int(rng.integers(3)) if kind == "texture" else 2  # texture over grey, white or a colour
+        if base == 0:
+            floor["rgb"] = [_r(rng.uniform(0.25, 0.6))] * 3
+        elif base == 1:
+            floor["rgb"] = [_r(rng.uniform(*look.white_value))] * 3
+            floor["glow"] = _r(rng.uniform(*look.white_glow))
+        else:
+            floor["rgb"] = _hsv_to_rgb(float(rng.random()), float(rng.uniform(*look.plain_saturation)),
+                                       float(rng.uniform(*look.plain_value)))
+        if kind == "texture":
+            floor["texture"] = {"pattern": ["noise", "wave", "checker"][int(rng.integers(3))],
+                                "scale": _r(rng.uniform(*look.texture_scale)),
+                                "contrast": _r(rng.uniform(*look.texture_contrast))}
+    # any azimuth: the base scene's curved backdrop faces one camera only, so the floor is always a flat square,
+    # small enough for its far edge (a horizon against the world colour) to show in some images
+    horizon = None
+    floor["half_side"] = look.open_floor
+    if rng.random() < look.horizon_p:
+        horizon = {"world_rgb": _hsv_to_rgb(float(rng.random()), float(rng.uniform(0.0, 0.5)),
+                                            float(rng.uniform(0.4, 1.0))),
+                   "strength": _r(rng.uniform(*look.world_strength))}
+        floor["half_side"] = _r(rng.uniform(*look.horizon_floor), 2)
+        camera["elevation_deg"] = _r(rng.uniform(*look.horizon_elevation_deg), 3)
+    hard = bool(rng.random() < look.hard_shadow_p)
+    lights = {"rig_azimuth_deg": _r(rng.uniform(-180.0, 180.0), 3), "rig_height": _r(rng.uniform(*look.rig_height)),
+              "energy_scale": _r(math.exp(rng.uniform(*np.log(look.light_scale)))),
+              "key_ratio": _r(math.exp(rng.uniform(*np.log(look.key_ratio)))),
+              "key_rgb": kelvin_to_rgb(rng.uniform(*look.temperature_k)),
+              "fill_rgb": kelvin_to_rgb(rng.uniform(*look.temperature_k)),
+              "shadows": "hard" if hard else "soft",
+              "size_scale": _r(rng.uniform(*(look.hard_size if hard else look.soft_size))),
+              "sun_scale": _r(rng.uniform(*look.sun_hard)) if hard else 1.0,
+              "ambient": _r(rng.uniform(*look.ambient))}
+    objects = []
+    for _ in range(n):
+        stretch = ([_r(v) for v in rng.uniform(*look.stretch, 3)] if rng.random() < look.stretch_p
+                   else [1.0, 1.0, 1.0])
+        variant = bool(rng.random() < look.mesh_variant_p)
+        objects.append({"scale": _r(rng.uniform(*look.object_scale)), "stretch": stretch,
+                        "mesh_variant": variant,
+                        "cube_bevel": _r(rng.uniform(*look.cube_bevel)),
+                        "cylinder_bevel": _r(rng.uniform(*look.cylinder_bevel))})
+    return {"profile": "t2i", "image_size": [width, height], "camera": camera, "floor": floor,
+            "horizon": horizon, "lights": lights, "objects": objects,
+            "spread": _r(rng.uniform(spread_lo, max(spread_lo, look.spread[1]))),
+            "min_dist": look.min_dist, "margin": look.margin}
+
+
+def min_pixels_for(width: int, height: int, fraction: float | None = None) -> int:
+    """The generator's 200 visible pixels at 480x320, scaled with the image area (at least 1); or ``fraction``
+    of the area."""
+    if fraction is not None:
+        return max(1, int(round(fraction * width * height)))
+    return max(1, int(round(MIN_PIXELS * width * height / MIN_PIXELS_AREA)))
+
+
+def _fits(x: float, y: float, r: float, placed: Sequence[Mapping[str, Any]], directions: Mapping[str, Sequence[float]],
+          min_dist: float, margin: float) -> bool:
+    for o in placed:
+        dx, dy = x - o["x"], y - o["y"]
+        if math.hypot(dx, dy) - r - o["r"] < min_dist:
+            return False
+        if margin <= 0:
+            continue
+        for name in ("left", "behind"):  # |projection| on each axis (left/right and front/behind are opposites)
+            d = directions[name]
+            if abs(dx * d[0] + dy * d[1]) < margin:
+                return False
+    return True
+
+
+def sample_objects(rng: np.random.Generator, n: int, assets: ClevrAssets | Mapping[str, Any],
+                   directions: Mapping[str, Sequence[float]], *,
+                   visible: Callable[[list[dict[str, Any]]], bool] | None = None,
+                   min_dist: float = MIN_DIST, margin: float = MARGIN, max_retries: int = MAX_RETRIES,
+                   max_restarts: int = MAX_RESTARTS, spread: float = 3.0,
+                   radius_scale: Sequence[float] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The generator's object sampling (pure given ``visible``): objects and the number of scene restarts.
+
+    Each object: size, then a position uniform in [-spread, spread]^2 (CLEVR: 3; up to ``max_retries`` tries
+    to keep ``min_dist`` between edges and ``margin`` along the ground-projected camera axes from every placed
+    object; else the scene restarts), then shape, colour, rotation (degrees, uniform in [0, 360)) and material.
+    ``radius_scale[i]`` scales object i's radius (the t2i look's size jitter). ``visible`` (the object-index
+    render check) can reject a complete scene, which restarts it too.
+    """
+    a = assets if isinstance(assets, ClevrAssets) else ClevrAssets(Path("."), assets)
+    sizes, shapes, colors, mats = a.sizes, a.shapes, a.colors, a.materials
+    for restart in range(max_restarts):
+        placed: list[dict[str, Any]] = []
+        for i in range(n):
+            size_name, r = sizes[int(rng.integers(len(sizes)))]
+            if radius_scale is not None:
+                r = r * float(radius_scale[i])
+            for _try in range(max_retries):
+                x, y = (float(v) for v in rng.uniform(-spread, spread, 2))
+                if _fits(x, y, r, placed, directions, min_dist, margin):
+                    break
+            else:
+                break
+            shape, obj_name = shapes[int(rng.integers(len(shapes)))]
+            color, _rgb = colors[int(rng.integers(len(colors)))]
+            rotation = 360.0 * float(rng.random())
+            material, group = mats[int(rng.integers(len(mats)))]
+            placed.append({"shape": shape, "object": obj_name, "size": size_name, "r": r, "color": color,
+                           "material": material, "group": group, "x": x, "y": y, "rotation": rotation})
+        if len(placed) == n and (visible is None or visible(placed)):
+            return placed, restart
+    raise RuntimeError(f"could not place {n} objects in {max_restarts} scene restarts")
+
+
+def compute_relationships(objects: Sequence[Mapping[str, Any]], directions: Mapping[str, Sequence[float]],
+                          eps: float = RELATION_EPS) -> dict[str, list[list[int]]]:
+    """CLEVR's relationships: ``out[rel][i]`` lists the objects j that are ``rel`` of object i (margin ``eps``)."""
+    out: dict[str, list[list[int]]] = {}
+    for name in ("behind", "front", "left", "right"):
+        d = np.asarray(directions[name], dtype=np.float64)
+        rows = []
+        for i, a in enumerate(objects):
+            ca = np.asarray(a["3d_coords"], dtype=np.float64)
+            rows.append([j for j, b in enumerate(objects)
+                         if j != i and float(np.dot(np.asarray(b["3d_coords"]) - ca, d)) > eps])
+        out[name] = rows
+    return out
+
+
+def mask_stats(mask: np.ndarray, n: int) -> list[dict[str, Any]]:
+    """Per object i (mask value i+1): pixel count and inclusive bounds ``[x0, y0, x1, y1]`` (None if empty)."""
+    counts = np.bincount(mask.ravel(), minlength=n + 2)
+    out = []
+    for i in range(n):
+        ys, xs = np.nonzero(mask == i + 1)
+        box = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())] if len(xs) else None
+        out.append({"mask_index": i + 1, "mask_pixels": int(counts[i + 1]), "bbox_xyxy": box})
+    return out
+
+
+def frame_camera(camera: Mapping[str, Any], objects: Sequence[Mapping[str, Any]], width: int, height: int,
+                 wider: int = 0, closer: int = 0) -> dict[str, Any]:
+    """Where the t2i look puts its camera for placed ``objects`` (dicts with x, y, r, shape, stretch).
+
+    The camera aims at the objects' centroid (plus the drawn jitter) from the drawn azimuth and elevation, at the
+    distance where the objects' bounding circle fills ``fill`` of half the frame's shorter side (with the drawn
+    focal length on Blender's 32 mm sensor, fitted to the longer side). Each retry (``attempt``) frames a little
+    wider, so a scene whose perspective pushed an object past the border fits on a later try.
+    """
+    pts = np.array([[float(o["x"]), float(o["y"])] for o in objects], dtype=np.float64).reshape(-1, 2)
+    jx, jy = camera["target_jitter"]
+    cx, cy = (pts.mean(axis=0) if len(pts) else np.zeros(2)) + np.array([jx, jy])
+    reach, top = [0.0], [0.7]
+    for o, p in zip(objects, pts):
+        sx, sy, sz = o.get("stretch", (1.0, 1.0, 1.0))
+        k = CUBE_REACH if o.get("shape") == "cube" else 1.0
+        reach.append(float(np.hypot(p[0] - cx, p[1] - cy)) + float(o["r"]) * max(sx, sy) * k)
+        top.append(2.0 * float(o["r"]) * sz)
+    target = (float(cx), float(cy), 0.5 * max(top) * 0.6)
+    radius = max(max(reach), 0.5 * max(top))
+    fill = min(0.98, max(0.15, float(camera["fill"]) * 0.93 ** wider * 1.1 ** closer))
+    tan_long = 16.0 / float(camera["lens_mm"])
+    tan_short = tan_long * min(width, height) / max(width, height)
+    distance = max(radius / (fill * tan_short), radius + 1.0)
+    az, el = math.radians(float(camera["azimuth_deg"])), math.radians(float(camera["elevation_deg"]))
+    location = (target[0] + distance * math.cos(el) * math.cos(az), target[1] + distance * math.cos(el) * math.sin(az),
+                target[2] + distance * math.sin(el))
+    return {"location": [_r(v) for v in location], "target": [_r(v) for v in target], "lens_mm": camera["lens_mm"],
+            "distance": _r(distance), "fill": _r(fill)}

@@ -1,0 +1,214 @@
+"""Scene-parser training data: render folders in the CLEVR layout read into `Record`s, held-out splits, and the
+project's numpy renderer drawn on the fly.
+
+A folder holds ``images/``, ``scenes/*.json`` (one scene each) or ``scenes.json``, and optionally ``masks/``
+(8-bit instance masks, value i+1 = object i). Targets: centre = ``pixel_coords`` (the projected 3D centre, on
+which CLEVR's regions hang), box size = ``bbox_xyxy`` (or the mask's box), attributes from the JSON. Bad input
+(an unreadable or inconsistent image, mask or scene file) is reported by name and skipped, never used.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["ATTRIBUTES", "SIZES", "Record", "classes", "load_folder", "split_holdout", "numpy_render",
+           "random_layout"]
+
+ATTRIBUTES = ("color", "shape", "material", "size")
+SIZES = ("large", "small")
+
+
+def classes() -> dict[str, tuple[str, ...]]:
+    from logicval_hf import load_catalog
+
+    dom = load_catalog().domain
+    out = {a: tuple(dom.attributes[a]) for a in ("color", "shape", "material")}
+    out["size"] = SIZES
+    return out
+
+
+@dataclass
+class Record:
+    """One training image with its objects: centres and box sizes in the image's pixels, class indices per
+    attribute (-1: unknown, e.g. size for numpy renders)."""
+
+    name: str
+    rgb: np.ndarray
+    centres: np.ndarray  # (K, 2) float
+    sizes: np.ndarray  # (K, 2) float: box width, height
+    labels: np.ndarray  # (K, 4) int
+    #: (H, W) int16 object index per pixel (-1: floor), from the instance mask; None when the folder has none
+    #: (numpy renders). With it, attributes are supervised on the pixels each object really shows.
+    mask: np.ndarray | None = None
+
+
+def _bbox_from_mask(mask: np.ndarray, index: int) -> list[int] | None:
+    ys, xs = np.nonzero(mask == index)
+    if len(xs) == 0:
+        return None
+    return [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())]
+
+
+def _scene_entries(folder: Path, report: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(source name, scene dict) of a folder: ``scenes/*.json`` one scene each, else ``scenes.json``."""
+    entries = []
+    per_file = sorted((folder / "scenes").glob("*.json")) if (folder / "scenes").is_dir() else []
+    if per_file:
+        for p in per_file:
+            try:
+                d = json.loads(p.read_text())
+                if not isinstance(d, dict):
+                    raise ValueError("not a JSON object")
+            except (OSError, ValueError, UnicodeDecodeError) as e:
+                report.append(f"{p}: unreadable scene file ({e}); skipped")
+                continue
+            entries.append((str(p), d))
+        return entries
+    p = folder / "scenes.json"
+    if not p.is_file():
+        report.append(f"{folder}: no scenes/*.json and no scenes.json; folder skipped")
+        return []
+    try:
+        d = json.loads(p.read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        report.append(f"{p}: unreadable scene file ({e}); folder skipped")
+        return []
+    scenes = d.get("scenes", d) if isinstance(d, dict) else d
+    if not isinstance(scenes, list):
+        report.append(f"{p}: expected a list of scenes; folder skipped")
+        return []
+    for i, s in enumerate(scenes):
+        if isinstance(s, dict):
+            entries.append((f"{p}[{i}]", s))
+        else:
+            report.append(f"{p}[{i}]: not a JSON object; skipped")
+    return entries
+
+
+def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[str, ...]]) -> Record:
+    """A `Record` from one scene dict, or ValueError naming what is wrong."""
+    from logicval_hf.perception import load_image
+
+    name = s.get("image_filename")
+    if not isinstance(name, str) or not name:
+        raise ValueError("no image_filename")
+    objs = s.get("objects")
+    if not isinstance(objs, list):
+        raise ValueError("no objects list")
+    path = folder / "images" / name
+    rgb = load_image(path)  # PerceptionError (a ValueError) names the file
+    H, W = rgb.shape[:2]
+    mask = None
+    mpath = folder / (s.get("mask_filename") or f"masks/{name}")
+    if mpath.is_file():
+        from PIL import Image
+
+        try:
+            with Image.open(mpath) as m:
+                mask = np.asarray(m)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"unreadable mask {mpath} ({e})") from None
+        if mask.ndim != 2 or mask.shape != (H, W):
+            raise ValueError(f"mask {mpath} is {mask.shape[1::-1]}, image {W}x{H} (expected one 8-bit channel)")
+    centres, sizes, labels = [], [], []
+    for i, o in enumerate(objs):
+        lab = []
+        for a in ATTRIBUTES:
+            v = o.get(a)
+            if a == "size" and v is None:
+                lab.append(-1)
+                continue
+            if v not in cls[a]:
+                raise ValueError(f"object {i}: {a} {v!r} is not one of {list(cls[a])}")
+            lab.append(cls[a].index(v))
+        pc = o.get("pixel_coords")
+        if not (isinstance(pc, list) and len(pc) >= 2 and all(isinstance(x, (int, float)) for x in pc[:2])):
+            raise ValueError(f"object {i}: no pixel_coords")
+        cx, cy = float(pc[0]), float(pc[1])
+        if not (0 <= cx < W and 0 <= cy < H):
+            raise ValueError(f"object {i}: pixel_coords {pc[:2]} outside the {W}x{H} image")
+        box = o.get("bbox_xyxy")
+        if box is None:
+            if mask is None:
+                raise ValueError(f"object {i}: no bbox_xyxy and no mask {mpath}")
+            box = _bbox_from_mask(mask, int(o.get("mask_index", i + 1)))
+            if box is None:
+                raise ValueError(f"object {i}: empty in the mask")
+        if not (isinstance(box, list) and len(box) == 4 and box[2] >= box[0] and box[3] >= box[1]):
+            raise ValueError(f"object {i}: bad bbox_xyxy {box!r}")
+        centres.append((cx, cy))
+        sizes.append((box[2] - box[0] + 1.0, box[3] - box[1] + 1.0))  # inclusive pixel bounds
+        labels.append(lab)
+    objmap = None
+    if mask is not None:
+        objmap = np.full(mask.shape, -1, np.int16)
+        for i, o in enumerate(objs):
+            objmap[mask == int(o.get("mask_index", i + 1))] = i
+    return Record(name, rgb, np.array(centres, float).reshape(-1, 2), np.array(sizes, float).reshape(-1, 2),
+                  np.array(labels, int).reshape(-1, 4), objmap)
+
+
+def load_folder(folder: Path, report: list[str] | None = None) -> list[Record]:
+    """Every usable scene of a CLEVR-layout folder, sorted by image name. Problems go to ``report`` (one line
+    naming the file) and to stderr; the scene is skipped."""
+    folder = Path(folder)
+    report = [] if report is None else report
+    cls = classes()
+    out = []
+    for source, s in _scene_entries(folder, report):
+        try:
+            out.append(_record(folder, source, s, cls))
+        except ValueError as e:
+            report.append(f"{source} ({s.get('image_filename', '?')}): {e}; skipped")
+    for line in report:
+        print(f"train_scene_parser: {line}", file=sys.stderr)
+    return sorted(out, key=lambda r: r.name)
+
+
+def split_holdout(records: list[Record], fraction: float) -> tuple[list[Record], list[Record]]:
+    """The last ``fraction`` of a folder's records (by name) are held out; at least one when there are two."""
+    k = int(round(len(records) * fraction))
+    if fraction > 0 and k == 0 and len(records) >= 2:
+        k = 1
+    return (records[:len(records) - k], records[len(records) - k:]) if k else (records, [])
+
+
+def random_layout(rng: np.random.Generator, k: int, size: tuple[int, int], cls: dict[str, tuple[str, ...]]):
+    """A layout request for the numpy renderer: ``k`` objects, random attributes, centres anywhere (the
+    renderer spaces them and returns the boxes it drew)."""
+    from logicval_hf import Scene, SceneObject
+
+    W, H = size
+    objs = []
+    for _ in range(k):
+        cx, cy = rng.uniform(0.04 * W, 0.96 * W), rng.uniform(0.06 * H, 0.94 * H)
+        attrs = {a: cls[a][rng.integers(len(cls[a]))] for a in ("color", "shape", "material")}
+        objs.append(SceneObject(attrs, (cx - 10, cy - 10, cx + 10, cy + 10)))
+    return Scene((W, H), tuple(objs))
+
+
+def numpy_render(seed: Sequence[int], min_objects: int = 1, max_objects: int = 9) -> Record:
+    """One scene of the project's numpy renderer; truth = the drawn scene (box centres, as the main job scores
+    them). Every fourth is 320x240, as in ``train_clevr.rendered_scenes``."""
+    from logicval_hf.generation.render import render_scene
+
+    cls = classes()
+    rng = np.random.default_rng(list(seed))
+    size = (320, 240) if rng.random() < 0.25 else (480, 320)
+    spec = random_layout(rng, int(rng.integers(min_objects, max_objects + 1)), size, cls)
+    img, drawn = render_scene(spec, size, seed=int(rng.integers(2**31)))
+    centres, sizes, labels = [], [], []
+    for o in drawn.objects:
+        x0, y0, x1, y1 = o.bbox
+        centres.append(((x0 + x1) / 2, (y0 + y1) / 2))
+        sizes.append((x1 - x0, y1 - y0))
+        labels.append([cls[a].index(o.attributes[a]) for a in ("color", "shape", "material")] + [-1])
+    return Record(f"numpy-{'-'.join(map(str, seed))}", np.asarray(img.convert("RGB")),
+                  np.array(centres, float).reshape(-1, 2), np.array(sizes, float).reshape(-1, 2),
+                  np.array(labels, int).reshape(-1, 4))

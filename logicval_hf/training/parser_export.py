@@ -1,0 +1,259 @@
+"""Validate, calibrate and export the scene parser's detector, through the parser users run.
+
+Validation runs the exported ONNX graph with `logicval_hf.perception.scene_parser.SceneParser` (its first look,
+scale choice, two looks and decoding), so the figures, the threshold and the calibration describe exactly what
+ships. From held-out records it fits: the detection threshold (most exact scene graphs), the attribute softmax
+temperatures, the offset head's median bias, and the scene confidence's parts (`scene_confidence`): the
+probability that a peak of a given heat is an object (isotonic fit), the centre error, and the power that
+corrects the product of the parts (they are not independent). With the attribute classifier beside, the
+power is fitted on the pair's output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from logicval_hf.training import loop
+from logicval_hf.training.parser_augment import DEFAULT, Augmentation
+from logicval_hf.training.parser_data import ATTRIBUTES, Record
+from logicval_hf.training.parser_model import Export
+
+__all__ = ["THRESHOLDS", "calibrate", "evaluate", "export_onnx", "fit_temperature", "isotonic_table", "meta_for"]
+
+THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)
+#: matched when the predicted centre lies within this share of the image width of the truth's
+MATCH_RADIUS = 0.08
+
+
+def scale_meta(aug: Augmentation = DEFAULT) -> dict[str, Any]:
+    from logicval_hf.perception.scene_parser import ADAPTIVE_DEFAULTS
+
+    return {**ADAPTIVE_DEFAULTS, "probe_side": aug.probe_side, "object_size": aug.object_size,
+            "long_side": aug.fixed_side}
+
+
+def meta_for(cls, temperatures: dict[str, float], threshold: float, provenance: dict[str, Any],
+             flip: bool = False, offset_bias: Sequence[float] = (0.0, 0.0), adaptive: bool = True,
+             confidence: dict[str, Any] | None = None, aug: Augmentation = DEFAULT) -> dict[str, Any]:
+    from logicval_hf.perception.scene_parser import LONG_SIDE, MULTIPLE, STRIDE
+
+    meta = {"version": 3 if adaptive else 2, "visible_point": True, "flip": flip,
+            "offset_bias": [round(float(b), 4) for b in offset_bias], "attributes": list(ATTRIBUTES),
+            "classes": {a: list(v) for a, v in cls.items()}, "stride": STRIDE, "long_side": LONG_SIDE,
+            "multiple": MULTIPLE, "input": "float32 NCHW RGB in [0, 1]", "temperatures": temperatures,
+            "threshold": threshold, "provenance": provenance}
+    if adaptive:
+        meta["scale"] = scale_meta(aug)
+    if confidence is not None:
+        meta["confidence"] = confidence
+    return meta
+
+
+def export_onnx(net, path: Path, meta: dict[str, Any], canvas: tuple[int, int] = (320, 320)) -> None:
+    """ONNX with dynamic batch and image size, metadata embedded; written atomically."""
+    import torch
+
+    outputs = ["peak", "reg", "logits", "heat", "vis"]
+    axes = {"image": {0: "n", 2: "h", 3: "w"}, **{o: {0: "n", 2: "gh", 3: "gw"} for o in outputs}}
+    loop.export_onnx(Export.wrap(net), net, path, torch.zeros(1, 3, canvas[1], canvas[0]), ["image"], outputs,
+                     axes, meta, "LogicVal-HF CLEVR scene parser (see logicval_hf/perception/scene_parser.md)")
+
+
+def _match(pc: np.ndarray, tc: np.ndarray, radius: float) -> list[tuple[int, int]]:
+    from scipy.optimize import linear_sum_assignment
+
+    if len(pc) == 0 or len(tc) == 0:
+        return []
+    d = np.linalg.norm(pc[:, None] - tc[None], axis=2)
+    r, c = linear_sum_assignment(d)
+    return [(int(i), int(j)) for i, j in zip(r, c) if d[i, j] <= radius]
+
+
+def _exact(dets, rec: Record, pairs, attributes: Sequence[str]) -> bool:
+    from logicval_hf.contract.spatial import region_of
+
+    H, W = rec.rgb.shape[:2]
+    if len(dets) != len(rec.centres) or len(pairs) != len(dets):
+        return False
+    for i, j in pairs:
+        d = dets[i]
+        for k, a in enumerate(attributes):
+            if int(np.argmax(d.probs[a])) != rec.labels[j, k]:
+                return False
+        cx, cy = math.floor(d.cx + 0.5), math.floor(d.cy + 0.5)  # as the parser emits box centres
+        if region_of(cx, cy, W, H) != region_of(*rec.centres[j], W, H):
+            return False
+    return True
+
+
+def evaluate(model_path: Path, records: Sequence[Record], flip: bool, attribute_model: Any = False,
+             thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
+    """Run the parser at ``model_path`` on held-out ``records`` and collect what calibration needs: figures per
+    threshold, matched detections' class probabilities (at the model's temperatures), centre errors in the
+    reading scale's pixels, every peak's heat and whether it is an object, and per image the detections and
+    candidates at the model's threshold."""
+    from logicval_hf.perception.scene_parser import SceneParser
+
+    parser = SceneParser(model_path, attribute_model=attribute_model)
+    low = min(thresholds)
+    found = parser._detect([r.rgb for r in records], low, 64, 8, flip)
+    per_thr = {t: {"count": 0, "exact": 0} for t in thresholds}
+    probs: dict[str, list] = {a: [] for a in ATTRIBUTES}
+    labels: dict[str, list] = {a: [] for a in ATTRIBUTES}
+    errors, peaks, images = [], [], []
+    attrs3 = ("color", "shape", "material")
+    for rec, (dets, cands) in zip(records, found):
+        W = rec.rgb.shape[1]
+        for t in thresholds:
+            dt = [d for d in dets if d.score >= t]
+            pairs = _match(np.array([[d.cx, d.cy] for d in dt]).reshape(-1, 2), rec.centres, MATCH_RADIUS * W)
+            per_thr[t]["count"] += len(dt) == len(rec.centres)
+            per_thr[t]["exact"] += _exact(dt, rec, pairs, attrs3)
+        allp = list(dets) + list(cands)
+        pairs = _match(np.array([[d.cx, d.cy] for d in allp]).reshape(-1, 2), rec.centres, MATCH_RADIUS * W)
+        real = {i for i, _ in pairs}
+        peaks += [(d.score, i in real) for i, d in enumerate(allp)]
+        for i, j in pairs:
+            d = allp[i]
+            if d.score < parser.threshold:
+                continue
+            errors.append([(d.cx - rec.centres[j, 0]) * d.scale, (d.cy - rec.centres[j, 1]) * d.scale])
+            for k, a in enumerate(ATTRIBUTES):
+                if rec.labels[j, k] >= 0 and a in d.probs:
+                    probs[a].append(d.probs[a])
+                    labels[a].append(rec.labels[j, k])
+        images.append((rec, [d for d in dets if d.score >= parser.threshold],
+                       [d for d in allp if d.score < parser.threshold]))
+    n = max(len(records), 1)
+    return {"images": len(records), "threshold": parser.threshold,
+            "by_threshold": {str(t): {"count_accuracy": v["count"] / n, "exact_rate": v["exact"] / n}
+                             for t, v in per_thr.items()},
+            "probs": {a: (np.array(probs[a]), np.array(labels[a], int)) for a in ATTRIBUTES},
+            "centre_errors": np.array(errors).reshape(-1, 2), "peaks": peaks, "per_image": images}
+
+
+def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
+    """The softmax temperature minimising the held-out negative log-likelihood (grid search; bounded so a
+    held-out set without errors cannot make the model arbitrarily sure)."""
+    if len(labels) == 0:
+        return 1.0
+    best, best_t = None, 1.0
+    for t in np.exp(np.linspace(math.log(0.5), math.log(5.0), 61)):
+        z = logits / t
+        z = z - z.max(1, keepdims=True)
+        nll = -(z[np.arange(len(labels)), labels] - np.log(np.exp(z).sum(1))).mean()
+        if best is None or nll < best - 1e-9:
+            best, best_t = nll, float(t)
+    return best_t
+
+
+def isotonic_table(pairs: Sequence[tuple[float, bool]], knots: int = 12) -> list[list[float]]:
+    """A monotone map from a peak's heat value to the probability that it is an object: pool-adjacent-violators
+    over the sorted heats, read at ``knots`` quantiles, with [0, 0] and [1, 1] at the ends (few peaks near
+    either end: the heat itself)."""
+    if not pairs:
+        return [[0.0, 0.0], [1.0, 1.0]]
+    xs = np.array([p[0] for p in pairs], float)
+    ys = np.array([1.0 if p[1] else 0.0 for p in pairs])
+    order = np.argsort(xs)
+    xs, ys = xs[order], ys[order]
+    blocks = [[y, 1.0] for y in ys]  # (mean, weight), merged while a later block's mean is lower
+    means, weights, ends = [], [], []
+    for i, (y, w) in enumerate(blocks):
+        means.append(y)
+        weights.append(w)
+        ends.append(i)
+        while len(means) > 1 and means[-2] > means[-1]:
+            m = (means[-2] * weights[-2] + means[-1] * weights[-1]) / (weights[-2] + weights[-1])
+            weights[-2] += weights[-1]
+            means[-2] = m
+            ends[-2] = ends[-1]
+            means.pop(), weights.pop(), ends.pop()
+    fitted = np.empty(len(xs))
+    start = 0
+    for m, e in zip(means, ends):
+        fitted[start:e + 1] = m
+        start = e + 1
+    qs = np.unique(np.quantile(xs, np.linspace(0, 1, knots)))
+    table = [[0.0, 0.0]] + [[round(float(q), 4), round(float(np.interp(q, xs, fitted)), 4)] for q in qs
+                            if 0 < q < 1] + [[1.0, 1.0]]
+    for k in range(1, len(table)):  # keep it monotone after interpolation and rounding
+        table[k][1] = max(table[k][1], table[k - 1][1])
+    return table
+
+
+def fit_power(per_image, conf_meta: dict[str, Any], attributes: Sequence[str]) -> tuple[float, dict[str, float]]:
+    """The power of the confidence product minimising the negative log-likelihood of "this scene graph is
+    exact" on held-out images, and the calibration figures at that power (ECE over 10 bins)."""
+    from logicval_hf.perception.scene_parser import scene_confidence
+
+    W = lambda rec: rec.rgb.shape[1]  # noqa: E731
+    raw, exact = [], []
+    base = {**conf_meta, "power": 1.0}
+    for rec, dets, cands in per_image:
+        H, Wd = rec.rgb.shape[:2]
+        raw.append(math.log(max(scene_confidence(dets, [c.score for c in cands], Wd, H, base, attributes), 1e-12)))
+        pairs = _match(np.array([[d.cx, d.cy] for d in dets]).reshape(-1, 2), rec.centres, MATCH_RADIUS * W(rec))
+        exact.append(_exact(dets, rec, pairs, ("color", "shape", "material")))
+    raw_a, ex = np.array(raw), np.array(exact, float)
+    best, best_g = None, 1.0
+    for g in np.exp(np.linspace(math.log(0.2), math.log(3.0), 57)):
+        p = np.clip(np.exp(g * raw_a), 1e-6, 1 - 1e-6)
+        nll = -(ex * np.log(p) + (1 - ex) * np.log(1 - p)).mean()
+        if best is None or nll < best - 1e-12:
+            best, best_g = nll, float(g)
+    p = np.exp(best_g * raw_a)
+    return best_g, {"images": len(ex), "exact_rate": float(ex.mean()) if len(ex) else 0.0,
+                    "mean_confidence": float(p.mean()) if len(p) else 0.0, "ece": expected_calibration_error(p, ex)}
+
+
+def expected_calibration_error(p: np.ndarray, outcome: np.ndarray, bins: int = 10) -> float:
+    """Mean |confidence - accuracy| over equal-width confidence bins, weighted by their share of images."""
+    p, outcome = np.asarray(p, float), np.asarray(outcome, float)
+    if len(p) == 0:
+        return 0.0
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
+    return float(sum(abs(p[which == b].mean() - outcome[which == b].mean()) * (which == b).mean()
+                     for b in range(bins) if (which == b).any()))
+
+
+def calibrate(net, cls, records: Sequence[Record], flip: bool, provenance: dict[str, Any],
+              attribute_model: Any = None, aug: Augmentation = DEFAULT) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metadata, figures) of ``net`` calibrated on held-out ``records`` (see the module docstring)."""
+    from logicval_hf.perception.scene_parser import CONFIDENCE_DEFAULTS, STRIDE
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "parser.onnx"
+        ones = {a: 1.0 for a in ATTRIBUTES}
+        export_onnx(net, path, meta_for(cls, ones, 0.35, {}, flip, (0.0, 0.0)))
+        v = evaluate(path, records, flip)
+        temps = {a: fit_temperature(np.log(np.clip(v["probs"][a][0], 1e-9, 1)), v["probs"][a][1])
+                 if len(v["probs"][a][1]) else 1.0 for a in ATTRIBUTES}
+        by = v["by_threshold"]  # most exact scenes, then best count, then closest to 0.35
+        thr = float(max(by, key=lambda t: (by[t]["exact_rate"], by[t]["count_accuracy"], -abs(float(t) - 0.35))))
+        err = v["centre_errors"]
+        bias = (np.median(err, axis=0) / STRIDE).tolist() if len(err) else [0.0, 0.0]
+        resid = err - np.array(bias) * STRIDE if len(err) else err
+        sigma = float(1.4826 * np.median(np.abs(resid))) if len(err) else CONFIDENCE_DEFAULTS["centre_sigma"]
+        conf = {"peak_calibration": isotonic_table(v["peaks"]), "centre_sigma": round(max(sigma, 0.25), 4),
+                "power": 1.0}
+        meta = meta_for(cls, temps, thr, provenance, flip, bias, confidence=conf, aug=aug)
+        export_onnx(net, path, meta)
+        final = evaluate(path, records, flip, attribute_model=attribute_model)
+        power, cal = fit_power(final["per_image"], {**CONFIDENCE_DEFAULTS, **conf}, ("color", "shape", "material"))
+        conf["power"] = round(power, 4)
+    figures = {"val_images": v["images"], "threshold": thr, "temperatures": temps, "offset_bias_cells": bias,
+               "val_at_threshold": by[str(thr)], "by_threshold": by, "confidence": conf,
+               "confidence_calibration": cal}
+    return meta, figures
+
+
+def write_history(out: Path, history: list[dict[str, Any]]) -> None:
+    (out / "history.json").write_text(json.dumps(history, indent=1))
