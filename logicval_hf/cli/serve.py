@@ -41,9 +41,9 @@ def _config(args: argparse.Namespace) -> Any:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from logicval_hf.common.extras import require, require_backend
-    from logicval_hf.perception import BACKENDS
+    from logicval_hf.perception import get_backend
 
-    BACKENDS.get(args.backend)  # an unknown name is one line with a suggestion, before anything starts
+    get_backend(args.backend)  # an unknown name is one line with a suggestion, before anything starts
     require_backend(args.backend)
     config = _config(args)
     if args.ray:

@@ -8,7 +8,6 @@ to answer (503) instead of returning zeros.
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,21 +16,13 @@ __all__ = ["Health", "model_files"]
 
 
 def model_files(backend: str, settings: Mapping[str, Any]) -> list[Path]:
-    """The files the backend's model is read from: ``model_path`` when the settings name one, else the files its
-    module declares in ``MODEL_PATHS`` (the clevr scene parser: detector and attribute classifier)."""
-    from logicval_hf.perception import BACKENDS
+    """The files the backend's model is read from: ``model_path`` when the settings name one, else the backend's
+    declared ``model_files`` (the clevr scene parser: detector and attribute classifier)."""
+    from logicval_hf.perception import get_backend
 
     if settings.get("model_path"):
         return [Path(settings["model_path"])]
-    entry = BACKENDS.reference(backend) if backend in BACKENDS else None
-    module = entry.partition(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", None)
-    if not module:
-        return []
-    try:
-        mod = importlib.import_module(module)
-    except ImportError:  # the backend's extra is missing: the warm-up reports it
-        return []
-    return [Path(p) for p in getattr(mod, "MODEL_PATHS", ())]
+    return list(get_backend(backend).model_files)
 
 
 class Health:
@@ -52,19 +43,28 @@ class Health:
         self.state, self.error = "failed", f"{type(error).__name__}: {error}"
 
     def problems(self) -> list[str]:
-        """Why the server cannot score (empty when it can, or while it is still starting)."""
-        out = [f"model file {p} is missing" for p in self.files if not os.path.isfile(p)]
+        """Why the server cannot score (empty when it can, or while it is still starting): the backend's own check
+        (model files, required modules; `PerceptionBackend.check`), a ``model_path`` that is not there, a failed
+        load."""
+        from logicval_hf.perception import get_backend
+
+        out = get_backend(self.backend).check()
+        out += [f"model file {p} is missing" for p in self.files if not os.path.isfile(p)
+                and f"model file {p} is missing" not in out]
         if self.error:
             out.append(f"the {self.backend} backend could not load its model: {self.error}")
         return out
 
     def report(self) -> dict[str, Any]:
+        from logicval_hf.perception import get_backend
+
         problems = self.problems()
         status = "unavailable" if problems else ("ok" if self.state == "ok" else "starting")
         return {
             "status": status,
             "model_loaded": self.state == "ok" and not problems,
             "backend": self.backend,
+            "description": get_backend(self.backend).description,
             "model_files": [{"path": str(p), "present": os.path.isfile(p)} for p in self.files],
             "problems": problems,
         }

@@ -41,15 +41,14 @@ class Sample:
 
 def start_worker(settings: ScoringSettings) -> None:
     """Process start-up of a scoring worker (the process pool's initializer): one intra-op thread per worker
-    process unless the settings say otherwise, and the backend's own start-up when it has one."""
-    from logicval_hf.perception import BACKENDS
+    process unless the environment says otherwise, then the backend's own start-up (`PerceptionBackend.init_worker`)."""
+    from logicval_hf.perception import get_backend
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    fn = BACKENDS.get(settings.backend)
-    init = getattr(fn, "init_worker", None)
-    if callable(init):
-        init()
+    backend = get_backend(settings.backend)
+    if backend.init_worker is not None:
+        backend.init_worker()
 
 
 def warm_up(settings: ScoringSettings) -> dict[str, Any]:
@@ -63,9 +62,9 @@ def warm_up(settings: ScoringSettings) -> dict[str, Any]:
     import numpy as np
 
     from logicval_hf.asp.solver import default_solver
-    from logicval_hf.perception import BACKENDS, extract_scenes
+    from logicval_hf.perception import extract_scenes, get_backend
 
-    if not getattr(BACKENDS.get(settings.backend), "raw_input", False):
+    if not get_backend(settings.backend).raw_input:
         extract_scenes([np.zeros((64, 64, 3), np.uint8)], settings.backend, **dict(settings.backend_settings))
     default_solver()
     return {"pid": os.getpid(), "backend": settings.backend}
@@ -120,11 +119,12 @@ def score_batch(samples: Sequence[Sample], settings: ScoringSettings) -> list[Sa
         One `SampleResult` per sample; a bad sample's has reward 0 and ``error`` naming the problem.
     """
     from logicval_hf.asp.solver import default_solver
-    from logicval_hf.perception import BACKENDS
+    from logicval_hf.perception import get_backend
     from logicval_hf.serve.rewards import score_task
 
     solver = default_solver()
-    raw = bool(getattr(BACKENDS.get(settings.backend), "raw_input", False))
+    backend = get_backend(settings.backend)
+    raw = backend.raw_input
     results: list[SampleResult | None] = [None] * len(samples)
     tasks: dict[int, Task] = {}
     inputs: dict[int, Any] = {}
@@ -139,14 +139,14 @@ def score_batch(samples: Sequence[Sample], settings: ScoringSettings) -> list[Sa
     by_domain: dict[Any, list[int]] = {}
     for i in inputs:
         dom = tasks[i].spec.domain
-        by_domain.setdefault(None if dom == default else dom.name, []).append(i)
-    takes_domain = raw or bool(getattr(BACKENDS.get(settings.backend), "takes_domain", False))
+        by_domain.setdefault(None if dom == default else dom, []).append(i)
     for domain, idx in by_domain.items():
-        if domain is not None and not takes_domain:
+        if domain is not None and not backend.perceives(domain):
             for i in idx:
                 results[i] = SampleResult.failed(
-                    f"meta_datas[{i}]: a {domain} item (GenEval metadata) needs a backend that perceives the {domain} "
-                    f"domain; this server runs the {settings.backend!r} backend (start it with --backend neural)")
+                    f"meta_datas[{i}]: a {domain.name} item (GenEval metadata) needs a backend that perceives the "
+                    f"{domain.name} domain; this server runs the {backend.name!r} backend (start it with "
+                    "--backend neural)")
             continue
         scenes = _perceive(settings, [inputs[i] for i in idx], domain)
         for i, scene in zip(idx, scenes):
