@@ -16,6 +16,7 @@ unpickler), Flow-Factory's JSON at ``POST /compute`` and ``GET /health``; ``logi
 | `health` | model loaded, model files present |
 | `config`, `app` | the configuration; the FastAPI routes |
 | `ray_deployment` | the same app on Ray Serve, N replicas |
+| `client` | a Python client shaped like Flow-GRPO's (retries, chunks of 64, pickle) |
 
 Usage::
 

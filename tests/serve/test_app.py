@@ -193,3 +193,49 @@ def test_health_reports_a_missing_model_file_and_scoring_refuses_instead_of_answ
         scored = _post(c, {"images": [_jpeg(64, 64)], "meta_datas": [{"spec": RED}]})
         assert scored.status_code == 503 and str(missing) in scored.text
         assert "Retry-After" not in scored.headers  # not retryable: a broken install must stop the run
+
+
+def test_overload_is_a_503_with_retry_after_that_flow_grpos_retry_honours():
+    """Flow-GRPO's client retries only 500 by its status list, but urllib3 also retries a 503 that carries
+    Retry-After: the queue-full answer must have that header, and the client must get through after waiting."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from logicval_hf.serve.batching import Overloaded
+    from logicval_hf.serve.client import reward_session
+
+    app = create_app(ServeConfig(backend="given", workers=0))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(500):
+            if server.started:
+                break
+            time.sleep(0.02)
+        batcher = app.state.server.batcher
+        real, calls = batcher.score, []
+
+        async def full_once(samples):
+            calls.append(len(samples))
+            if len(calls) <= 2:  # the plain post, then the retrying client's first try
+                raise Overloaded("1024 images are waiting", retry_after=1)
+            return await real(samples)
+
+        batcher.score = full_once
+        body = pickle.dumps({"images": [_scene("red")], "meta_datas": [{"spec": RED}], "only_strict": False})
+        plain = __import__("requests").post(f"http://127.0.0.1:{port}/", data=body, timeout=30)
+        assert plain.status_code == 503 and plain.headers["Retry-After"] == "1"
+        start = time.monotonic()
+        r = reward_session().post(f"http://127.0.0.1:{port}/", data=body, timeout=30)
+        assert r.status_code == 200 and pickle.loads(r.content)["strict_rewards"] == [1.0]
+        assert len(calls) == 3 and 0.9 < time.monotonic() - start < 10  # waited Retry-After, then got through
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

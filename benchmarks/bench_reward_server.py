@@ -1,0 +1,224 @@
+"""The reward server under a Flow-GRPO-shaped load, against the same work done in-process.
+
+Images: 512x512 JPEGs (PIL's default quality, as Flow-GRPO sends) of the oracle and the naive generator for
+``--specs`` satisfiable specs, each scored against its spec (a LogicVal item, ``spec_json``), clevr backend.
+
+* in-process baseline, in this process on the same images: JPEG decode + `extract_scenes` (one batched call per
+  ``--batch`` images) + `verify_many`; images/s.
+* server: ``logicval serve`` on 127.0.0.1 (a subprocess; ``--workers``), a client shaped like Flow-GRPO's: a thread
+  pool of ``--clients`` (8) each posting requests of ``--per-request`` (16) images, pickled, with urllib3's retry;
+  images/s over the whole run, p50/p99 latency of a request, and the HTTP path's overhead,
+  ``1 - server images/s / in-process images/s``.
+* ``--ray``: the same app as ``--replicas`` Ray Serve replicas on a local Ray instance, same client.
+
+The machine's load average is printed before and after (other work on a shared machine slows everything).
+
+    python benchmarks/bench_reward_server.py [--workers 2] [--setting threads=1] [--setting flip=false] [--ray]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import pickle
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_images(n_specs: int, size: int, seed: int) -> tuple[list[bytes], list[dict]]:
+    """JPEGs and their items: the oracle's and the naive generator's image of each spec."""
+    from logicval_hf.benchmark.sampler import sample
+    from logicval_hf.generation.builtin import make_generator
+    from logicval_hf.serve.client import jpeg_bytes
+
+    packages, _ = sample(seed)
+    specs = [s.spec for name in ("1SAT", "3SAT", "6SAT") for s in packages[name]]
+    specs = random.Random(seed).sample(specs, n_specs)
+    jpegs, items = [], []
+    for name in ("oracle", "naive"):
+        g = make_generator(name, seed=seed, image_size=(size, size))
+        for spec in specs:
+            jpegs.append(jpeg_bytes(g.generate(spec).image))
+            items.append({"spec_json": spec.to_json(), "label": "SAT"})
+    return jpegs, items
+
+
+def in_process(jpegs: list[bytes], items: list[dict], settings: dict, batch: int, rounds: int) -> dict:
+    """JPEG decode + batched extract_scenes + verify_many, as a single process does it; images/s."""
+    import numpy as np
+    from PIL import Image
+
+    from logicval_hf.asp.solver import verify_many
+    from logicval_hf.perception import extract_scenes
+
+    def once() -> int:
+        done = 0
+        for start in range(0, len(jpegs), batch):
+            chunk = jpegs[start:start + batch]
+            arrays = [np.asarray(Image.open(io.BytesIO(b)).convert("RGB")) for b in chunk]
+            scenes = extract_scenes(arrays, "clevr", **settings)
+            verify_many([(items[start + k]["spec_json"], s) for k, s in enumerate(scenes)],
+                        labels=[items[start + k]["label"] for k in range(len(scenes))])
+            done += len(chunk)
+        return done
+
+    once()  # warm: model loaded, groundings cached
+    t0 = time.perf_counter()
+    n = sum(once() for _ in range(rounds))
+    dt = time.perf_counter() - t0
+    return {"images": n, "seconds": round(dt, 2), "images_per_s": round(n / dt, 1)}
+
+
+def _wait(url: str, timeout: float = 180) -> dict:
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            body = requests.get(f"{url}/health", timeout=5).json()
+            if body["status"] == "ok":
+                return body
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"no healthy server at {url} after {timeout} s")
+
+
+def load(url: str, jpegs: list[bytes], items: list[dict], clients: int, per_request: int, requests_each: int,
+         seed: int) -> dict:
+    """Flow-GRPO-shaped clients; images/s over the run and per-request latencies."""
+    from logicval_hf.serve.client import reward_session
+
+    def client(k: int) -> list[float]:
+        rng = random.Random(seed * 1000 + k)
+        session = reward_session()
+        latencies = []
+        for _ in range(requests_each):
+            idx = [rng.randrange(len(jpegs)) for _ in range(per_request)]
+            body = pickle.dumps({"images": [jpegs[i] for i in idx], "meta_datas": [items[i] for i in idx],
+                                 "only_strict": False})
+            t = time.perf_counter()
+            r = session.post(url, data=body, timeout=120)
+            r.raise_for_status()
+            answer = pickle.loads(r.content)
+            latencies.append(time.perf_counter() - t)
+            if answer["errors"]:
+                raise RuntimeError(f"unexpected errors: {answer['errors'][:2]}")
+        return latencies
+
+    with ThreadPoolExecutor(clients) as pool:  # one warm round: workers' groundings, connection set-up
+        list(pool.map(lambda k: client(k) and None, range(clients)))
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        lat = [x for xs in pool.map(client, range(clients)) for x in xs]
+    dt = time.perf_counter() - t0
+    lat.sort()
+    n = clients * requests_each * per_request
+    return {"images": n, "seconds": round(dt, 2), "images_per_s": round(n / dt, 1),
+            "p50_s": round(statistics.median(lat), 3), "p99_s": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 3),
+            "requests": len(lat)}
+
+
+def run_server(args, jpegs, items) -> dict:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "logicval_hf.cli", "serve", "--port", str(port), "--workers", str(args.workers)]
+    for s in args.setting or ():
+        cmd += ["--setting", s]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait(url)
+        return load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+def run_ray(args, jpegs, items) -> dict:
+    import ray
+
+    from logicval_hf.serve.config import ServeConfig
+    from logicval_hf.serve.ray_deployment import start, stop
+
+    port = _free_port()
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    try:
+        settings = dict(_setting(s) for s in args.setting or ())
+        start(ServeConfig(port=port, backend_settings=settings), replicas=args.replicas,
+              cpus_per_replica=os.cpu_count() / args.replicas)
+        url = f"http://127.0.0.1:{port}"
+        _wait(url)
+        return load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed)
+    finally:
+        stop()
+
+
+def _setting(text: str) -> tuple[str, object]:
+    key, _, value = text.partition("=")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--specs", type=int, default=32, help="specs (two images each)")
+    ap.add_argument("--size", type=int, default=512)
+    ap.add_argument("--workers", type=int, default=2, help="server worker processes")
+    ap.add_argument("--setting", action="append", metavar="KEY=VALUE", help="clevr backend setting (repeatable)")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--per-request", type=int, default=16)
+    ap.add_argument("--requests", type=int, default=4, help="timed requests per client")
+    ap.add_argument("--batch", type=int, default=64, help="in-process batch (the server's micro-batch cap)")
+    ap.add_argument("--rounds", type=int, default=2, help="in-process passes over the images")
+    ap.add_argument("--ray", action="store_true", help="also through Ray Serve")
+    ap.add_argument("--replicas", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=509)
+    args = ap.parse_args()
+
+    load_before = os.getloadavg()
+    jpegs, items = make_images(args.specs, args.size, args.seed)
+    settings = dict(_setting(s) for s in args.setting or ())
+    out = {"cpus": os.cpu_count(), "settings": settings, "workers": args.workers,
+           "in_process": in_process(jpegs, items, settings, args.batch, args.rounds)}
+    out["server"] = run_server(args, jpegs, items)
+    out["server"]["http_overhead"] = round(1 - out["server"]["images_per_s"] / out["in_process"]["images_per_s"], 3)
+    if args.ray:
+        out["ray"] = run_ray(args, jpegs, items)
+        out["ray"]["http_overhead"] = round(1 - out["ray"]["images_per_s"] / out["in_process"]["images_per_s"], 3)
+    out["load_average"] = {"before": [round(x, 2) for x in load_before],
+                           "after": [round(x, 2) for x in os.getloadavg()]}
+    print(f"in-process: {out['in_process']['images_per_s']} images/s")
+    for k in ("server", "ray"):
+        if k in out:
+            r = out[k]
+            print(f"{k}: {r['images_per_s']} images/s (x{r['images_per_s'] / out['in_process']['images_per_s']:.2f} "
+                  f"of in-process, overhead {r['http_overhead']:+.1%}), p50 {r['p50_s']} s, p99 {r['p99_s']} s "
+                  f"for {args.per_request}-image requests from {args.clients} clients")
+    print(f"load average before {out['load_average']['before']}, after {out['load_average']['after']}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
