@@ -81,10 +81,40 @@ def in_process(jpegs: list[bytes], items: list[dict], settings: dict, batch: int
         return done
 
     once()  # warm: model loaded, groundings cached
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     n = sum(once() for _ in range(rounds))
-    dt = time.perf_counter() - t0
-    return {"images": n, "seconds": round(dt, 2), "images_per_s": round(n / dt, 1)}
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"images": n, "seconds": round(dt, 2), "images_per_s": round(n / dt, 1), **_cpu_figures(n, cpu)}
+
+
+def _cpu_figures(images: int, cpu: float | None) -> dict:
+    """CPU-seconds per image and what they allow on the machine's cores when nothing else runs: on a shared machine
+    wall-clock figures measure the neighbours as much as the code, CPU time much less."""
+    if not cpu:
+        return {}
+    cores = os.cpu_count() or 1
+    return {"cpu_s_per_image": round(cpu / images, 4), f"images_per_s_on_{cores}_free_cores": round(cores * images / cpu, 1)}
+
+
+def _tree_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of a process and all its descendants so far; None without psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return None
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
 
 
 def _wait(url: str, timeout: float = 180) -> dict:
@@ -103,8 +133,9 @@ def _wait(url: str, timeout: float = 180) -> dict:
 
 
 def load(url: str, jpegs: list[bytes], items: list[dict], clients: int, per_request: int, requests_each: int,
-         seed: int) -> dict:
-    """Flow-GRPO-shaped clients; images/s over the run and per-request latencies."""
+         seed: int, server_cpu=lambda: None) -> dict:
+    """Flow-GRPO-shaped clients; images/s over the run, per-request latencies, and the server's CPU time
+    (``server_cpu()``: its CPU seconds so far) per image."""
     from logicval_hf.serve.client import reward_session
 
     def client(k: int) -> list[float]:
@@ -126,15 +157,15 @@ def load(url: str, jpegs: list[bytes], items: list[dict], clients: int, per_requ
 
     with ThreadPoolExecutor(clients) as pool:  # one warm round: workers' groundings, connection set-up
         list(pool.map(lambda k: client(k) and None, range(clients)))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), server_cpu()
     with ThreadPoolExecutor(clients) as pool:
         lat = [x for xs in pool.map(client, range(clients)) for x in xs]
-    dt = time.perf_counter() - t0
+    dt, c1 = time.perf_counter() - t0, server_cpu()
     lat.sort()
     n = clients * requests_each * per_request
     return {"images": n, "seconds": round(dt, 2), "images_per_s": round(n / dt, 1),
             "p50_s": round(statistics.median(lat), 3), "p99_s": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 3),
-            "requests": len(lat)}
+            "requests": len(lat), **_cpu_figures(n, c1 - c0 if c0 is not None and c1 is not None else None)}
 
 
 def run_server(args, jpegs, items) -> dict:
@@ -148,7 +179,8 @@ def run_server(args, jpegs, items) -> dict:
     try:
         url = f"http://127.0.0.1:{port}"
         _wait(url)
-        return load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed)
+        return load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed,
+                    lambda: _tree_cpu(proc.pid))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
@@ -168,7 +200,12 @@ def run_ray(args, jpegs, items) -> dict:
               cpus_per_replica=os.cpu_count() / args.replicas)
         url = f"http://127.0.0.1:{port}"
         _wait(url)
-        return load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed)
+
+        def ray_cpu():  # Ray's processes are this driver's descendants; the driver itself is the client
+            tree = _tree_cpu(os.getpid())
+            return None if tree is None else tree - sum(os.times()[:2])
+
+        return load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed, ray_cpu)
     finally:
         stop()
 
@@ -216,6 +253,11 @@ def main() -> None:
             print(f"{k}: {r['images_per_s']} images/s (x{r['images_per_s'] / out['in_process']['images_per_s']:.2f} "
                   f"of in-process, overhead {r['http_overhead']:+.1%}), p50 {r['p50_s']} s, p99 {r['p99_s']} s "
                   f"for {args.per_request}-image requests from {args.clients} clients")
+    for k in ("in_process", "server", "ray"):
+        cores = f"images_per_s_on_{out['cpus']}_free_cores"
+        if k in out and cores in out[k]:
+            print(f"{k}: {out[k]['cpu_s_per_image']} CPU-s per image -> {out[k][cores]} images/s on "
+                  f"{out['cpus']} free cores")
     print(f"load average before {out['load_average']['before']}, after {out['load_average']['after']}")
     print(json.dumps(out))
 

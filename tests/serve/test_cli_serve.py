@@ -1,0 +1,30 @@
+"""``logicval serve``'s command line: a missing extra, an unknown backend and flags that need ``--ray`` are one
+line each (exit 2), before anything starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _serve(hidden: list[str], *argv: str) -> str:
+    prelude = "".join(f"sys.modules[{m!r}] = None; " for m in hidden)
+    code = f"import sys; {prelude}from logicval_hf.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run([sys.executable, "-c", code, "serve", "--port", "1", *argv], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1, proc.stderr
+    return proc.stderr.strip()
+
+
+@pytest.mark.parametrize("hidden, argv, line", [
+    (["fastapi", "uvicorn"], [], 'the reward server needs the "serve" extra (uvicorn is not installed): '
+                                 'pip install "logicval-hf[serve]"'),
+    (["ray"], ["--ray"], 'the reward server on Ray Serve needs the "serve-ray" extra (ray is not installed): '
+                         'pip install "logicval-hf[serve-ray]"'),
+    ([], ["--backend", "clevre"], "did you mean 'clevr'"),
+    ([], ["--replicas", "2"], "--replicas and --gpus-per-replica scale out on Ray Serve: add --ray"),
+])
+def test_serve_refuses_in_one_line(hidden, argv, line):
+    assert line in _serve(hidden, *argv)
