@@ -98,7 +98,8 @@ def add_subcommands(subparsers: Any) -> None:
                    help="'scores' of LogicVal items: fraction of constraints satisfied (default) or P(scene |= "
                         "spec) under the perceived attribute distributions")
     p.add_argument("--max-images", type=_positive_int, default=256, help="images per request (413 beyond)")
-    p.add_argument("--max-pixels", type=_positive_int, default=4096 * 4096, help="pixels per image (413 beyond)")
+    p.add_argument("--max-pixels", type=_positive_int, default=2048 * 2048,
+                   help="pixels per image, read from the header (413 beyond; default 2048x2048)")
     p.add_argument("--max-bytes", type=_positive_int, default=128 * 2**20, help="bytes per request (413 beyond)")
     p.add_argument("--max-batch", type=_positive_int, default=64, help="images per micro-batch")
     p.add_argument("--max-queue", type=_positive_int, default=1024,
