@@ -4,14 +4,17 @@ Images: 512x512 JPEGs (PIL's default quality, as Flow-GRPO sends) of the oracle 
 ``--specs`` satisfiable specs, each scored against its spec (a LogicVal item, ``spec_json``), clevr backend.
 
 * in-process baseline, in this process on the same images: JPEG decode + `extract_scenes` (one batched call per
-  ``--batch`` images) + `verify_many`; images/s.
+  ``--batch`` images, one onnxruntime thread as in a server worker) + `verify_many`; images/s.
 * server: ``logicval serve`` on 127.0.0.1 (a subprocess; ``--workers``), a client shaped like Flow-GRPO's: a thread
   pool of ``--clients`` (8) each posting requests of ``--per-request`` (16) images, pickled, with urllib3's retry;
   images/s over the whole run, p50/p99 latency of a request, and the HTTP path's overhead,
   ``1 - server images/s / in-process images/s``.
 * ``--ray``: the same app as ``--replicas`` Ray Serve replicas on a local Ray instance, same client.
 
-The machine's load average is printed before and after (other work on a shared machine slows everything).
+The machine's load average is printed before and after: on a shared machine the wall-clock figures measure the
+neighbours as much as the code, so the CPU time of every run is measured too (this process for the baseline, the
+server's process tree, Ray's processes) and turned into CPU-seconds per image and the images/s they allow on the
+machine's cores when nothing else runs; the HTTP path's overhead is also given as extra CPU per image.
 
     python benchmarks/bench_reward_server.py [--workers 2] [--setting threads=1] [--setting flip=false] [--ray]
 """
@@ -237,13 +240,20 @@ def main() -> None:
     load_before = os.getloadavg()
     jpegs, items = make_images(args.specs, args.size, args.seed)
     settings = dict(_setting(s) for s in args.setting or ())
+    # the baseline runs the same per-process work as one server worker: one onnxruntime thread unless told otherwise
     out = {"cpus": os.cpu_count(), "settings": settings, "workers": args.workers,
-           "in_process": in_process(jpegs, items, settings, args.batch, args.rounds)}
+           "in_process": in_process(jpegs, items, {"threads": 1, **settings}, args.batch, args.rounds)}
     out["server"] = run_server(args, jpegs, items)
-    out["server"]["http_overhead"] = round(1 - out["server"]["images_per_s"] / out["in_process"]["images_per_s"], 3)
+    runs = ["server"]
     if args.ray:
         out["ray"] = run_ray(args, jpegs, items)
-        out["ray"]["http_overhead"] = round(1 - out["ray"]["images_per_s"] / out["in_process"]["images_per_s"], 3)
+        runs.append("ray")
+    base = out["in_process"]
+    for k in runs:
+        r = out[k]
+        r["http_overhead"] = round(1 - r["images_per_s"] / base["images_per_s"], 3)
+        if "cpu_s_per_image" in r and "cpu_s_per_image" in base:  # extra CPU per image on the HTTP path
+            r["http_overhead_cpu"] = round(r["cpu_s_per_image"] / base["cpu_s_per_image"] - 1, 3)
     out["load_average"] = {"before": [round(x, 2) for x in load_before],
                            "after": [round(x, 2) for x in os.getloadavg()]}
     print(f"in-process: {out['in_process']['images_per_s']} images/s")
@@ -256,8 +266,9 @@ def main() -> None:
     for k in ("in_process", "server", "ray"):
         cores = f"images_per_s_on_{out['cpus']}_free_cores"
         if k in out and cores in out[k]:
+            extra = f" (HTTP path: {out[k]['http_overhead_cpu']:+.1%} CPU per image)" if k != "in_process" else ""
             print(f"{k}: {out[k]['cpu_s_per_image']} CPU-s per image -> {out[k][cores]} images/s on "
-                  f"{out['cpus']} free cores")
+                  f"{out['cpus']} free cores{extra}")
     print(f"load average before {out['load_average']['before']}, after {out['load_average']['after']}")
     print(json.dumps(out))
 

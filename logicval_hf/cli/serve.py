@@ -32,15 +32,13 @@ def _config(args: argparse.Namespace) -> Any:
     from logicval_hf.serve.config import ServeConfig
     from logicval_hf.serve.protocol import Limits
 
-    settings = dict(args.setting or ())
-    if args.backend == "clevr" and "threads" not in settings and not args.ray:
-        # onnxruntime sizes its own thread pool to the machine in every worker: share the cores out instead
-        settings["threads"] = max(1, (os.cpu_count() or 1) // args.workers)
-    return ServeConfig(
-        host=args.host, port=args.port, backend=args.backend, backend_settings=settings,
+    config = ServeConfig(
+        host=args.host, port=args.port, backend=args.backend, backend_settings=dict(args.setting or ()),
         workers=0 if args.ray else args.workers, token=args.token or os.environ.get(_TOKEN_ENV) or None,
         reward=args.reward, limits=Limits(args.max_images, args.max_pixels, args.max_bytes),
         max_batch=args.max_batch, max_queue=args.max_queue)
+    # Ray shares the cores out per replica (`ray_deployment`); here the workers share this machine's
+    return config if args.ray else config.sharing_cores((os.cpu_count() or 1) / args.workers)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -91,7 +89,7 @@ def add_subcommands(subparsers: Any) -> None:
                         "twice as fast)")
     p.add_argument("--workers", type=_positive_int, default=1,
                    help="scoring worker processes (default 1; one per core is the usual choice; each clevr worker "
-                        "gets cores/N onnxruntime threads unless --setting threads=T)")
+                        "gets cores/N onnxruntime threads unless --setting threads=T; a Ray replica gets its CPUs)")
     p.add_argument("--token", default=None,
                    help=f"require 'Authorization: Bearer TOKEN' on scoring routes (or set {_TOKEN_ENV})")
     p.add_argument("--reward", choices=("fraction", "probability"), default="fraction",

@@ -75,3 +75,11 @@ class ServeConfig:
 
     def replace(self, **changes: Any) -> "ServeConfig":
         return replace(self, **changes)
+
+    def sharing_cores(self, cores: float) -> "ServeConfig":
+        """This configuration with the clevr parser's onnxruntime threads set to ``cores`` (at least 1) when the
+        settings do not name them: onnxruntime sizes its own pool to the whole machine in every process, so N
+        workers (or replicas) on one machine would each spin as many threads as there are cores."""
+        if self.backend != "clevr" or "threads" in self.backend_settings:
+            return self
+        return self.replace(backend_settings={**self.backend_settings, "threads": max(1, int(cores))})

@@ -39,7 +39,8 @@ def build_deployment(config: ServeConfig, replicas: int = 1, gpus_per_replica: f
     """The bound Ray Serve application: ``replicas`` copies of the reward app.
 
     Args:
-        config: the app's configuration (its ``workers`` is set to 0: scoring in the replica's thread).
+        config: the app's configuration (its ``workers`` is set to 0: scoring in the replica's thread; the clevr
+            parser gets ``cpus_per_replica`` threads unless its settings name them).
         replicas: how many replicas.
         gpus_per_replica: GPUs Ray reserves for each replica (``ray_actor_options={"num_gpus": G}``).
         cpus_per_replica: CPUs Ray reserves for each replica.
@@ -54,7 +55,7 @@ def build_deployment(config: ServeConfig, replicas: int = 1, gpus_per_replica: f
         raise ValueError(f"replicas must be at least 1, got {replicas!r}")
     if gpus_per_replica < 0 or cpus_per_replica < 0:
         raise ValueError("gpus_per_replica and cpus_per_replica must be >= 0")
-    settings = config.replace(workers=0).to_dict()
+    settings = config.replace(workers=0).sharing_cores(max(cpus_per_replica, 1)).to_dict()
 
     @serve.deployment(name="LogicValReward", num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
                       ray_actor_options={"num_cpus": cpus_per_replica, "num_gpus": gpus_per_replica})

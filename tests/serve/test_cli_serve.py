@@ -28,3 +28,12 @@ def _serve(hidden: list[str], *argv: str) -> str:
 ])
 def test_serve_refuses_in_one_line(hidden, argv, line):
     assert line in _serve(hidden, *argv)
+
+
+def test_workers_share_the_cores_out_unless_told():
+    from logicval_hf.serve.config import ServeConfig
+
+    assert ServeConfig().sharing_cores(2).backend_settings == {"threads": 2}
+    assert ServeConfig().sharing_cores(0.5).backend_settings == {"threads": 1}
+    assert ServeConfig(backend_settings={"threads": 3}).sharing_cores(1).backend_settings == {"threads": 3}
+    assert ServeConfig(backend="neural").sharing_cores(1).backend_settings == {}  # a clevr parser setting only
