@@ -302,10 +302,16 @@ def flow_matching_loss(
 # Data
 # ---------------------------------------------------------------------------------------------------------
 def load_image(path: str | Path, width: int, height: int) -> torch.Tensor:
-    """``(3, height, width)`` float tensor in [-1, 1]: resized to cover the target, centre-cropped."""
+    """``(3, height, width)`` float tensor in [-1, 1]: resized to cover the target, centre-cropped.
+
+    Raises:
+        PerceptionError: not an image, corrupt, or over the pixel cap (named by its path).
+    """
     from PIL import Image
 
-    with Image.open(path) as im:
+    from logicval_hf.perception.images import open_checked
+
+    with open_checked(path, f"training image {str(path)!r}") as im:
         im = im.convert("RGB")
         scale = max(width / im.width, height / im.height)
         size = (max(width, round(im.width * scale)), max(height, round(im.height * scale)))
