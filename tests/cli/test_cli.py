@@ -60,6 +60,40 @@ def test_bad_input_exit_code_and_message(files, capsys):
     assert rc == 2 and "not valid JSON" in err
 
 
+def test_verify_takes_what_solve_prints(files, capsys):
+    """Issue 23, point 8: `logicval solve spec.json > scene.json; logicval verify spec.json scene.json`."""
+    rc, out, _ = run(capsys, "solve", files / "spec.json")
+    (files / "answer.json").write_text(out)
+    rc, out, err = run(capsys, "verify", files / "spec.json", files / "answer.json")
+    assert rc == 0 and json.loads(out)["ok"] is True, err
+    # --witness prints the scene graph alone
+    rc, out, _ = run(capsys, "solve", files / "spec.json", "--witness")
+    scene = json.loads(out)
+    assert rc == 0 and set(scene) == {"image_size", "objects"} and len(scene["objects"]) == 3
+    (files / "witness.json").write_text(out)
+    rc, out, _ = run(capsys, "verify", files / "spec.json", files / "witness.json")
+    assert rc == 0 and json.loads(out)["ok"] is True
+    # the answer stands for its witness in the batch mode too
+    (files / "pairs.jsonl").write_text(json.dumps({"spec": SPEC, "scene": json.loads(
+        (files / "answer.json").read_text())}) + "\n")
+    rc, out, _ = run(capsys, "verify", "--jsonl", files / "pairs.jsonl")
+    assert rc == 0 and json.loads(out)["ok"] is True
+
+
+def test_an_unsat_spec_has_no_witness_to_print_or_verify(files, capsys):
+    from logicval_hf.cli.demo import EXAMPLE_UNSAT
+
+    (files / "unsat.json").write_text(json.dumps(EXAMPLE_UNSAT))
+    rc, out, err = run(capsys, "solve", files / "unsat.json", "--witness")
+    assert rc == 1 and out == "" and len(err.splitlines()) == 1
+    assert "is UNSAT" in err and "no witness" in err and "Constraints 1, 2 and 3" in err
+    rc, out, _ = run(capsys, "solve", files / "unsat.json")
+    (files / "answer.json").write_text(out)
+    rc, out, err = run(capsys, "verify", files / "unsat.json", files / "answer.json")
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
+    assert "`logicval solve`'s answer for an UNSAT spec" in err
+
+
 def test_asp_and_run_asp(files, capsys):
     rc, out, _ = run(capsys, "asp", files / "spec.json")
     assert rc == 0 and "violated(0)" in out and "object(0..2)." in out
