@@ -56,19 +56,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from logicval_hf.asp.solver import default_solver
     from logicval_hf.contract.scene import Scene
     from logicval_hf.contract.spec import as_spec
+    from logicval_hf.errors import SceneError
 
     count = "relaxed" if args.relaxed else "strict"
     if args.jsonl:
         return _verify_jsonl(args.jsonl, count)
     if not args.spec or not args.scene:
         raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
-    hint = (f"a scene graph is {_SCENE_FORMAT}; to check an image, run "
-            f"`logicval check {args.spec} {args.scene}`")
+    hint = (f"a scene graph is {_SCENE_FORMAT}; `logicval solve {args.spec} --witness > SCENE.json` writes one "
+            "that satisfies the spec")
     solver = default_solver()
     spec = as_spec(_read_json(args.spec, "spec"), solver.catalog)
-    data = _read_json(args.scene, "scene", hint)
-    # read in the spec's domain (a scene without "domain" is taken to be in it)
-    scene = Scene.from_dict(scene_of(data, f"scene {args.scene!r}"), spec.domain)
+    data = _read_json(args.scene, "scene", hint, binary_hint=f"to check an image, run "
+                                                            f"`logicval check {args.spec} {args.scene}`")
+    try:  # read in the spec's domain (a scene without "domain" is taken to be in it)
+        scene = Scene.from_dict(scene_of(data, f"scene {args.scene!r}"), spec.domain)
+    except SceneError as e:
+        raise SceneError(f"{e}; {hint}") from None
     _emit(solver.verify(spec, scene, count=count).to_dict(), args.pretty)
     return 0
 
@@ -159,9 +163,10 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
             if len(pending) >= chunk:
                 flush()
     flush()
-    if failures:
-        print(f"logicval: error: {failures} line(s) of {path} could not be verified", file=sys.stderr)
-        return 1
+    if failures:  # bad input, as everywhere: status 2 (the good lines' verdicts are printed all the same)
+        print(f"logicval: error: {failures} line(s) of {path} could not be verified (their output lines say why)",
+              file=sys.stderr)
+        return 2
     return 0
 
 
@@ -217,7 +222,8 @@ def add_subcommands(sub: Any) -> None:
                                             "the spec's domain; `logicval solve`'s output stands for its witness")
     v.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
     v.add_argument("--jsonl", metavar="PAIRS.jsonl",
-                   help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out")
+                   help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out (a bad line "
+                        "gets an error line; exit 2 if any)")
     v.add_argument("--pretty", action="store_true", help="indent the JSON output")
     v.set_defaults(func=cmd_verify)
 

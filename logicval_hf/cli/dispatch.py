@@ -24,15 +24,19 @@ USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueEr
 
 
 
-def read_json(path: str, what: str, hint: str = "") -> Any:
-    """A JSON file (or stdin for ``-``); an unreadable, binary or malformed file is a one-line error naming it."""
+def read_json(path: str, what: str, hint: str = "", binary_hint: str | None = None) -> Any:
+    """A JSON file (or stdin for ``-``); an unreadable, binary, empty or malformed file is a one-line error naming
+    it, ending with ``hint`` (``binary_hint`` instead for a binary file: an image given where JSON belongs)."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
+        hint = hint if binary_hint is None else binary_hint
         raise ValueError(f"{what} {path!r} is not JSON text (a binary file, an image?): {what}s are JSON"
                          + (f"; {hint}" if hint else "")) from None
     except OSError as e:
         raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
+    if not text.strip():
+        raise ValueError(f"{what} {path!r} is empty" + (f"; {hint}" if hint else ""))
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

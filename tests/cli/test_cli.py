@@ -46,7 +46,7 @@ def test_verify_jsonl(files, capsys):
     assert [r.get("ok") for r in rows[:2]] == [False, True]
     assert rows[2]["line"] == 3 and "error" in rows[2]
     assert "spec.n" in rows[3]["error"]
-    assert rc == 1 and "2 line(s)" in err
+    assert rc == 2 and "2 line(s)" in err  # bad input exits 2, as the README says; the good lines still get verdicts
 
 
 def test_bad_input_exit_code_and_message(files, capsys):
@@ -92,6 +92,23 @@ def test_an_unsat_spec_has_no_witness_to_print_or_verify(files, capsys):
     rc, out, err = run(capsys, "verify", files / "unsat.json", files / "answer.json")
     assert rc == 2 and out == "" and len(err.splitlines()) == 1
     assert "`logicval solve`'s answer for an UNSAT spec" in err
+
+
+@pytest.mark.parametrize("content", ["", "\n", "{}", "[]"], ids=["empty", "blank", "empty-object", "list"])
+def test_verify_of_an_empty_scene_suggests_a_command_that_works(files, capsys, content):
+    """Issue 23, point 9: the suggestion is `logicval solve SPEC --witness > SCENE.json`, which writes a scene
+    graph `verify` takes (`logicval check` refuses JSON), and following it works."""
+    empty = files / "empty.json"
+    empty.write_text(content)
+    rc, out, err = run(capsys, "verify", files / "spec.json", empty)
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "logicval check" not in err
+    suggested = f"`logicval solve {files / 'spec.json'} --witness > SCENE.json`"
+    assert suggested in err, err
+    rc, out, _ = run(capsys, "solve", files / "spec.json", "--witness")
+    empty.write_text(out)
+    rc, out, _ = run(capsys, "verify", files / "spec.json", empty)
+    assert rc == 0 and json.loads(out)["ok"] is True
 
 
 def test_asp_and_run_asp(files, capsys):
