@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
+from logicval_hf.cli.dispatch import check_output_dir
 from logicval_hf.cli.dispatch import emit as _emit
 from logicval_hf.cli.dispatch import read_json as _read_json
 
@@ -174,6 +175,8 @@ def cmd_asp(args: argparse.Namespace) -> int:
     from logicval_hf.asp.programs import spec_program, write_generated
 
     if args.write_templates is not None:
+        if args.write_templates:
+            check_output_dir(args.write_templates, "--write-templates")
         for p in write_generated(args.write_templates or None):
             print(p)
         return 0

@@ -16,8 +16,11 @@ __all__ = ["add_subcommands", "main"]
 
 
 def cmd_meta(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.scoring.meta import format_markdown, load_records, meta_evaluate, write_report
 
+    if args.out:
+        check_output_dir(args.out, "--out")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     records = load_records(args.input, annotations=args.annotations, metrics=metrics)
     max_distance = None if args.max_distance is not None and args.max_distance <= 0 else args.max_distance
