@@ -1,6 +1,6 @@
 """Upload a built LogicVal folder to the Hugging Face Hub as a dataset repository.
 
-    HF_TOKEN=... python dataset_builder/push.py logicval --repo-id owner/logicval [--dry-run]
+    HF_TOKEN=... python dataset_builder/push.py logicval --repo-id logicval/logicval [--dry-run]
 
 Same as `logicval push-dataset`; the work is done by `logicval_hf.benchmark.dataset.push_dataset`
 (``HfApi().create_repo(..., exist_ok=True)`` then ``HfApi().upload_folder(repo_type="dataset")``).
@@ -16,7 +16,7 @@ from typing import Sequence
 from logicval_hf.benchmark.dataset import push_dataset
 
 
-def push(folder: str | Path, repo_id: str = "owner/logicval", token: str | None = None,
+def push(folder: str | Path, repo_id: str = "logicval/logicval", token: str | None = None,
          dry_run: bool = False) -> list[str]:
     """Upload ``folder`` (README.md + data/*.parquet) to ``repo_id``; the token defaults to $HF_TOKEN.
 
@@ -29,7 +29,7 @@ def push(folder: str | Path, repo_id: str = "owner/logicval", token: str | None 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder")
-    p.add_argument("--repo-id", default="owner/logicval")
+    p.add_argument("--repo-id", default="logicval/logicval")
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args(argv)
     try:

@@ -193,7 +193,9 @@ def add_subcommands(subparsers: Any) -> None:
 
     p = subparsers.add_parser("push-dataset", help="upload a built dataset folder to the Hugging Face Hub")
     p.add_argument("dir", help="folder written by build-dataset")
-    p.add_argument("--repo-id", required=True, help="dataset repository, owner/name")
+    p.add_argument("--repo-id", default=None,
+                   help="dataset repository, owner/name (default <namespace>/logicval, the namespace from "
+                        "$LOGICVAL_HUB_NAMESPACE, else logicval)")
     p.add_argument("--dry-run", action="store_true", help="only list the files that would be uploaded")
     p.add_argument("--private", action="store_true", help="create the repository as private")
     p.set_defaults(func=cmd_push_dataset)

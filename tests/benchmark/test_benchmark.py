@@ -375,6 +375,25 @@ def test_push_without_token_is_a_clear_error(folder, monkeypatch):
         push_dataset(folder, repo_id="no-slash", token="t")
 
 
+def test_the_card_and_the_push_follow_the_hub_namespace(folder, tmp_path, monkeypatch, capsys):
+    """Issue 23, point 15: no placeholder namespace; one setting (LOGICVAL_HUB_NAMESPACE) with one default."""
+    from logicval_hf.cli.dataset import main as cli
+    from logicval_hf.common.hub import DEFAULT_NAMESPACE
+
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "owner/" not in card and f'load_dataset("{DEFAULT_NAMESPACE}/logicval", "3SAT"' in card
+    _no_network(monkeypatch)
+    monkeypatch.delenv("LOGICVAL_HUB_NAMESPACE", raising=False)
+    assert cli(["push-dataset", str(folder), "--dry-run"]) == 0
+    assert f"huggingface.co/datasets/{DEFAULT_NAMESPACE}/logicval" in capsys.readouterr().out
+    monkeypatch.setenv("LOGICVAL_HUB_NAMESPACE", "me")
+    assert cli(["push-dataset", str(folder), "--dry-run"]) == 0
+    assert "huggingface.co/datasets/me/logicval" in capsys.readouterr().out
+    copy = tmp_path / "copy"
+    write_dataset(copy, benchmark=cached_benchmark(DEFAULT_SEED))
+    assert 'load_dataset("me/logicval", "3SAT"' in (copy / "README.md").read_text(encoding="utf-8")
+
+
 def test_push_uploads_the_folder(folder, monkeypatch):
     huggingface_hub = pytest.importorskip("huggingface_hub")
     calls = []
