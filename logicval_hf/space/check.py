@@ -162,6 +162,11 @@ def violations_markdown(result: Mapping[str, Any]) -> str:
 
 
 #: the columns of `violation_rows`
+def involved_objects(result: Mapping[str, Any]) -> set[int]:
+    """The objects named by the violated constraints of a `check_image` answer (highlighted in the drawing)."""
+    return {i for v in result["violated"] for i in v["objects"]}
+
+
 VIOLATION_HEADERS = ["constraint", "template", "text", "why", "objects involved"]
 
 

@@ -1,6 +1,6 @@
 """Reusable pieces of the LoRA fine-tuning of FLUX.1-dev and Qwen-Image on captioned CLEVR (paper, App. F).
 
-`lora_training/train_lora.py` is a thin loop over these:
+`logicval_hf.training.train_lora` (run by ``lora_training/train_lora.py``) is the loop over these:
 
 * **Models** — `load_components` (hub id or local folder; transformer, VAE, training noise scheduler and a
   text-only pipeline), `components_from_pipeline` (the same from an in-memory pipeline), `add_lora`
