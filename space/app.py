@@ -241,7 +241,8 @@ def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
     with gr.Blocks(title="LogicVal") as demo:
         gr.Markdown(f"# {TITLE}\nBenchmark prompts with solver labels, a spec composer with instant solving, an image "
                     "checker (scene graph → verdict), and the annotation tool"
-                    f"{' (log in required)' if cfg.protected else ''}.", elem_id="lv-header")
+                    f"{' (log in required)' if cfg.protected else ''}.  \n"
+                    f"<small>{common.region_legend(catalog.domain)}</small>", elem_id="lv-header")
         with gr.Tabs() as tabs:
             with gr.Tab("Explore", id="explore"):
                 explore_ui = _explore_tab()

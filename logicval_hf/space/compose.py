@@ -22,8 +22,8 @@ from logicval_hf.asp.programs import spec_program
 from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.spec import Constraint, Spec
-from logicval_hf.contract.verbalise import (REL_PHRASES, constraint_names, constraint_text, full_prompt,
-                                            spec_subquestions)
+from logicval_hf.contract.verbalise import (REGION_ATTRIBUTE, REL_PHRASES, constraint_names, constraint_text,
+                                            full_prompt, region_name, spec_subquestions)
 from logicval_hf.space.common import COMPOSE_M, quote
 from logicval_hf.space.explore import core_lines, core_names
 
@@ -122,6 +122,8 @@ def encode_value(slot: Slot, v: Any) -> str:
 def display_value(slot: Slot, v: Any) -> str:
     if slot.type == "attr":
         d = _literal_dict(v)
+        if d["prop"] == REGION_ATTRIBUTE:  # named as the prompt names it: "in the back-left region (r0)"
+            return f"{'not ' if d['negated'] else ''}in {region_name(d['value'])}"
         return f"{'not ' if d['negated'] else ''}{d['value']} ({d['prop']})"
     if slot.type == "rel":
         d = _literal_dict(v)

@@ -73,7 +73,11 @@ def sandbox(tmp_path_factory):
                       GRADIO_ANALYTICS_ENABLED="False", LOGICVAL_SPACE_PRELOAD="0",
                       LOGICVAL_SPACE_CACHE=str(base / "cache"))  # the benchmark cache of this module's servers
     tempfile.tempdir = None  # re-read TMPDIR
+    # this module's in-process server builds the rows and caches them on disk (test_explore_is_ready_at_start_up);
+    # the shipped rows have their own tests (test_shipped_rows.py, test_a_fresh_space_shows_explore_at_once)
+    shipped, common.SHIPPED_ROWS = common.SHIPPED_ROWS, base / "no-shipped-rows.json.xz"
     yield base
+    common.SHIPPED_ROWS = shipped
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)
@@ -695,6 +699,26 @@ def test_explore_is_ready_at_start_up(server, alice, tmp_path):
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
     assert path.stat().st_mtime_ns == written  # built once: the restart did not rebuild or rewrite it
+
+
+@pytest.mark.slow
+def test_a_fresh_space_shows_explore_at_once(sandbox, tmp_path):
+    """Issue 23, point 13: a first start with an empty cache folder reads the shipped rows (no ~21 s build)."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "LOGICVAL_SPACE_PRELOAD": "1", "LOGICVAL_SPACE_CACHE": str(tmp_path / "empty-cache"),
+           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "PYTHONPATH": str(ROOT)}
+    log = tmp_path / "app.log"
+    proc = _start_app(env, log)
+    try:
+        _wait_up(proc, url, log)
+        out = _client(url, None).predict("3UNSAT-0001", api_name="/explore")
+        assert "3UNSAT-0001" in out[0]
+        assert "read from the shipped file" in log.read_text() and " built in " not in log.read_text()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert not (tmp_path / "empty-cache").exists() or not list((tmp_path / "empty-cache").iterdir())
 
 
 @pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests
