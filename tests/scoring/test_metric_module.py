@@ -426,3 +426,4 @@ def test_app_builds_the_widget(tmp_path):
     demo = app.build_widget(module)
     data = pd.DataFrame({"predictions": [json.dumps(GOOD)], "references": [json.dumps(SPEC)]})
     assert demo.fns[0].fn(data)["logicval_score"] == 1.0
+    assert demo.title == "Metric: logicval"  # issue 23, point 15 (the class name once made it "logic_val")
