@@ -8,7 +8,7 @@ import json
 import pytest
 
 import logicval_hf
-from logicval_hf.cli import main
+from logicval_hf.cli.main import main
 
 
 def run(capsys, *argv):
