@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.cli.dispatch import positive_int as _positive_int
@@ -16,25 +18,48 @@ __all__ = ["add_subcommands", "cmd_run", "main"]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.common.extras import require_backend
     from logicval_hf.job.run import DEFAULT_GENERATORS, run
 
     require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
+    check_output_dir(args.out, "--out")
 
-    summary = run(
-        out_dir=args.out,
-        generators=args.generator or list(DEFAULT_GENERATORS),
-        seed=args.seed,
-        backend=args.backend,
-        resume=not args.no_resume,
-        progress=not args.quiet,
-        limit=args.limit,
-        jobs=args.jobs,
-        renderer=args.renderer,
-        assets=args.assets,
-    )
+    with _stage_lines(not args.quiet):
+        summary = run(
+            out_dir=args.out,
+            generators=args.generator or list(DEFAULT_GENERATORS),
+            seed=args.seed,
+            backend=args.backend,
+            resume=not args.no_resume,
+            progress=not args.quiet,
+            limit=args.limit,
+            jobs=args.jobs,
+            renderer=args.renderer,
+            assets=args.assets,
+        )
     print(_headline(summary, args.out))
     return 0
+
+
+@contextlib.contextmanager
+def _stage_lines(on: bool) -> Iterator[None]:
+    """The job's stage lines (``logicval run: benchmark: ...``; logger ``logicval_hf.job``) on stderr, beside the
+    progress bars: the benchmark build before the first bar takes ~15 s and would otherwise be silent."""
+    if not on:
+        yield
+        return
+    logger = logging.getLogger("logicval_hf.job")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("logicval run: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _headline(summary: dict[str, Any], out: str) -> str:
@@ -78,7 +103,7 @@ def add_subcommands(subparsers: Any) -> None:
                    help="regenerate and re-score every image instead of reusing the files in DIR")
     r.add_argument("--limit", type=_positive_int, metavar="K", help="only K specs per package (quick runs)")
     r.add_argument("--jobs", type=_positive_int, metavar="J", help="worker processes (default min(2, CPUs))")
-    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--quiet", action="store_true", help="no progress bars and no stage lines")
     r.add_argument("--renderer", choices=("numpy", "blender"), default="numpy",
                    help="how the built-in generators draw scenes: numpy (fast, default) or blender (the CLEVR look "
                         "from the official assets; seconds per image; bpy here or in $LOGICVAL_BLENDER_PYTHON)")

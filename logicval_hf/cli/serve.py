@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any, Sequence
 
-from logicval_hf.cli.dispatch import emit, positive_int as _positive_int, standalone_main
+from logicval_hf.cli.dispatch import check_output_dir, emit, positive_int as _positive_int, standalone_main
 
 __all__ = ["add_subcommands", "cmd_build_prompts", "cmd_serve", "main"]
 
@@ -69,6 +69,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_build_prompts(args: argparse.Namespace) -> int:
     from logicval_hf.benchmark.training_prompts import build_prompts
 
+    check_output_dir(args.out, "--out")  # before any sampling: a file or an unwritable place is one line
     summary = build_prompts(args.out, n=args.n, seed=args.seed, progress=not args.no_progress)
     emit(summary, args.pretty)
     return 0

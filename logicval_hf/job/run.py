@@ -32,6 +32,7 @@ import functools
 import hashlib
 import io
 import json
+import logging
 import multiprocessing as mp
 import os
 import pickle
@@ -49,6 +50,9 @@ from logicval_hf.benchmark.fingerprint import benchmark_fingerprint
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from logicval_hf.contract.spec import Spec, as_spec
+
+#: one line per stage (`logicval run` shows them on stderr; the progress bars show the rest)
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_GENERATORS", "BUILTIN_GENERATORS", "run", "atomic_write_bytes", "atomic_write_json",
            "backend_fingerprint", "generator_fingerprint", "load_rows", "resolve_generators", "scene_diff"]
@@ -612,6 +616,7 @@ def run(
     c_start = cpu_seconds()
 
     t0, c0 = time.perf_counter(), cpu_seconds()
+    log.info("benchmark: reading or building the prompts (seed %s; a first run builds them in ~15 s)", seed)
     # the rows cache is checked against the seed and the code, so it is reused even without `resume`
     rows = _limit_rows(load_rows(seed, out / "benchmark.json", reuse=True), limit)
     timings["benchmark"] = time.perf_counter() - t0
@@ -710,6 +715,7 @@ def run(
         "cpu_seconds": cpu,
         "work": work,
     }
+    log.info("report: writing %s", out)
     worst = {name: d[:WORST_SHOWN] for name, d in all_disagreements.items()}
     atomic_write_json(out / "disagreements.json", all_disagreements, indent=1)
     write_report(out, summary, worst, timings_start=t0, total_start=t_start, cpu_start=(c0, c_start))

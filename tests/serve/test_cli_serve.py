@@ -37,3 +37,11 @@ def test_workers_share_the_cores_out_unless_told():
     assert ServeConfig().sharing_cores(0.5).backend_settings == {"threads": 1}
     assert ServeConfig(backend_settings={"threads": 3}).sharing_cores(1).backend_settings == {"threads": 3}
     assert ServeConfig(backend="neural").sharing_cores(1).backend_settings == {}  # a clevr parser setting only
+
+
+def test_build_prompts_refuses_a_file_as_its_folder_before_sampling(tmp_path):
+    target = tmp_path / "taken"
+    target.write_text("x")
+    proc = subprocess.run([sys.executable, "-m", "logicval_hf.cli", "build-prompts", "--n", "5", "--out", str(target)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is an existing file, not a folder" in proc.stderr
