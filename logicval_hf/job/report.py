@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import html
 import io
-import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -410,29 +409,19 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
 
 
 def write_report(out: str | Path, summary: dict[str, Any], worst: Mapping[str, Sequence[Mapping[str, Any]]],
-                 timings_start: float | None = None, total_start: float | None = None,
-                 cpu_start: tuple[float, float] | None = None) -> dict[str, Path]:
+                 timer: Any = None) -> dict[str, Path]:
     """Write plots, ``report.md``, ``report.html`` and ``summary.json`` into ``out``; return their paths.
 
-    ``timings_start`` / ``total_start`` (``time.perf_counter()`` values) add the report stage and the total to
-    ``summary["timings"]``; ``cpu_start`` (``(report start, run start)`` CPU readings of this process) adds
-    the report stage to ``summary["cpu_seconds"]`` and its total (the sum of the stages, workers included).
+    ``timer``: the run's `logicval_hf.job.timer.StageTimer` (whose ``wall`` / ``cpu`` are the summary's
+    ``timings`` / ``cpu_seconds``); its open stages (the report's) end and its ``total`` is booked once the plots
+    are drawn, so the files written after that hold them.
     """
-    from logicval_hf.common.cpu import cpu_seconds
-
     from logicval_hf.common.atomic import atomic_write_json, atomic_write_text
 
     out = Path(out)
     plots = write_plots(out, summary)
-    now = time.perf_counter()
-    if timings_start is not None:
-        summary["timings"]["report"] = now - timings_start
-    if total_start is not None:
-        summary["timings"]["total"] = now - total_start
-    if cpu_start is not None and "cpu_seconds" in summary:
-        cs = summary["cpu_seconds"]
-        cs["report"] = cpu_seconds() - cpu_start[0]
-        cs["total"] = sum(v for k, v in cs.items() if k != "total")  # workers are not our children (forkserver)
+    if timer is not None:
+        timer.finish()
     secs = sections(summary, worst, plots)
     paths = {"report.md": out / "report.md", "report.html": out / "report.html", "summary.json": out / "summary.json"}
     atomic_write_text(paths["report.md"], to_markdown(secs))

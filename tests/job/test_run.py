@@ -13,6 +13,8 @@ import pytest
 from PIL import Image
 
 import logicval_hf.job.run as run_mod
+from logicval_hf.job import cache as cache_mod
+from logicval_hf.job import generate as generate_mod
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS
@@ -239,7 +241,7 @@ def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, mo
     out_first, summary = first
     out = tmp_path / "report"
     calls = {"n": 0}
-    real = run_mod._png_bytes
+    real = generate_mod.png_bytes
 
     def flaky(image):
         calls["n"] += 1
@@ -247,10 +249,10 @@ def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, mo
             raise KeyboardInterrupt
         return real(image)
 
-    monkeypatch.setattr(run_mod, "_png_bytes", flaky)
+    monkeypatch.setattr(generate_mod, "png_bytes", flaky)
     with pytest.raises(KeyboardInterrupt):
         run(out, limit=LIMIT, progress=False, jobs=1)
-    monkeypatch.setattr(run_mod, "_png_bytes", real)
+    monkeypatch.setattr(generate_mod, "png_bytes", real)
     files = _files(out)
     assert len(list((out / "images" / "oracle").glob("*.png"))) == 4
     assert not [p for p in files if p.name.endswith(".tmp")]
@@ -282,7 +284,7 @@ def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     """Verdict files are keyed by the backend's code/model hash: a retrained backend re-perceives every image."""
     out = tmp_path / "r"
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
-    monkeypatch.setattr(run_mod, "backend_fingerprint", lambda backend: "retrained")
+    monkeypatch.setattr(cache_mod, "backend_fingerprint", lambda backend: "retrained")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0}
 
@@ -294,7 +296,7 @@ def test_changed_generator_code_regenerates_images(first, tmp_path, monkeypatch)
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     rec = json.loads(next((out / "intended" / "oracle").glob("*.json")).read_text())
     assert rec["generator_fingerprint"] == run_mod.generator_fingerprint()
-    monkeypatch.setattr(run_mod, "generator_fingerprint", lambda: "edited")
+    monkeypatch.setattr(cache_mod, "generator_fingerprint", lambda: "edited")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)
     assert again["work"]["oracle"]["reused"] == 0
@@ -360,3 +362,20 @@ def test_backend_fingerprint_covers_every_model_file_of_the_backend(tmp_path):
         BACKENDS.pop("clevr-retrained", None)
     with pytest.raises(ValueError, match="unknown perception backend 'clevr-retrained'"):
         run_mod.backend_fingerprint("clevr-retrained")
+
+
+def test_stage_timer_adds_up_repeated_stages_and_books_the_total():
+    from logicval_hf.job.timer import StageTimer
+
+    timer = StageTimer()
+    timer.add("perceive/x")  # a stage with nothing to do still shows
+    for _ in range(2):
+        with timer.stage("verify/x") as stage:
+            sum(range(20000))
+            stage.add_cpu(1.5)  # a worker's CPU seconds
+    timer.begin("report")
+    timer.finish()
+    assert list(timer.wall) == ["perceive/x", "verify/x", "report", "total"] == list(timer.cpu)
+    assert timer.wall["perceive/x"] == 0.0 and timer.cpu["verify/x"] >= 3.0
+    assert timer.wall["total"] >= timer.wall["verify/x"] + timer.wall["report"]
+    assert timer.cpu["total"] == pytest.approx(sum(v for k, v in timer.cpu.items() if k != "total"))
