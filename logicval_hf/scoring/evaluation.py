@@ -76,12 +76,26 @@ def to_scenes(predictions: Sequence[Any], backend: str = "clevr", domains: Seque
             try:
                 extracted = extract_scenes([checked[i] for i in idx], backend=backend, **settings, **extra)
             except ValueError as e:
+                if inputs.takes_raw_input(backend):  # raw items are cheap to read again: name the one refused
+                    _raise_for_first_refused(checked, idx, backend, {**settings, **extra})
                 if d is None:
                     raise
                 raise type(e)(f"predictions[{idx[0]}]: its spec is in domain {d.name!r}: {e}") from None
             for i, s in zip(idx, extracted):
                 scenes[i] = s
     return scenes  # type: ignore[return-value]
+
+
+def _raise_for_first_refused(items: Sequence[Any], idx: Sequence[int], backend: str, settings: Mapping[str, Any]
+                             ) -> None:
+    """Read the raw items one by one and raise the first refusal as ``predictions[i]: ...``."""
+    from logicval_hf.perception import extract_scene
+
+    for i in idx:
+        try:
+            extract_scene(items[i], backend=backend, **settings)
+        except ValueError as e:
+            raise type(e)(f"predictions[{i}]: {e}") from None
 
 
 def _probabilistic_settings(probabilistic: Any) -> dict[str, Any] | None:
@@ -144,7 +158,9 @@ def compute(
     Args:
         predictions: images or scene graphs (not both), one per reference.
         references: specs or benchmark rows.
-        backend: perception backend for images (``"clevr"``, ``"neural"``) or ``"given"`` (scene graphs only).
+        backend: perception backend for images (``"clevr"``, ``"neural"``), ``"given"`` (scene graphs only) or
+            any registered backend; one that takes raw input gets every prediction that is not a scene graph
+            untouched.
         per_sample: include every sample's verdict, violated constraints and scene graph.
         solver: a `Solver` to reuse (default: the shared one).
         backend_settings: keyword settings for the perception backend (model ids, thresholds, ...).

@@ -131,3 +131,35 @@ def test_a_failed_generation_sample_is_never_an_abstention():
               "violated": [0], "n_objects": None, "scene": None, "failed": "missing"}
     rec = Record.from_sample(Spec.from_dict(UNSAT), sample)
     assert not rec.abstained and rec.scene is None and rec.strict.violated == (0,)
+
+
+# ---- a third-party backend that takes raw input -----------------------------------------------------------------
+def _listed_scene(text, domain=None, **settings):
+    """A raw-input backend: 'red cube metal, blue sphere rubber' -> objects in a row."""
+    from logicval_hf import Scene
+
+    if not isinstance(text, str) or not text.startswith("objects:"):
+        raise ValueError(f"expected 'objects: colour shape material, ...', got {text!r}")
+    items = [t.split() for t in text[len("objects:"):].split(",") if t.strip()]
+    return Scene.from_dict({"image_size": [480, 320],
+                            "objects": [obj(c, s, m, 40 + 60 * k, 160) for k, (c, s, m) in enumerate(items)]})
+
+
+@pytest.fixture
+def listed_backend():
+    from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
+
+    register_backend("listed-test", PerceptionBackend("listed-test", _listed_scene, raw_input=True))
+    yield "listed-test"
+    BACKENDS.pop("listed-test")
+
+
+def test_a_raw_input_backend_gets_its_predictions_untouched(listed_backend):
+    three_red = "objects: red cube metal, red sphere rubber, blue cube metal"
+    out = compute([three_red, "objects: blue cube metal", scene()], [SPEC, SPEC, UNSAT], backend=listed_backend)
+    assert [(s["ok"], s["n_objects"]) for s in out["per_sample"]] == [(True, 3), (False, 1), (True, 0)]
+    with pytest.raises(ValueError, match=r"^predictions\[1\]: expected 'objects: "):
+        compute([three_red, "three red things"], [SPEC, SPEC], backend=listed_backend)
+    # the same strings with a pixel backend are paths that do not exist
+    with pytest.raises(ValueError, match=r"predictions\[0\]: .* neither scene-graph JSON nor an existing image"):
+        compute([three_red], [SPEC])
