@@ -4,6 +4,15 @@
     python benchmarks/clevr_perception.py --renders ../shared/data/clevr_blender [--holdout-fraction 0.05]
     python benchmarks/clevr_perception.py --oracle varied [--jpeg 90]
 
+``--suite``: every set in one run (the figures of the model card and the README): real CLEVR; each shift of
+`logicval_hf.perception.shifts` applied to real CLEVR (square frame with no object cut, exposure and brightness
+x0.7 / x1.3, saturation x0.6, warm and cool tints, blur, noise, JPEG q50); held-out renders of each render
+profile (``--suite-renders NAME=DIR[:FRACTION]``, repeatable; by default the folders of
+``/work/cache/clevr_renders`` that exist: ``t2i_heldout``, ``randomise_heldout`` whole, and
+``../shared/data/clevr_blender``'s training hold-out); per set count, attribute, region and exact rates, verdict
+agreement, the scene confidence's calibration (expected calibration error against exact scene graphs, 10 bins)
+and images/s; plus the speed on 512x512 images (the t2i renders resized), batched and one by one.
+
 DATA_DIR defaults to ../shared/data/clevr_dev relative to the repository root: all 170 real images (100
 CLEVR v1.0 train images at 480x320, 70 images of the official generator at 320x240). No perception model
 of this project is trained or tuned on them.
@@ -264,6 +273,22 @@ def verdict_agreement(scenes: list[dict[str, Any]], preds: list[Scene], per_imag
             "seed": seed, "disagreements": disagreements}
 
 
+def calibration(scenes: list[dict[str, Any]], preds: list[Scene], per_image: list[dict[str, Any]]) -> dict[str, Any]:
+    """Expected calibration error of the scenes' ``confidence`` against exact scene graphs (10 equal bins), the
+    mean confidence, and the exact rate among the least certain tenth; None where the backend gives none."""
+    conf = [p.confidence for p in preds]
+    if any(c is None for c in conf) or not conf:
+        return {"ece": None}
+    from logicval_hf.training.parser_export import expected_calibration_error
+
+    c = np.array(conf, float)
+    ex = np.array([r["exact"] for r in per_image], float)
+    k = max(1, len(c) // 10)
+    low = np.argsort(c)[:k]
+    return {"ece": expected_calibration_error(c, ex), "mean_confidence": float(c.mean()),
+            "exact_rate": float(ex.mean()), "exact_rate_least_certain_tenth": float(ex[low].mean())}
+
+
 def speed(images: list[np.ndarray], backend: str, settings: dict[str, Any]) -> dict[str, float]:
     from logicval_hf.perception import extract_scene
 
@@ -276,6 +301,88 @@ def speed(images: list[np.ndarray], backend: str, settings: dict[str, Any]) -> d
         extract_scene(im, backend=backend, **settings)
     loop = len(images) / (time.perf_counter() - t0)
     return {"batched": batched, "per_image_loop": loop}
+
+
+def shifted_sets(scenes: list[dict[str, Any]], names: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each shift of real CLEVR as a set of its own (images the shift refuses are left out and counted)."""
+    from logicval_hf.perception.shifts import ShiftRefused, apply_shift
+
+    out = {}
+    for name in names:
+        rows = []
+        for s in scenes:
+            radii = [0.35 if o.get("size") == "small" else 0.7 for o in s["objects"]]
+            try:
+                rgb, centres = apply_shift(name, s["_rgb"], [o["pixel_coords"] for o in s["objects"]], radii)
+            except ShiftRefused:
+                continue
+            objs = [dict(o, pixel_coords=c) for o, c in zip(s["objects"], centres)]
+            rows.append(dict(s, objects=objs, image_width=rgb.shape[1], image_height=rgb.shape[0], _rgb=rgb))
+        out[name] = rows
+    return out
+
+
+def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
+    """Every set in one run (see the module docstring); prints one table."""
+    from logicval_hf.perception.shifts import SHIFTS
+
+    sets: dict[str, list[dict[str, Any]]] = {}
+    if (args.data / "scenes.json").is_file():
+        real = load_clevr(args.data)
+        sets["real CLEVR"] = real
+        for name, rows in shifted_sets(real, SHIFTS.names()).items():
+            sets[f"real CLEVR, {name}"] = rows
+    specs = args.suite_renders or [f"{n}={d}" for n, d in DEFAULT_RENDER_SETS if Path(d.split(":")[0]).is_dir()]
+    for spec in specs:
+        name, _, rest = spec.partition("=")
+        folder, _, frac = rest.partition(":")
+        frac_v = float(frac) if frac else 1.0
+        sets[f"renders {name}"] = load_renders(Path(folder), frac_v)
+    table, out = [], {}
+    for name, scenes in sets.items():
+        if not scenes:
+            continue
+        t0 = time.perf_counter()
+        preds = extract_scenes([s["_rgb"] for s in scenes], backend=args.backend, **settings)
+        rate = len(scenes) / (time.perf_counter() - t0)
+        r = score(scenes, preds)
+        r["calibration"] = calibration(scenes, preds, r["per_image"])
+        if args.constraints:
+            r["verdicts"] = verdict_agreement(scenes, preds, args.constraints, args.seed)
+        r["images_per_s_batched"] = rate
+        out[name] = r
+        acc = r["attribute_accuracy_on_matched"]
+        table.append((name, r["images"], r["count_accuracy"], acc["color"], acc["shape"], acc["material"],
+                      r["region_accuracy_on_matched"], r["exact_scene_graph_rate"],
+                      r.get("verdicts", {}).get("agreement_relaxed"), r["calibration"]["ece"], rate))
+        print(f"  done: {name} ({len(scenes)} images, exact {r['exact_scene_graph_rate']:.3f})", file=sys.stderr,
+              flush=True)
+    if not args.no_speed:
+        t2i = next((v for k, v in sets.items() if "t2i" in k), None) or next(iter(sets.values()), [])
+        import cv2
+
+        images = [cv2.resize(s["_rgb"], (512, 512), interpolation=cv2.INTER_AREA) for s in t2i[:60]]
+        if images:
+            out["speed_512x512"] = speed(images, args.backend, settings)
+    head = ("set", "images", "count", "colour", "shape", "material", "region", "exact", "verdicts", "ECE", "img/s")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in table:
+        cells = [row[0], str(row[1])] + [("-" if v is None else f"{v:.3f}") for v in row[2:10]] + [f"{row[10]:.1f}"]
+        print("| " + " | ".join(cells) + " |")
+    if "speed_512x512" in out:
+        sp = out["speed_512x512"]
+        print(f"speed at 512x512: batched {sp['batched']:.1f} images/s, one by one {sp['per_image_loop']:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
+    return out
+
+
+DEFAULT_RENDER_SETS = (
+    ("clevr (training hold-out)", f"{REPO.parent / 'shared' / 'data' / 'clevr_blender'}:0.05"),
+    ("t2i (held out, never trained on)", "/work/cache/clevr_renders/t2i_heldout"),
+    ("randomise (held out, never trained on)", "/work/cache/clevr_renders/randomise_heldout"),
+)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -297,6 +404,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
     ap.add_argument("--worst", type=int, default=10, help="worst images printed")
     ap.add_argument("--json", type=Path, help="write the full result (per image) here")
+    ap.add_argument("--suite", action="store_true",
+                    help="every set in one run: real CLEVR, its shifts, held-out renders of each profile")
+    ap.add_argument("--suite-renders", action="append", default=[], metavar="NAME=DIR[:FRACTION]",
+                    help="with --suite: a render folder to measure (FRACTION: its last share by name; default 1)")
     args = ap.parse_args(argv)
     settings: dict[str, Any] = {}
     if args.model:
@@ -310,6 +421,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         except ValueError:
             settings[k] = v
 
+    if args.suite:
+        return suite(args, settings)
     if args.oracle:
         scenes, name = load_oracle(args.oracle), f"oracle images ({args.oracle} witnesses)"
     elif args.renders:

@@ -159,6 +159,9 @@ def train(ck: Checkpoint, batch_loss: Callable[[int], tuple[Any, dict[str, float
         stop = args.max_minutes and (now - t_run) / 60 >= args.max_minutes
         if ck.step % args.ckpt_every == 0 or ck.step == args.steps or stop:
             ck.save()
+            if args.no_progress:  # a log line per checkpoint instead of the bar (background runs)
+                parts_text = " ".join(f"{k} {v:.3f}" for k, v in avg.items())
+                print(f"{name}: step {ck.step} ({ck.elapsed / 60:.1f} min) loss {parts_text}", flush=True)
         if ck.step % args.export_every == 0 or ck.step == args.steps or stop:
             line = export()
             ck.save()

@@ -19,6 +19,7 @@ __all__ = ["load_onnx_weights"]
 
 
 def _onnx_convs(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """(weight, bias) of every Conv and Gemm (fully connected) node, in graph order."""
     import onnx
     from onnx import numpy_helper
 
@@ -26,19 +27,21 @@ def _onnx_convs(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
     init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     out = []
     for node in model.graph.node:
-        if node.op_type == "Conv":
+        if node.op_type in ("Conv", "Gemm"):
             w = init.get(node.input[1])
             b = init.get(node.input[2]) if len(node.input) > 2 else None
             if w is None:
-                raise ValueError(f"{path}: a Conv node's weight is not a constant initializer")
-            out.append((w, b))
+                raise ValueError(f"{path}: a {node.op_type} node's weight is not a constant initializer")
+            if node.op_type == "Gemm" and not any(a.name == "transB" and a.i == 1 for a in node.attribute):
+                w = w.T  # torch's Linear keeps (out, in)
+            out.append((np.array(w), None if b is None else np.array(b)))
     return out
 
 
 def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Callable[[Any], Any] | None = None
                       ) -> dict[str, Any]:
     """Load the weights of the ONNX model at ``path`` into ``net`` (a torch module whose convolutions are each
-    either followed by a BatchNorm2d or carry their own bias). ``batches`` (network inputs) give the BatchNorm
+    either followed by a BatchNorm2d or carry their own bias; fully connected layers load as they are). ``batches`` (network inputs) give the BatchNorm
     statistics; ``forward(x)`` runs the network (default ``net(x)``). Returns a summary.
 
     Raises:
@@ -49,9 +52,9 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
 
     path = Path(path)
     convs = _onnx_convs(path)
-    order: list[nn.Conv2d] = []
+    order: list[nn.Module] = []
     hooks = [m.register_forward_hook(lambda mod, i, o: order.append(mod)) for m in net.modules()
-             if isinstance(m, nn.Conv2d)]
+             if isinstance(m, (nn.Conv2d, nn.Linear))]
     forward = forward or net
     batches = list(batches)
     if not batches:
@@ -75,8 +78,8 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
             if tuple(conv.weight.shape) != w.shape:
                 raise ValueError(f"{path}: a convolution of shape {w.shape} where the network has "
                                  f"{tuple(conv.weight.shape)}")
-            conv.weight.copy_(torch.from_numpy(np.array(w)))
-            bias = torch.from_numpy(np.array(b)) if b is not None else torch.zeros(w.shape[0])
+            conv.weight.copy_(torch.from_numpy(w))
+            bias = torch.from_numpy(b) if b is not None else torch.zeros(w.shape[0])
             if conv in bn_after:
                 folded_bias[conv] = bias
                 bn = bn_after[conv]

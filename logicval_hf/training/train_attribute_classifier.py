@@ -255,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="share of each batch's crops from scenes drawn fresh by the numpy renderer (0 = none)")
     ap.add_argument("--val-fraction", type=float, default=0.05,
                     help="last share of every --data folder (by file name) held out (the detector's split)")
+    ap.add_argument("--init", type=Path,
+                    help="start from these weights (fresh optimiser and schedule): an earlier run's last.pt or an "
+                         "exported .onnx classifier; ignored when --out holds a checkpoint to resume")
     args = ap.parse_args(argv)
 
     import torch
@@ -276,7 +279,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train_attribute_classifier: {len(train)} training objects, {len(val)} held out", flush=True)
 
     net = build_model()
-    ck, _ = loop.open_checkpoint(args, net, "train_attribute_classifier")
+    ck, resumed = loop.open_checkpoint(args, net, "train_attribute_classifier")
+    if not resumed and args.init:
+        if args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
+            from logicval_hf.training.onnx_init import load_onnx_weights
+
+            stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction)[0]
+                     for k in range(4)]  # steps no run reaches
+            info = load_onnx_weights(net, args.init, stats, forward=lambda x: net(x))
+            ck.history.append({"init": str(args.init), "init_onnx": info})
+        else:
+            init = torch.load(args.init, map_location="cpu", weights_only=False)
+            net.load_state_dict(init["model"])
+            ck.history.append({"init": str(args.init), "init_steps": init["step"]})
+        print(f"train_attribute_classifier: initialised from {args.init}", flush=True)
 
     def export() -> str:
         step, elapsed = ck.step, ck.elapsed

@@ -274,3 +274,42 @@ def test_oracle_and_perturbed_images_in_the_clevr_look_keep_their_known_truth():
         assert image.size == (96, 64) and meta["renderer"] == "blender" and meta["truth_ok"], meta
     image, drawn, meta = perturbed.generate(rows[0])
     assert meta["renderer"] == "blender" and not meta["truth_ok"], meta
+
+
+@needs_blender
+def test_t2i_profile_renders_a_tiny_image_whose_mask_box_and_json_agree(tmp_path):
+    from logicval_hf.cli.render_clevr import main
+
+    out = tmp_path / "t2i"
+    rc = main(["render-clevr", "--out", str(out), "--num-images", "2", "--seed", "11", "--assets", str(ASSETS),
+               "--profile", "t2i", "--long-side", "72:96", "--samples", "2", "--no-denoise", "--max-objects", "3",
+               "--threads", "2", "--no-progress"])
+    assert rc == 0
+    for i in range(2):
+        scene = json.loads((out / "scenes" / f"CLEVRX_{i:06d}.json").read_text())
+        img = np.array(Image.open(out / "images" / f"CLEVRX_{i:06d}.png"))
+        mask = np.array(Image.open(out / "masks" / f"CLEVRX_{i:06d}.png"))
+        H, W = mask.shape
+        rs = scene["render_settings"]
+        assert img.shape == (H, W, 3) and 72 <= max(W, H) <= 96 and [W, H] == [rs["width"], rs["height"]]
+        assert scene["split"] == "blender-t2i" and rs["profile"] == "t2i" and rs["long_side"] == [72, 96]
+        assert {"camera", "floor", "lights", "camera_placed"} <= set(rs)
+        assert 1 <= len(scene["objects"]) <= 3
+        border = np.concatenate([mask[0], mask[-1], mask[:, 0], mask[:, -1]])
+        assert not border.any()  # every object whole inside the frame
+        for k, o in enumerate(scene["objects"], start=1):
+            ys, xs = np.nonzero(mask == k)
+            assert o["mask_pixels"] == len(xs) > 0 and o["bbox_xyxy"] == [xs.min(), ys.min(), xs.max(), ys.max()]
+            px, py, depth = o["pixel_coords"]
+            assert 0 <= px < W and 0 <= py < H and depth > 0
+            assert {"scale", "stretch", "mesh_variant"} <= set(o)
+    assert json.loads((out / "render_config.json").read_text())["profile"] == "t2i"
+
+
+def test_an_unknown_render_profile_is_one_line_naming_the_known_ones(tmp_path, capfd):
+    from logicval_hf.cli.render_clevr import main
+
+    rc = main(["render-clevr", "--out", str(tmp_path / "x"), "--num-images", "1", "--assets", str(tmp_path),
+               "--profile", "t2l"])
+    err = capfd.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "t2i" in err and "clevr" in err and "randomise" in err

@@ -307,3 +307,51 @@ def test_a_checkpoint_without_the_visible_head_initialises_the_new_model():
     T.load_init(net, old)
     w = net.state_dict()["head.1.weight"]
     assert torch.equal(w[:-2], old["head.1.weight"]) and not w[-2:].any()
+
+
+# ---- images as T2I models frame and light them (issue 21) ------------------------------------------------
+SHIFT_IMAGE = "clevr_v1_train__CLEVR_train_000514.png"
+
+
+@pytest.mark.parametrize("shift", ["square", "exposure_0.7", "saturation_0.6", "jpeg_50"])
+def test_a_shifted_copy_of_a_clevr_image_still_parses_to_its_truth(shift):
+    from logicval_hf.perception.shifts import apply_shift
+
+    s = SCENES[SHIFT_IMAGE]
+    radii = [0.35 if o["size"] == "small" else 0.7 for o in s["objects"]]
+    rgb, centres = apply_shift(shift, load_image(DATA / SHIFT_IMAGE), [o["pixel_coords"] for o in s["objects"]], radii)
+    truth = dict(s, image_width=rgb.shape[1], image_height=rgb.shape[0],
+                 objects=[dict(o, pixel_coords=c) for o, c in zip(s["objects"], centres)])
+    assert _graph(scene_parser.extract(rgb)) == _truth_graph(truth)
+
+
+def test_scene_confidence_is_a_probability_and_drops_on_a_corrupted_image(parsed):
+    for scene in parsed.values():
+        assert scene.confidence is not None and 0 <= scene.confidence <= 1
+        assert Scene.from_dict(scene.to_dict()).confidence == scene.confidence
+    rgb = load_image(DATA / SHIFT_IMAGE)
+    clean = scene_parser.extract(rgb).confidence
+    bad = rgb.copy()
+    rng = np.random.default_rng(0)
+    bad[40:200, 120:330] = rng.integers(0, 256, (160, 210, 3), dtype=np.uint8)  # a burst of noise over objects
+    assert scene_parser.extract(bad).confidence < clean
+
+
+def test_adaptive_scale_reads_the_median_object_at_the_model_size():
+    sm = {"object_size": 58.0, "long_side": 480, "long_side_range": [192, 960]}
+    assert scene_parser.adaptive_scale([116.0, 116.0], 1024, 1024, sm) == pytest.approx(0.5)
+    assert scene_parser.adaptive_scale([], 1024, 768, sm) == pytest.approx(480 / 1024)  # nothing seen: fixed side
+    assert scene_parser.adaptive_scale([2000.0], 1024, 1024, sm) == pytest.approx(192 / 1024)  # clamped
+    assert scene_parser.adaptive_scale([4.0], 512, 512, sm) == pytest.approx(960 / 512)
+
+
+def test_scene_confidence_parts():
+    det = scene_parser.Detection(100.0, 80.0, 30, 30, 0.9, {"color": np.array([0.9, 0.1])}, scale=1.0)
+    meta = {**scene_parser.CONFIDENCE_DEFAULTS, "centre_sigma": 1.0}
+    sure = scene_parser.scene_confidence([det], [], 400, 300, meta, ["color"])
+    assert sure == pytest.approx(0.9 * 0.9, rel=1e-3)
+    # a candidate peak below the threshold may be a missed object; a centre on a midline may be on either side
+    assert scene_parser.scene_confidence([det], [0.3], 400, 300, meta, ["color"]) == pytest.approx(sure * 0.7, rel=1e-3)
+    mid = scene_parser.Detection(200.0, 80.0, 30, 30, 0.9, {"color": np.array([0.9, 0.1])}, scale=1.0)
+    assert scene_parser.scene_confidence([mid], [], 400, 300, meta, ["color"]) == pytest.approx(sure * 0.5, rel=1e-3)
+    assert scene_parser.scene_confidence([], [], 400, 300, {**meta, "power": 2.0}, ["color"]) == 1.0
