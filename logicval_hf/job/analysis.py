@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from logicval_hf.asp.solver import Verdict
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+from logicval_hf.common.matching import match_centres
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.scoring.scores import Record
@@ -57,11 +58,13 @@ def _as_scene(x: Scene | Mapping[str, Any]) -> Scene:
 
 
 def scene_diff(intended: Scene | Mapping[str, Any], perceived: Scene | Mapping[str, Any] | None) -> dict[str, Any]:
-    """How a perceived scene differs from the intended one: objects matched greedily by nearest box centre
-    (within a quarter of the image diagonal), then attribute and region mismatches counted.
+    """How a perceived scene differs from the intended one: objects matched by box centre (`match_centres`,
+    within a quarter of the image diagonal), then attribute and region mismatches counted.
 
     Returns ``{"missed", "extra", "attribute_errors", "region_errors", "errors" (the sum), "exact", "text"}``.
     """
+    import numpy as np
+
     a = _as_scene(intended)
     if perceived is None:
         return {"missed": len(a), "extra": 0, "attribute_errors": 0, "region_errors": 0, "errors": len(a),
@@ -70,24 +73,9 @@ def scene_diff(intended: Scene | Mapping[str, Any], perceived: Scene | Mapping[s
     w, h = a.image_size
     sx = b.image_size[0] / w if b.image_size[0] else 1.0
     sy = b.image_size[1] / h if b.image_size[1] else 1.0
-    reach = MATCH_REACH * (w * w + h * h) ** 0.5
-    pairs = []
-    for i, oa in enumerate(a.objects):
-        for j, ob in enumerate(b.objects):
-            dx = oa.center[0] - ob.center[0] / sx
-            dy = oa.center[1] - ob.center[1] / sy
-            d = (dx * dx + dy * dy) ** 0.5
-            if d <= reach:
-                pairs.append((d, i, j))
-    pairs.sort()
-    used_a: set[int] = set()
-    used_b: set[int] = set()
-    matches = []
-    for _, i, j in pairs:
-        if i not in used_a and j not in used_b:
-            used_a.add(i)
-            used_b.add(j)
-            matches.append((j, i))
+    centres_a = np.array([o.center for o in a.objects], float).reshape(-1, 2)
+    centres_b = np.array([(o.center[0] / sx, o.center[1] / sy) for o in b.objects], float).reshape(-1, 2)
+    matches = match_centres(centres_b, centres_a, MATCH_REACH * (w * w + h * h) ** 0.5)
     attr_err, reg_err, notes = 0, 0, []
     for j, i in sorted(matches, key=lambda p: p[1]):
         oa, ob = a.objects[i], b.objects[j]
