@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
-__all__ = ["BUILTIN_GENERATORS", "limit_rows", "resolve_generators"]
+__all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators"]
 
 #: the built-in generators (`logicval_hf.generation.builtin.GENERATORS`), in report order
 BUILTIN_GENERATORS = ("oracle", "naive", "perturbed")
@@ -70,3 +70,29 @@ def resolve_generators(generators: Iterable[str] | str | None, image_folder: str
         out.append((name, folder))
         names.add(name)
     return out
+
+
+def folder_rows(folder: Path, rows: Sequence[dict], found: Mapping[str, Path], only_present: bool
+                ) -> tuple[list[dict], list[str]]:
+    """The rows a folder of images is scored on, and what a reader must be told about them.
+
+    Every row by default (an id without an image is a failed generation, not ok); with ``only_present`` only
+    the rows with an image. The messages say how many specs have no image and what that does to the score.
+
+    Raises:
+        ValueError: no row has an image in the folder (a wrong folder, or images not named by benchmark id).
+    """
+    n, k = len(rows), len(found)
+    if not found:
+        example = f" (e.g. {rows[0]['id']}.png)" if rows else ""
+        raise ValueError(f"no image in {str(folder)!r} is named by a benchmark id of this run{example}; images are "
+                         "found as <id>.png, .jpg, .jpeg or .webp")
+    if only_present:
+        notes = [f"only the {k} of {n} specs with an image in {folder} are scored (--only-present); the "
+                 f"{n - k} without one are left out, so the score is not comparable with a full run"] if k < n else []
+        return [r for r in rows if r["id"] in found], notes
+    if k == n:
+        return list(rows), []
+    return list(rows), [f"{n - k} of {n} specs have no image in {folder}: each counts as a failed generation (not "
+                        f"ok), so the score is over all {n} specs with {k} images; to score only the images found, "
+                        "run with --only-present"]

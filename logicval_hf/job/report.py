@@ -38,7 +38,8 @@ SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "i
 #: keys that change from run to run (wall/CPU time, what was redone or reused); the rest is reproducible
 VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
 #: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders)
-GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement")
+GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement", "left_out",
+                  "warnings")
 OPERATOR_SYMBOLS = {"exists": "∃", "forall": "∀", "implies": "→", "count": "count"}
 
 
@@ -68,12 +69,13 @@ def _loads(gens: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 class Section:
-    """A titled block of text and/or one table (headers + rows of cells)."""
+    """A titled block of text, a bulleted list (``items``) and/or one table (headers + rows of cells)."""
 
     def __init__(self, title: str, text: str = "", headers: Sequence[str] = (), rows: Sequence[Sequence[Any]] = (),
-                 level: int = 2, image: str | None = None):
+                 level: int = 2, image: str | None = None, items: Sequence[str] = ()):
         self.title, self.text, self.headers, self.rows, self.level, self.image = title, text, list(headers), \
             [list(r) for r in rows], level, image
+        self.items = list(items)
 
 
 def _verdict_rows(gens: Mapping[str, Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]]
@@ -103,6 +105,9 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
         "witness with the attributes the constraints leave free re-drawn at random, each change checked by the "
         "solver, or the empty scene for UNSAT; naive: n random objects; perturbed: the oracle scene with one "
         "change that breaks exactly one constraint or only the count).", level=1))
+    notes = [f"**{g}**: {w}" for g, e in gens.items() for w in e.get("warnings") or ()]
+    if notes:
+        out.append(Section("Warnings", "Read these before the scores below.", items=notes))
 
     # 1. success per package
     rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_package"].get(p, {}).get("score")) for p in packages]
@@ -230,12 +235,13 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
             miss, bad = e["missing"], e["unreadable"]
             rows.append([g, e["folder"], e["n_images"], len(miss), ", ".join(miss[:30]) + (" ..." if len(miss) > 30
                                                                                             else ""),
-                         ", ".join(bad[:30])])
+                         ", ".join(bad[:30]), len(e.get("left_out") or ())])
         out.append(Section("Failed generations",
                            "Image folders: ids without an image (or with an unreadable one) count as failed "
-                           "generations, i.e. as not ok under both count modes.",
-                           ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids"],
-                           rows))
+                           "generations, i.e. as not ok under both count modes; with `--only-present` the ids "
+                           "without an image are left out of every score instead.",
+                           ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids",
+                            "left out"], rows))
     t, c = summary["timings"], summary.get("cpu_seconds", {})
     rows = [[k, f"{v:.1f}", f"{c[k]:.1f}" if k in c else "–"] for k, v in t.items()]
     out.append(Section("Timings", f"Seconds per stage: wall clock, and CPU time of this process and its "
@@ -260,6 +266,9 @@ def to_markdown(secs: Sequence[Section]) -> str:
         if s.text:
             lines.append(s.text)
             lines.append("")
+        if s.items:
+            lines.extend(f"- {item}" for item in s.items)
+            lines.append("")
         if s.image:
             lines.append(f"![{s.title}]({s.image})")
             lines.append("")
@@ -283,6 +292,7 @@ def _inline(text: str) -> str:
 
     t = html.escape(text)
     t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    t = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", t)
     return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", t)
 
 
@@ -298,6 +308,8 @@ def to_html(secs: Sequence[Section]) -> str:
         parts.append(f"<h{s.level}>{html.escape(s.title)}</h{s.level}>")
         if s.text:
             parts.append(f"<p>{_inline(s.text)}</p>")
+        if s.items:
+            parts.append("<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in s.items) + "</ul>")
         if s.image:
             parts.append(f'<p><img src="{html.escape(s.image)}" alt="{html.escape(s.title)}"></p>')
         if s.headers:

@@ -33,6 +33,7 @@ missing. Generation and perception use ``jobs`` worker processes (default: up to
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -45,7 +46,7 @@ from logicval_hf.job import cache
 from logicval_hf.job.analysis import WORST_SHOWN, analyse, scene_diff
 from logicval_hf.job.cache import backend_fingerprint, generator_fingerprint, load_rows
 from logicval_hf.job.generate import generate, render_settings
-from logicval_hf.job.plan import BUILTIN_GENERATORS, limit_rows, resolve_generators
+from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, limit_rows, resolve_generators
 from logicval_hf.job.score import SCORE_CHUNK, score
 from logicval_hf.job.timer import StageTimer
 from logicval_hf.job.workers import Workers
@@ -56,7 +57,11 @@ __all__ = ["DEFAULT_GENERATORS", "BUILTIN_GENERATORS", "run", "atomic_write_byte
 DEFAULT_GENERATORS = BUILTIN_GENERATORS
 DEFAULT_OUT = "logicval_report"
 _limit_rows = limit_rows  # the name tests and scripts used before the job was split
-__all__ += ["DEFAULT_OUT", "SCORE_CHUNK", "WORST_SHOWN"]
+__all__ += ["DEFAULT_OUT", "SCORE_CHUNK", "WORST_SHOWN", "MissingImagesWarning"]
+
+
+class MissingImagesWarning(UserWarning):
+    """A folder of images lacks images for some specs of the run (see `run`'s ``only_present``)."""
 
 
 def run(
@@ -72,6 +77,7 @@ def run(
     image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
     renderer: str = "numpy",
     assets: str | Path | None = None,
+    only_present: bool = False,
 ) -> dict[str, Any]:
     """Generate, perceive, verify and report; returns the summary (also written to ``summary.json``).
 
@@ -95,8 +101,12 @@ def run(
             (the CLEVR look, from the official assets in ``assets``; seconds per image; see
             `logicval_hf.generation.blender_process` for where bpy runs).
         assets: the official CLEVR generator's ``image_generation/data/`` folder, for ``renderer="blender"``.
+        only_present: score a folder of images on the specs it has an image for only (by default an id without
+            an image counts as a failed generation). Either way a folder with missing images gets a warning
+            (`MissingImagesWarning`, and in the summary's and the report's ``warnings``).
     Raises:
-        ValueError: an unknown generator / missing folder, a bad ``limit``.
+        ValueError: an unknown generator / missing folder, a folder with no image named by a benchmark id, a
+            bad ``limit``.
     """
     from logicval_hf.job.report import write_report
     from logicval_hf.scoring.evaluation import images_in_folder
@@ -122,6 +132,7 @@ def run(
     try:
         for name, folder in plan:
             intended: dict[str, dict] | None = None
+            scored_rows, notes = rows, []
             with timer.stage(f"generate/{name}") as stage:
                 if folder is None:
                     intended, work[name], worker_cpu = generate(name, seed, size, rows, out, resume, workers,
@@ -130,12 +141,17 @@ def run(
                     items = [(r, out / "images" / name / f"{r['id']}.png") for r in rows]
                 else:
                     found = images_in_folder(folder, [r["id"] for r in rows])
-                    items = [(r, found.get(r["id"])) for r in rows]
+                    scored_rows, notes = folder_rows(folder, rows, found, only_present)
+                    for note in notes:  # before the long part, so a wrong folder can be stopped at once
+                        warnings.warn(note, MissingImagesWarning, stacklevel=2)
+                    items = [(r, found.get(r["id"])) for r in scored_rows]
                     work[name] = {"found": len(found)}
             scored = score(name, items, specs, out, backend, resume, workers, progress, solver, timer)
             work[name].update(scored.work)
-            gens[name], found_disagreements = analyse(name, folder, rows, specs, scored.records, scored.failed,
-                                                      intended)
+            gens[name], found_disagreements = analyse(name, folder, scored_rows, specs, scored.records,
+                                                      scored.failed, intended)
+            scored_ids = {r["id"] for r in scored_rows}
+            gens[name].update(left_out=[r["id"] for r in rows if r["id"] not in scored_ids], warnings=notes)
             if intended is not None:
                 disagreements[name] = found_disagreements
     finally:

@@ -211,7 +211,8 @@ def test_image_folder_scores_user_images(first, tmp_path):
     for i in ids[2:]:
         shutil.copy(out / "images" / "oracle" / f"{i}.png", folder / f"{i}.png")
     (folder / f"{broken}.png").write_bytes(b"not a png")
-    res = run(tmp_path / "rep", generators=[str(folder)], limit=LIMIT, progress=False)
+    with pytest.warns(run_mod.MissingImagesWarning, match="1 of 12 specs have no image"):
+        res = run(tmp_path / "rep", generators=[str(folder)], limit=LIMIT, progress=False)
     e = res["generators"]["my_model"]
     assert e["kind"] == "folder" and e["truth"] is None and e["agreement"] is None
     assert e["missing"] == [missing] and e["unreadable"] == [broken]
@@ -223,7 +224,8 @@ def test_image_folder_scores_user_images(first, tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Failed generations" in md and missing in md and broken in md
     # image_folder= is the same as naming the folder as a generator
-    res2 = run(tmp_path / "rep", generators=(), image_folder=folder, limit=LIMIT, progress=False)
+    with pytest.warns(run_mod.MissingImagesWarning):
+        res2 = run(tmp_path / "rep", generators=(), image_folder=folder, limit=LIMIT, progress=False)
     assert res2["generators"]["my_model"]["metric"] == e["metric"]
 
 
@@ -379,3 +381,42 @@ def test_stage_timer_adds_up_repeated_stages_and_books_the_total():
     assert timer.wall["perceive/x"] == 0.0 and timer.cpu["verify/x"] >= 3.0
     assert timer.wall["total"] >= timer.wall["verify/x"] + timer.wall["report"]
     assert timer.cpu["total"] == pytest.approx(sum(v for k, v in timer.cpu.items() if k != "total"))
+
+
+def test_a_partly_filled_folder_is_warned_about_and_can_be_scored_on_what_it_has(first, tmp_path, capsys):
+    from logicval_hf.job.run import MissingImagesWarning
+
+    out, summary = first
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    ids = sorted(p.stem for p in (out / "images" / "oracle").glob("*.png"))
+    for i in ids[:3]:
+        shutil.copy(out / "images" / "oracle" / f"{i}.png", folder / f"{i}.png")
+    rep = tmp_path / "rep"
+    args = ["run", "--out", str(rep), "--generator", str(folder), "--limit", str(LIMIT), "--jobs", "1", "--quiet"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    said = f"logicval: warning: {len(ids) - 3} of {len(ids)} specs have no image in {folder}"
+    assert err.count(said) == 2 and "--only-present" in err  # at once, and again after the scores
+    e = json.loads((rep / "summary.json").read_text())["generators"]["partial"]
+    assert e["metric"]["n_samples"] == len(ids) and e["missing"] == ids[3:] and e["left_out"] == []
+    assert len(e["warnings"]) == 1
+    md = (rep / "report.md").read_text()
+    assert md.index("## Warnings") < md.index("## Success rate per package") and "- **partial**: " in md
+    assert "<li><strong>partial</strong>: " in (rep / "report.html").read_text()
+
+    assert main(args + ["--only-present"]) == 0
+    printed = capsys.readouterr()
+    assert "are scored (--only-present)" in printed.err and f"3 specs scored, {len(ids) - 3}" in printed.out
+    e = json.loads((rep / "summary.json").read_text())["generators"]["partial"]
+    assert e["metric"]["n_samples"] == 3 and e["missing"] == [] and e["left_out"] == ids[3:]
+    oracle_ok = [json.loads((out / "verdicts" / "oracle" / f"{i}.json").read_text())["verdict"]["ok"]
+                 for i in ids[:3]]
+    assert e["metric"]["logicval_score"] == pytest.approx(sum(oracle_ok) / 3)
+
+    with pytest.warns(MissingImagesWarning, match="have no image"):  # the Python API says it too
+        run(rep, generators=[str(folder)], limit=LIMIT, progress=False, jobs=1)
+    (tmp_path / "unnamed").mkdir()
+    (tmp_path / "unnamed" / "img_001.png").write_bytes((folder / f"{ids[0]}.png").read_bytes())
+    assert main(["run", "--out", str(rep), "--generator", str(tmp_path / "unnamed"), "--limit", "1", "--quiet"]) == 2
+    assert "named by a benchmark id" in capsys.readouterr().err
