@@ -50,6 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             renderer=args.renderer,
             assets=args.assets,
             only_present=args.only_present,
+            keep_images=args.keep_images,
         )
     print(_headline(summary, args.out))
     for e in summary["generators"].values():  # again after the scores, which they qualify
@@ -104,6 +105,10 @@ def add_subcommands(subparsers: Any) -> None:
     r.add_argument("--only-present", action="store_true",
                    help="score a folder of images on the specs it has an image for only (by default a spec without "
                         "an image counts as a failed generation)")
+    r.add_argument("--keep-images", choices=("all", "failures", "none"), default="all",
+                   help="generated images kept in DIR/images once scored: all (default; ~270 MB for a full run), "
+                        "failures (those the metric rejects or gets wrong) or none; the report keeps small "
+                        "thumbnails either way, and a later run redraws what was deleted")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--renderer", choices=("numpy", "blender"), default="numpy",
                    help="how the built-in generators draw scenes: numpy (fast, default) or blender (the CLEVR look "

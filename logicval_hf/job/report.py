@@ -12,8 +12,11 @@ the JSON always say the same thing. Tables:
 4. UNSAT abstention (§5.2) and false abstention on SAT specs;
 5. constraint success per logical operator (∃, ∀, →, count) and per class over all SAT constraints;
 6. agreement between the metric and the known truth (accuracy, confusion counts, per package; §6 / Table 6)
-   and the worst disagreements by id;
+   and the worst disagreements by id; a gallery of examples per generator (thumbnails, failures first, with
+   the perceived boxes and the violated constraint; `logicval_hf.job.gallery`);
 7. what the perturbed generator changed, failed generations of image folders, timings per stage.
+
+Warnings (a folder of images that lacks some) open the report, before the tables.
 
 Every file is written atomically (temporary name, then rename).
 """
@@ -39,7 +42,9 @@ SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "i
 VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
 #: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders)
 GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement", "left_out",
-                  "warnings")
+                  "warnings", "gallery")
+#: thumbnails per row of a gallery
+GALLERY_COLUMNS = 4
 OPERATOR_SYMBOLS = {"exists": "∃", "forall": "∀", "implies": "→", "count": "count"}
 
 
@@ -72,10 +77,12 @@ class Section:
     """A titled block of text, a bulleted list (``items``) and/or one table (headers + rows of cells)."""
 
     def __init__(self, title: str, text: str = "", headers: Sequence[str] = (), rows: Sequence[Sequence[Any]] = (),
-                 level: int = 2, image: str | None = None, items: Sequence[str] = ()):
+                 level: int = 2, image: str | None = None, items: Sequence[str] = (),
+                 gallery: Sequence[tuple[str | None, str, str]] = ()):
         self.title, self.text, self.headers, self.rows, self.level, self.image = title, text, list(headers), \
             [list(r) for r in rows], level, image
         self.items = list(items)
+        self.gallery = list(gallery)  # (thumbnail path or None, its alt text, caption)
 
 
 def _verdict_rows(gens: Mapping[str, Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]]
@@ -216,6 +223,17 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                 ["id", "package", "kind", "intended objects", "perceived objects", "scene errors",
                  "violated (truth)", "violated (metric)", "difference", "generation"], rows, level=3))
 
+    # 6b. examples
+    for g, e in gens.items():
+        shots = e.get("gallery") or []
+        if shots:
+            out.append(Section(
+                f"Examples: {g}",
+                "Failures first (images the metric rejects, or where it disagrees with the known truth), then "
+                "others, a few per package; yellow boxes: the objects the perception backend found. "
+                f"Thumbnails: `gallery/{g}/`.", level=3,
+                gallery=[(x["image"], x["id"], f"{x['id']}: {x['caption']}") for x in shots]))
+
     # 7. perturbations, failed generations, timings
     for g, e in gens.items():
         if e.get("perturbations"):
@@ -272,6 +290,16 @@ def to_markdown(secs: Sequence[Section]) -> str:
         if s.image:
             lines.append(f"![{s.title}]({s.image})")
             lines.append("")
+        if s.gallery:
+            # a table of thumbnails, GALLERY_COLUMNS a row (the first row is the table's header: Markdown wants one)
+            cells = [(f"![{_md_cell(a)}]({p})<br>" if p else "") + _md_cell(c) for p, a, c in s.gallery]
+            width = min(GALLERY_COLUMNS, len(cells))
+            cells += ["–"] * (-len(cells) % width)
+            for k in range(0, len(cells), width):
+                lines.append("| " + " | ".join(cells[k:k + width]) + " |")
+                if k == 0:
+                    lines.append("|" + "|".join("---" for _ in range(width)) + "|")
+            lines.append("")
         if s.headers:
             lines.append("| " + " | ".join(_md_cell(h) for h in s.headers) + " |")
             lines.append("|" + "|".join("---" for _ in s.headers) + "|")
@@ -283,7 +311,8 @@ def to_markdown(secs: Sequence[Section]) -> str:
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:75em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th{background:#f3f3f3}td.t,th:first-child{text-align:left}img{max-width:100%}code{background:#f3f3f3}"""
+th{background:#f3f3f3}td.t,th:first-child{text-align:left}img{max-width:100%}code{background:#f3f3f3}
+.gallery{display:flex;flex-wrap:wrap;gap:.8em}.gallery figure{margin:0;width:200px;font-size:.8em}"""
 
 
 def _inline(text: str) -> str:
@@ -312,6 +341,10 @@ def to_html(secs: Sequence[Section]) -> str:
             parts.append("<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in s.items) + "</ul>")
         if s.image:
             parts.append(f'<p><img src="{html.escape(s.image)}" alt="{html.escape(s.title)}"></p>')
+        if s.gallery:
+            parts.append('<div class="gallery">' + "".join(
+                "<figure>" + (f'<img src="{html.escape(p)}" alt="{html.escape(a)}">' if p else "")
+                + f"<figcaption>{html.escape(c)}</figcaption></figure>" for p, a, c in s.gallery) + "</div>")
         if s.headers:
             parts.append("<table><thead><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in s.headers)
                          + "</tr></thead><tbody>")
@@ -343,6 +376,35 @@ def _bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float | 
     ax.set_xticklabels(groups)
     ax.set_ylim(0, 1.05)
     ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+
+
+def _plot_by_load(ax: Any, gens: Mapping[str, Mapping[str, Any]], loads: Sequence[str]) -> None:
+    """Success against compositional load: per generator the metric as a thin line with dots, drawn over the
+    known truth as a wide pale band of the same colour, so that where the two agree the line lies inside the band
+    (a dashed truth line drawn under a solid metric line hid exactly under it)."""
+    xs = [int(k) for k in loads]
+
+    def points(agg: Mapping[str, Any]) -> tuple[list[int], list[float]]:
+        pts = [(x, agg.get("by_load", {}).get(k, {}).get("score")) for x, k in zip(xs, loads)]
+        pts = [(x, y) for x, y in pts if y is not None]
+        return [x for x, _ in pts], [y for _, y in pts]
+
+    for j, (g, e) in enumerate(gens.items()):
+        colour = f"C{j % 10}"
+        if e["truth"]:
+            x, y = points(e["truth"])
+            ax.plot(x, y, "-", color=colour, linewidth=8, alpha=0.25, solid_capstyle="round", zorder=1,
+                    label=f"{g} (known truth)")
+        x, y = points(e["metric"])
+        if x:
+            ax.plot(x, y, "-o", color=colour, linewidth=1.5, markersize=4, zorder=3, label=f"{g} (metric)")
+    ax.set_xticks(xs)
+    ax.set_ylim(-0.03, 1.05)  # a score of 0 stays visible above the axis
+    ax.grid(alpha=0.3)
+    ax.set_xlabel("compositional load (objects n + constraints m)")
+    ax.set_ylabel("success rate (SAT)")
+    ax.set_title("Success against compositional load (line: metric, pale band: known truth)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
 
 
@@ -388,24 +450,7 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
     loads = _loads(gens)
     if loads:
         fig, ax = plt.subplots(figsize=(9, 3.6))
-        xs = [int(k) for k in loads]
-        for j, (g, e) in enumerate(gens.items()):
-            colour = f"C{j % 10}"
-            for agg, style, who in ((e["metric"], "-o", "metric"), (e["truth"], "--", "known truth")):
-                if not agg:
-                    continue
-                pts = [(x, agg.get("by_load", {}).get(k, {}).get("score")) for x, k in zip(xs, loads)]
-                pts = [(x, y) for x, y in pts if y is not None]
-                if pts:
-                    ax.plot([x for x, _ in pts], [y for _, y in pts], style, color=colour, markersize=4,
-                            label=f"{g} ({who})", alpha=1.0 if who == "metric" else 0.6)
-        ax.set_xticks(xs)
-        ax.set_ylim(0, 1.05)
-        ax.grid(alpha=0.3)
-        ax.set_xlabel("compositional load (objects n + constraints m)")
-        ax.set_ylabel("success rate (SAT)")
-        ax.set_title("Success against compositional load (solid: metric, dashed: known truth)")
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+        _plot_by_load(ax, gens, loads)
         save(fig, "by_load")
 
     builtin = [g for g, e in gens.items() if e["agreement"] is not None]

@@ -17,9 +17,10 @@ Output folder::
     report.md, report.html      the paper's tables for every generator, agreement with the known truth
     summary.json                headline numbers (see `logicval_hf.job.report.SUMMARY_KEYS`), timings per stage
     plots/*.png                 per-class and per-package bars per generator, agreement per package
+    gallery/<generator>/<id>.jpg    a few thumbnails per generator (failures first) with the perceived boxes
     disagreements.json          every image where the metric and the known truth differ, worst first
     benchmark.json              the rows used (cache; reused on resume when seed and code are unchanged)
-    images/<generator>/<id>.png     generated images
+    images/<generator>/<id>.png     generated images (all, the failures or none: ``keep_images``)
     intended/<generator>/<id>.json  the scene each generator intended and its metadata (known truth, change made)
     verdicts/<generator>/<id>.json  per-image verdict and perceived scene (cache, keyed by the backend, a hash
                                     of its code and model, and the image hash)
@@ -45,6 +46,7 @@ from logicval_hf.contract.spec import as_spec
 from logicval_hf.job import cache
 from logicval_hf.job.analysis import WORST_SHOWN, analyse, scene_diff
 from logicval_hf.job.cache import backend_fingerprint, generator_fingerprint, load_rows
+from logicval_hf.job.gallery import KEEP_IMAGES, pick_examples, prune_images, write_gallery
 from logicval_hf.job.generate import generate, render_settings
 from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, limit_rows, resolve_generators
 from logicval_hf.job.score import SCORE_CHUNK, score
@@ -78,6 +80,7 @@ def run(
     renderer: str = "numpy",
     assets: str | Path | None = None,
     only_present: bool = False,
+    keep_images: str = "all",
 ) -> dict[str, Any]:
     """Generate, perceive, verify and report; returns the summary (also written to ``summary.json``).
 
@@ -104,9 +107,13 @@ def run(
         only_present: score a folder of images on the specs it has an image for only (by default an id without
             an image counts as a failed generation). Either way a folder with missing images gets a warning
             (`MissingImagesWarning`, and in the summary's and the report's ``warnings``).
+        keep_images: which generated images stay in ``images/`` once scored: ``"all"`` (default),
+            ``"failures"`` (those the metric rejects or that disagree with the known truth) or ``"none"``; the
+            report's gallery keeps small thumbnails either way, and a later run draws deleted images again.
+            Images of a folder are never touched.
     Raises:
         ValueError: an unknown generator / missing folder, a folder with no image named by a benchmark id, a
-            bad ``limit``.
+            bad ``limit`` or ``keep_images``.
     """
     from logicval_hf.job.report import write_report
     from logicval_hf.scoring.evaluation import images_in_folder
@@ -120,6 +127,8 @@ def run(
     jobs = max(1, int(jobs if jobs is not None else min(2, os.cpu_count() or 1)))
     size = (int(image_size[0]), int(image_size[1]))
     render = render_settings(renderer, assets, jobs)
+    if keep_images not in KEEP_IMAGES:
+        raise ValueError(f"keep_images must be one of {list(KEEP_IMAGES)}, got {keep_images!r}")
     with timer.stage("benchmark"):
         # the rows cache is checked against the seed and the code, so it is reused even without `resume`
         rows = limit_rows(cache.load_rows(seed, out / "benchmark.json", reuse=True), limit)
@@ -128,6 +137,7 @@ def run(
     gens: dict[str, dict[str, Any]] = {}
     work: dict[str, dict[str, int]] = {}
     disagreements: dict[str, list[dict[str, Any]]] = {}
+    shown: dict[str, tuple] = {}  # per generator, what its gallery is drawn from
     workers = Workers(jobs)
     try:
         for name, folder in plan:
@@ -152,13 +162,22 @@ def run(
                                                       scored.failed, intended)
             scored_ids = {r["id"] for r in scored_rows}
             gens[name].update(left_out=[r["id"] for r in rows if r["id"] not in scored_ids], warnings=notes)
+            truth = None
             if intended is not None:
                 disagreements[name] = found_disagreements
+                truth = {r["id"]: bool(intended[r["id"]]["metadata"]["truth_ok"]) for r in rows}
+            shown[name] = (folder, scored_rows, dict((r["id"], p) for r, p in items), scored.records, truth)
     finally:
         workers.close()
         remove_stale_temps(out)
 
     timer.begin("report")  # ended by write_report, just before it writes summary.json
+    for name, (folder, scored_rows, images, records, truth) in shown.items():
+        picked = pick_examples(scored_rows, records, truth)
+        gens[name]["gallery"] = write_gallery(out, name, picked, images, records, truth)
+        if folder is None:
+            work[name]["deleted_images"] = prune_images(out / "images" / name, [r["id"] for r in rows], records,
+                                                        truth or {}, keep_images)
     summary = {
         "logicval_version": __version__,
         "seed": seed,

@@ -194,7 +194,7 @@ def test_resume_skips_work_and_reproduces_the_summary(first):
     again = run(out, limit=LIMIT, progress=False)
     for g in GENS:
         assert again["work"][g] == {"generated": 0, "reused": len(before) // 3, "scored": 0,
-                                    "reused_verdicts": len(before) // 3}
+                                    "reused_verdicts": len(before) // 3, "deleted_images": 0}
     assert {p: p.stat().st_mtime_ns for p in _files(out / "images")} == before
     assert _stable(again) == _stable(summary)
     assert again["timings"]["benchmark"] < 5  # rows come from out/benchmark.json
@@ -288,7 +288,8 @@ def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     monkeypatch.setattr(cache_mod, "backend_fingerprint", lambda backend: "retrained")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
-    assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0}
+    assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0,
+                                       "deleted_images": 0}
 
 
 @pytest.mark.slow  # a second job run each; the inner loop keeps the resume test
@@ -420,3 +421,84 @@ def test_a_partly_filled_folder_is_warned_about_and_can_be_scored_on_what_it_has
     (tmp_path / "unnamed" / "img_001.png").write_bytes((folder / f"{ids[0]}.png").read_bytes())
     assert main(["run", "--out", str(rep), "--generator", str(tmp_path / "unnamed"), "--limit", "1", "--quiet"]) == 2
     assert "named by a benchmark id" in capsys.readouterr().err
+
+
+# ---- the report's pictures ---------------------------------------------------------------------------------------
+def test_the_known_truth_shows_where_it_equals_the_metric_on_the_load_plot(first, tmp_path):
+    """The truth's curve is visible even where it lies exactly on the metric's (it used to hide under it)."""
+    import copy
+
+    import numpy as np
+
+    from logicval_hf.job.report import write_plots
+
+    _, summary = first
+    agree = copy.deepcopy(summary)
+    for e in agree["generators"].values():
+        e["truth"] = copy.deepcopy(e["metric"])
+    alone = copy.deepcopy(summary)
+    for e in alone["generators"].values():
+        e["truth"] = e["agreement"] = None
+
+    def axes_pixels(s, where):
+        write_plots(where, s)
+        with Image.open(where / "plots" / "by_load.png") as im:
+            return np.asarray(im.convert("RGB"), dtype=int)
+
+    a, b = axes_pixels(agree, tmp_path / "a"), axes_pixels(alone, tmp_path / "b")
+    w = int(min(a.shape[1], b.shape[1]) * 0.6)  # the axes, at the same place in both; the legend lies to the right
+    a, b = a[:, :w], b[:, :w]
+    assert a.shape == b.shape
+    assert (np.abs(a - b).max(axis=2) > 40).sum() > 500
+
+
+def test_the_gallery_shows_failures_first_with_boxes_and_the_violated_constraint(first):
+    import numpy as np
+
+    out, summary = first
+    for g in GENS:
+        shots = summary["generators"][g]["gallery"]
+        assert 0 < len(shots) <= 8
+        failed = [not s["ok"] or s["truth"] != s["ok"] for s in shots]
+        assert failed == sorted(failed, reverse=True)  # failures first
+        for s in shots:
+            thumb = out / s["image"]
+            assert thumb.suffix == ".jpg" and thumb.stat().st_size < 30_000
+            with Image.open(thumb) as im:
+                assert im.width == 200
+    perturbed = summary["generators"]["perturbed"]["gallery"]
+    assert all(not s["ok"] for s in perturbed)
+    assert any("violates Constraint" in s["caption"] for s in perturbed)
+    assert any(("the prompt asks for" in s["caption"] or "unsatisfiable" in s["caption"]) for s in perturbed)
+    # the perceived boxes are drawn (yellow) on an image with objects
+    shot = next(s for s in summary["generators"]["oracle"]["gallery"] if s["id"].startswith("1SAT"))
+    with Image.open(out / shot["image"]) as im:
+        a = np.asarray(im.convert("RGB"), dtype=int)
+    assert ((a[..., 0] > 200) & (a[..., 1] > 170) & (a[..., 2] < 90)).sum() > 50
+    md, html_text = (out / "report.md").read_text(), (out / "report.html").read_text()
+    for g in GENS:
+        assert f"### Examples: {g}" in md and f"(gallery/{g}/" in md
+        assert f'<img src="gallery/{g}/' in html_text
+    assert sorted(p.name for p in (out / "gallery" / "oracle").glob("*.jpg")) == \
+        sorted(f"{s['id']}.jpg" for s in summary["generators"]["oracle"]["gallery"])
+
+
+def test_keep_images_none_keeps_the_report_and_a_rerun_redraws(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", "--out", str(out), "--generator", "oracle", "perturbed", "--limit", "1", "--jobs", "1",
+                 "--quiet", "--keep-images", "none"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert not list((out / "images").rglob("*.png"))
+    assert summary["work"]["oracle"]["deleted_images"] == len(PACKAGE_NAMES)
+    assert all((out / s["image"]).is_file() for g in ("oracle", "perturbed")
+               for s in summary["generators"][g]["gallery"])
+    # failures: the perturbed images (all rejected) stay, the accepted oracle ones go
+    again = run(out, generators=["oracle", "perturbed"], limit=1, progress=False, jobs=1, keep_images="failures")
+    assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)  # drawn again ...
+    assert again["work"]["oracle"]["reused_verdicts"] == len(PACKAGE_NAMES)  # ... to the same bytes: not re-scored
+    kept = {g: len(list((out / "images" / g).glob("*.png"))) for g in ("oracle", "perturbed")}
+    # kept: every image but those accepted by the metric and the known truth alike (the true positives)
+    assert kept == {"oracle": len(PACKAGE_NAMES) - again["generators"]["oracle"]["agreement"]["tp"],
+                    "perturbed": len(PACKAGE_NAMES)}
+    with pytest.raises(ValueError, match="keep_images must be one of"):
+        run(out, generators=["oracle"], limit=1, progress=False, keep_images="some")
