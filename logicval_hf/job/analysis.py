@@ -18,10 +18,12 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.scoring.scores import Record
 
-__all__ = ["WORST_SHOWN", "analyse", "scene_diff"]
+__all__ = ["LEAST_CERTAIN_SHOWN", "WORST_SHOWN", "analyse", "confidence_summary", "known_truth", "scene_diff"]
 
 #: worst disagreements kept per generator in the summary / report (all go to disagreements.json)
 WORST_SHOWN = 15
+#: least certain images listed per generator (by the perception backend's scene confidence)
+LEAST_CERTAIN_SHOWN = 10
 #: objects of the intended and the perceived scene are matched when their centres lie this close, as a
 #: fraction of the image diagonal
 MATCH_REACH = 0.25
@@ -130,7 +132,7 @@ def _agreement(rows: Sequence[dict], intended: Mapping[str, dict], records: Mapp
                 "perceived_objects": None if v.scene is None else v.strict.n_objects,
                 "scene_errors": diff["errors"], "diff": diff["text"],
                 "truth_violated": meta.get("truth_violated"), "metric_violated": list(v.strict.violated),
-                "generation": meta.get("description"),
+                "generation": meta.get("description"), "confidence": v.confidence,
             })
     disagreements.sort(key=lambda d: (-d["scene_errors"], d["id"]))
     out = _confusion(strict_pairs)
@@ -152,6 +154,32 @@ def _perturbations(rows: Sequence[dict], intended: Mapping[str, dict]) -> dict[s
             "inexact_perturbations": [r["id"] for r in rows if not intended[r["id"]]["metadata"].get("exact", True)]}
 
 
+def known_truth(rows: Sequence[dict], intended: Mapping[str, dict] | None) -> dict[str, bool] | None:
+    """``{id: whether the intended scene satisfies its spec}`` of a built-in generator; None for a folder."""
+    if intended is None:
+        return None
+    return {r["id"]: bool(intended[r["id"]]["metadata"]["truth_ok"]) for r in rows}
+
+
+def confidence_summary(rows: Sequence[dict], records: Mapping[str, Record],
+                       truth: Mapping[str, bool] | None = None) -> dict[str, Any] | None:
+    """How sure the perception backend was of its scene graphs (`Scene.confidence`): their number, mean and
+    lowest, and the `LEAST_CERTAIN_SHOWN` least certain images, lowest first (the ones to look at); None when
+    the backend gives no confidence."""
+    rated = [(records[r["id"]].confidence, r) for r in rows if records[r["id"]].confidence is not None]
+    if not rated:
+        return None
+    rated.sort(key=lambda cr: (cr[0], cr[1]["id"]))
+    least = []
+    for c, r in rated[:LEAST_CERTAIN_SHOWN]:
+        rec = records[r["id"]]
+        least.append({"id": r["id"], "package": r["package"], "confidence": c, "ok": rec.strict.ok,
+                      "truth": None if truth is None else truth[r["id"]], "violated": list(rec.strict.violated),
+                      "n_objects": rec.strict.n_objects})
+    values = [c for c, _ in rated]
+    return {"n": len(values), "mean": sum(values) / len(values), "min": values[0], "least_certain": least}
+
+
 def analyse(name: str, folder: Path | None, rows: Sequence[dict], specs: Mapping[str, Spec],
             records: Mapping[str, Record], failed: Mapping[str, Mapping[str, str]],
             intended: Mapping[str, dict] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -167,6 +195,7 @@ def analyse(name: str, folder: Path | None, rows: Sequence[dict], specs: Mapping
         "truth": None,
         "agreement": None,
     }
+    entry["confidence"] = confidence_summary(rows, records, known_truth(rows, intended))
     if intended is None:
         return entry, []
     entry["truth"] = _scores([_truth_record(specs[r["id"]], r, intended[r["id"]]) for r in rows])

@@ -104,7 +104,8 @@ def _thumbnail(image_path: Path, rec: Record) -> bytes:
 def write_gallery(out: Path, name: str, ids: Sequence[str], images: Mapping[str, Path | None],
                   records: Mapping[str, Record], truth: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
     """Write the thumbnails of ``ids`` under ``out/gallery/<name>/`` (removing ones of earlier runs) and return
-    the summary's ``gallery`` entries: ``{"id", "image" (relative path or None), "ok", "truth", "caption"}``."""
+    the summary's ``gallery`` entries: ``{"id", "image" (relative path or None), "ok", "truth", "confidence",
+    "caption"}``."""
     folder = out / "gallery" / name
     entries = []
     for i in ids:
@@ -116,7 +117,8 @@ def write_gallery(out: Path, name: str, ids: Sequence[str], images: Mapping[str,
                 rel = f"gallery/{name}/{i}.jpg"
             except OSError:  # an unreadable image: the caption still says what the verdict is
                 rel = None
-        entries.append({"id": i, "image": rel, "ok": rec.strict.ok, "truth": t, "caption": caption(rec, t)})
+        entries.append({"id": i, "image": rel, "ok": rec.strict.ok, "truth": t, "confidence": rec.confidence,
+                        "caption": caption(rec, t)})
     keep = {f"{i}.jpg" for i in ids}
     if folder.is_dir():
         for old in folder.glob("*.jpg"):

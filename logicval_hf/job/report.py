@@ -12,8 +12,9 @@ the JSON always say the same thing. Tables:
 4. UNSAT abstention (§5.2) and false abstention on SAT specs;
 5. constraint success per logical operator (∃, ∀, →, count) and per class over all SAT constraints;
 6. agreement between the metric and the known truth (accuracy, confusion counts, per package; §6 / Table 6)
-   and the worst disagreements by id; a gallery of examples per generator (thumbnails, failures first, with
-   the perceived boxes and the violated constraint; `logicval_hf.job.gallery`);
+   and the worst disagreements by id; the perception backend's confidence in its scene graphs and the least
+   certain images, first; a gallery of examples per generator (thumbnails, failures first, with the perceived
+   boxes and the violated constraint; `logicval_hf.job.gallery`);
 7. what the perturbed generator changed, failed generations of image folders, timings per stage.
 
 Warnings (a folder of images that lacks some) open the report, before the tables.
@@ -42,7 +43,7 @@ SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "i
 VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
 #: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders)
 GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement", "left_out",
-                  "warnings", "gallery")
+                  "warnings", "gallery", "confidence")
 #: thumbnails per row of a gallery
 GALLERY_COLUMNS = 4
 OPERATOR_SYMBOLS = {"exists": "∃", "forall": "∀", "implies": "→", "count": "count"}
@@ -213,17 +214,39 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                                    "image.", level=3))
                 continue
             rows = [[d["id"], d["package"], d["kind"], d["intended_objects"], _fmt(d["perceived_objects"]),
-                     d["scene_errors"], _violated(d.get("truth_violated")), _violated(d.get("metric_violated")),
-                     d["diff"], d.get("generation") or ""] for d in ws]
+                     d["scene_errors"], _fmt(d.get("confidence")), _violated(d.get("truth_violated")),
+                     _violated(d.get("metric_violated")), d["diff"], d.get("generation") or ""] for d in ws]
             out.append(Section(
                 f"Worst disagreements: {g}",
                 f"{total} disagreement(s); the {len(ws)} with the largest scene-graph error (missed, extra and "
-                "misread objects) are shown, all are in `disagreements.json`. Images: "
+                "misread objects) are shown, all are in `disagreements.json`. Confidence: the perception "
+                "backend's probability that its scene graph is right. Images: "
                 f"`images/{g}/<id>.png`, perceived scenes: `verdicts/{g}/<id>.json`.",
-                ["id", "package", "kind", "intended objects", "perceived objects", "scene errors",
+                ["id", "package", "kind", "intended objects", "perceived objects", "scene errors", "confidence",
                  "violated (truth)", "violated (metric)", "difference", "generation"], rows, level=3))
 
-    # 6b. examples
+    # 6b. where perception is least sure
+    rated = {g: e["confidence"] for g, e in gens.items() if e.get("confidence")}
+    if rated:
+        out.append(Section(
+            "Perception confidence",
+            "The perception backend's probability that each scene graph is right (the whole graph: every object "
+            "found, nothing extra, every attribute and region read right). A verdict rests on its scene graph, so "
+            "the least certain images are the ones to look at first.",
+            ["generator", "images rated", "mean", "lowest"],
+            [[g, c["n"], _fmt(c["mean"]), _fmt(c["min"])] for g, c in rated.items()]))
+        for g, c in rated.items():
+            with_truth = any(x["truth"] is not None for x in c["least_certain"])
+            out.append(Section(
+                f"Least certain images: {g}", f"The {len(c['least_certain'])} images whose scene graph the "
+                "backend is least sure of, least certain first.",
+                ["id", "package", "confidence", "verdict", *(["known truth"] if with_truth else []),
+                 "perceived objects", "violated (metric)"],
+                [[x["id"], x["package"], _fmt(x["confidence"]), "ok" if x["ok"] else "not ok",
+                  *(["–" if x["truth"] is None else "ok" if x["truth"] else "not ok"] if with_truth else []),
+                  _fmt(x["n_objects"]), _violated(x["violated"])] for x in c["least_certain"]], level=3))
+
+    # 6c. examples
     for g, e in gens.items():
         shots = e.get("gallery") or []
         if shots:
@@ -232,7 +255,9 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                 "Failures first (images the metric rejects, or where it disagrees with the known truth), then "
                 "others, a few per package; yellow boxes: the objects the perception backend found. "
                 f"Thumbnails: `gallery/{g}/`.", level=3,
-                gallery=[(x["image"], x["id"], f"{x['id']}: {x['caption']}") for x in shots]))
+                gallery=[(x["image"], x["id"], f"{x['id']}: {x['caption']}"
+                          + (f" (confidence {x['confidence']:.2f})" if x.get("confidence") is not None else ""))
+                         for x in shots]))
 
     # 7. perturbations, failed generations, timings
     for g, e in gens.items():

@@ -44,7 +44,7 @@ from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json, remove_stale_temps
 from logicval_hf.contract.spec import as_spec
 from logicval_hf.job import cache
-from logicval_hf.job.analysis import WORST_SHOWN, analyse, scene_diff
+from logicval_hf.job.analysis import LEAST_CERTAIN_SHOWN, WORST_SHOWN, analyse, known_truth, scene_diff
 from logicval_hf.job.cache import backend_fingerprint, generator_fingerprint, load_rows
 from logicval_hf.job.gallery import KEEP_IMAGES, pick_examples, prune_images, write_gallery
 from logicval_hf.job.generate import generate, render_settings
@@ -59,7 +59,7 @@ __all__ = ["DEFAULT_GENERATORS", "BUILTIN_GENERATORS", "run", "atomic_write_byte
 DEFAULT_GENERATORS = BUILTIN_GENERATORS
 DEFAULT_OUT = "logicval_report"
 _limit_rows = limit_rows  # the name tests and scripts used before the job was split
-__all__ += ["DEFAULT_OUT", "SCORE_CHUNK", "WORST_SHOWN", "MissingImagesWarning"]
+__all__ += ["DEFAULT_OUT", "LEAST_CERTAIN_SHOWN", "SCORE_CHUNK", "WORST_SHOWN", "MissingImagesWarning"]
 
 
 class MissingImagesWarning(UserWarning):
@@ -162,11 +162,10 @@ def run(
                                                       scored.failed, intended)
             scored_ids = {r["id"] for r in scored_rows}
             gens[name].update(left_out=[r["id"] for r in rows if r["id"] not in scored_ids], warnings=notes)
-            truth = None
             if intended is not None:
                 disagreements[name] = found_disagreements
-                truth = {r["id"]: bool(intended[r["id"]]["metadata"]["truth_ok"]) for r in rows}
-            shown[name] = (folder, scored_rows, dict((r["id"], p) for r, p in items), scored.records, truth)
+            shown[name] = (folder, scored_rows, dict((r["id"], p) for r, p in items), scored.records,
+                           known_truth(rows, intended))
     finally:
         workers.close()
         remove_stale_temps(out)

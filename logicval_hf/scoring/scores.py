@@ -73,10 +73,16 @@ class Record:
         """Compositional load of the spec: object instances plus constraints that must hold at once."""
         return compositional_load(self.spec)
 
+    @property
+    def confidence(self) -> float | None:
+        """The perception backend's probability that the scene graph is right (`Scene.confidence`), if any."""
+        return None if self.scene is None else self.scene.confidence
+
     def to_sample(self, probs: bool = False) -> dict[str, Any]:
         """The record as one ``per_sample`` entry: ``id``, ``package``, ``label``, ``ok``, ``relaxed_ok``,
-        ``count_ok``, ``violated``, ``n_objects``, ``load`` and ``scene`` (its objects' ``probs`` only when
-        ``probs``)."""
+        ``count_ok``, ``violated``, ``n_objects``, ``load``, ``confidence`` (the perception backend's
+        probability that the scene graph is right; None when it gives none) and ``scene`` (its objects'
+        ``probs`` only when ``probs``)."""
         scene = None
         if self.scene is not None:
             scene = self.scene.to_dict()
@@ -93,6 +99,7 @@ class Record:
             "violated": list(self.strict.violated),
             "n_objects": self.strict.n_objects if self.scene is not None else None,
             "load": self.load,
+            "confidence": self.confidence,
             "scene": scene,
         }
 

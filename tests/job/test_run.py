@@ -502,3 +502,31 @@ def test_keep_images_none_keeps_the_report_and_a_rerun_redraws(tmp_path, capsys)
                     "perturbed": len(PACKAGE_NAMES)}
     with pytest.raises(ValueError, match="keep_images must be one of"):
         run(out, generators=["oracle"], limit=1, progress=False, keep_images="some")
+
+
+def test_the_report_lists_the_least_certain_images_first(first):
+    out, summary = first
+    md = (out / "report.md").read_text()
+    assert "## Perception confidence" in md
+    for g in GENS:
+        c = summary["generators"][g]["confidence"]
+        rated = sorted((json.loads(f.read_text())["verdict"]["confidence"], f.stem)
+                       for f in (out / "verdicts" / g).glob("*.json"))
+        assert c["n"] == len(rated) and c["min"] == rated[0][0]
+        assert c["mean"] == pytest.approx(sum(x for x, _ in rated) / len(rated))
+        least = c["least_certain"]
+        assert [(x["confidence"], x["id"]) for x in least] == rated[:len(least)]
+        assert len(least) == min(run_mod.LEAST_CERTAIN_SHOWN, len(rated))
+        section = md[md.index(f"### Least certain images: {g}"):]
+        rows = [line for line in section.splitlines() if line.startswith("| ")][1:1 + len(least)]
+        assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [x["id"] for x in least]
+        assert f"| {least[0]['confidence']:.2f} |" in rows[0]
+    # the worst-disagreements table has a confidence column
+    from logicval_hf.job.report import sections, to_markdown
+
+    worst = {"perturbed": [{"id": "3SAT-0000", "package": "3SAT", "kind": "false positive", "intended_objects": 4,
+                            "perceived_objects": 4, "scene_errors": 1, "diff": "obj 0 color red->blue",
+                            "truth_violated": [1], "metric_violated": [], "generation": "recoloured",
+                            "confidence": 0.31}]}
+    table = to_markdown(sections(summary, worst))
+    assert "| scene errors | confidence | violated (truth) |" in table and "| 1 | 0.31 | Constraint 2 |" in table

@@ -163,3 +163,13 @@ def test_a_raw_input_backend_gets_its_predictions_untouched(listed_backend):
     # the same strings with a pixel backend are paths that do not exist
     with pytest.raises(ValueError, match=r"predictions\[0\]: .* neither scene-graph JSON nor an existing image"):
         compute([three_red], [SPEC])
+
+
+def test_per_sample_says_how_sure_perception_was():
+    sure = {**scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50),
+                    obj("red", "cube", "rubber", 250, 250)), "confidence": 0.42}
+    out = compute([sure, scene()], [SPEC, UNSAT], backend="given")
+    assert [s["confidence"] for s in out["per_sample"]] == [0.42, None]
+    assert out["per_sample"][0]["scene"]["confidence"] == 0.42
+    with pytest.raises(ValueError, match=r"predictions\[0\]: scene\.confidence: must be a probability"):
+        compute([{**sure, "confidence": 1.5}], [SPEC], backend="given")

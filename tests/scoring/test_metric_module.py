@@ -274,6 +274,15 @@ def test_config_name_selects_the_backend(tmp_path, images):
         load(tmp_path, "nope")
 
 
+def test_per_sample_carries_the_scene_confidence(tmp_path, images):
+    metric = load(tmp_path)
+    out = metric.compute(predictions=[json.dumps({**GOOD, "confidence": 0.42}), json.dumps(GOOD)],
+                         references=[SPEC, SPEC])
+    assert [s["confidence"] for s in out["per_sample"]] == [0.42, None]
+    parsed = metric.compute(predictions=images[:1], references=[SPEC])["per_sample"][0]  # the clevr parser's
+    assert 0 <= parsed["confidence"] <= 1 and parsed["confidence"] == parsed["scene"]["confidence"]
+
+
 def _named_objects(text, **settings):
     """A raw-input backend for the test below: "red cube metal; blue sphere rubber" -> objects in a row."""
     items = [t.split() for t in text.split(";") if t.strip()]
