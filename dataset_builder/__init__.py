@@ -1,1 +1,1 @@
-"""Thin shell around `logicval_hf.benchmark.dataset` for building and publishing the LogicVal dataset folder."""
+"""Thin shell: ``build.py`` and ``push.py`` run ``logicval build-dataset`` and ``logicval push-dataset``."""

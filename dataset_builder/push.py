@@ -1,43 +1,21 @@
 """Upload a built LogicVal folder to the Hugging Face Hub as a dataset repository.
 
-    HF_TOKEN=... python dataset_builder/push.py logicval --repo-id owner/logicval [--dry-run]
+    HF_TOKEN=... python dataset_builder/push.py logicval [--repo-id OWNER/NAME] [--dry-run] [--private]
 
-Same as `logicval push-dataset`; the work is done by `logicval_hf.benchmark.dataset.push_dataset`
-(``HfApi().create_repo(..., exist_ok=True)`` then ``HfApi().upload_folder(repo_type="dataset")``).
+Runs ``logicval push-dataset`` itself (`logicval_hf.cli.dataset`): the same flags, help, checks and messages;
+the repository defaults to ``<LOGICVAL_HUB_NAMESPACE>/logicval`` (`logicval_hf.common.hub`).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 from typing import Sequence
 
-from logicval_hf.benchmark.dataset import push_dataset
-
-
-def push(folder: str | Path, repo_id: str = "owner/logicval", token: str | None = None,
-         dry_run: bool = False) -> list[str]:
-    """Upload ``folder`` (README.md + data/*.parquet) to ``repo_id``; the token defaults to $HF_TOKEN.
-
-    ``dry_run`` prints and returns the file list without touching the network. Without a token (and not a
-    dry run) raises `ValueError`.
-    """
-    return push_dataset(folder, repo_id=repo_id, token=token, dry_run=dry_run)
+from logicval_hf.cli.dataset import main as dataset_main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("folder")
-    p.add_argument("--repo-id", default="owner/logicval")
-    p.add_argument("--dry-run", action="store_true")
-    args = p.parse_args(argv)
-    try:
-        push(args.folder, args.repo_id, dry_run=args.dry_run)
-    except ValueError as e:
-        print(f"push: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return dataset_main(["push-dataset", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

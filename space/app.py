@@ -6,22 +6,20 @@ Run locally::
     LOGICVAL_SPACE_USER=alice,bob LOGICVAL_SPACE_PASSWORD=... \\
     LOGICVAL_ANNOTATION_ROOT=/data/outputs python space/app.py      # protected: + Annotate, login on every route
 
-The module exposes ``demo`` (built by `build_demo` from the environment) and launches it only under
-``__main__`` with `launch_kwargs` (authentication, upload cap). See ``space/README.md`` for every setting.
-All logic lives in ``logicval_hf.space`` (settings in ``logicval_hf.space.config``); the handlers here only
-convert between the UI and it.
+Importing this module builds and starts nothing: `build_demo` builds the app from a configuration, `start`
+warms the benchmark and launches it (`launch_kwargs`: authentication, upload cap), and `main` does both from
+the environment; only ``python space/app.py`` (``__main__``) calls `main`. See ``space/README.md`` for every
+setting. All logic lives in ``logicval_hf.space`` (settings in ``logicval_hf.space.config``); the handlers
+here only convert between the UI and it.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import html
 import logging
 import sys
-import tempfile
 import traceback
-import zipfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -49,6 +47,7 @@ from logicval_hf.generation.render import render_scene
 from logicval_hf.contract.scene import Scene
 from logicval_hf.space import annotate as ann
 from logicval_hf.space import check as chk
+from logicval_hf.space.annotate_actions import AnnotationDesk
 from logicval_hf.space import common
 from logicval_hf.space import compose as cmp
 from logicval_hf.space import explore as exp
@@ -81,6 +80,28 @@ def launch_kwargs(demo_or_config: Any = None) -> dict[str, Any]:
         kw["auth"] = make_auth(cfg.credentials or [])
         kw["auth_message"] = "LogicVal annotation service: log in with the credentials you were given."
     return kw
+
+
+def start(demo: gr.Blocks, **launch_overrides: Any) -> gr.Blocks:
+    """Start a built app: load (or build) the benchmark in the background when the config asks for it
+    (``demo.logicval_warmup``: the thread, or None), then queue and launch it with `launch_kwargs` updated by
+    ``launch_overrides`` (e.g. ``server_name``, ``prevent_thread_lock``)."""
+    cfg = demo.logicval_config  # type: ignore[attr-defined]
+    demo.logicval_warmup = common.warm_benchmark() if cfg.preload else None  # type: ignore[attr-defined]
+    demo.queue(default_concurrency_limit=2).launch(**{**launch_kwargs(demo), **launch_overrides})
+    return demo
+
+
+def main() -> None:
+    """``python space/app.py``: the settings from the environment (a misconfigured Space, or one without
+    gradio_image_annotation for Annotate, stops with one line and exit status 2, not a traceback), then `start`."""
+    logging.basicConfig(level=logging.INFO)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        demo = build_demo(config_or_exit())
+    except MissingExtraError as e:
+        exit_with_error(str(e))
+    start(demo)
 
 
 def hide_api_from_page(demo: gr.Blocks) -> None:
@@ -144,11 +165,8 @@ def upload_image(max_bytes: int, **kwargs: Any) -> gr.Image:
         _checked_upload(payload, max_bytes)
         try:
             return inner(payload)
-        except UnidentifiedImageError:
-            raise gr.Error(f"{html.escape(_upload_name(payload))}: not an image file (expected PNG, JPEG, WebP or "
-                           "another format PIL reads)", print_exception=False) from None
-        except (Image.DecompressionBombError, OSError) as e:
-            raise gr.Error(f"the uploaded image cannot be read safely ({html.escape(str(e))})",
+        except (UnidentifiedImageError, OSError) as e:  # what the gate cannot see (no file path to check)
+            raise gr.Error(f"{html.escape(_upload_name(payload))}: the image cannot be read ({html.escape(str(e))})",
                            print_exception=False) from None
 
     comp.preprocess = preprocess  # type: ignore[method-assign]
@@ -202,19 +220,6 @@ def _render(scene: Scene | None, boxes: bool = True) -> Image.Image | None:
     return chk.draw_boxes(img, drawn) if boxes else img
 
 
-def _cache_copy(path: Path, cache_dir: str) -> str:
-    """A byte-identical copy of an image in gradio's cache (content-addressed), which gradio may serve."""
-    data = Path(path).read_bytes()
-    d = Path(cache_dir) / ("logicval-" + hashlib.sha256(data).hexdigest()[:32])
-    d.mkdir(parents=True, exist_ok=True)
-    dst = d / Path(path).name
-    if not dst.exists():
-        from logicval_hf.common.atomic import atomic_write_bytes
-
-        atomic_write_bytes(dst, data)
-    return str(dst)
-
-
 def _user(request: gr.Request | None) -> str:
     name = getattr(request, "username", None) if request is not None else None
     if not name:
@@ -227,16 +232,17 @@ def _user(request: gr.Request | None) -> str:
 # The app
 # ---------------------------------------------------------------------------------------------------------------
 def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
-    """Build the Blocks app. ``demo.logicval_config`` keeps the config for `launch_kwargs`."""
+    """Build the Blocks app (nothing starts: see `start`). ``demo.logicval_config`` keeps the config for
+    `launch_kwargs` and `start`; ``demo.logicval_warmup`` is None until `start`."""
     cfg = config if config is not None else config_from_env()
     catalog = load_catalog()
     common.use_disk_cache(cfg.cache_dir)  # Explore reads the built benchmark from disk after the first start
-    warmup = common.warm_benchmark() if cfg.preload else None
 
     with gr.Blocks(title="LogicVal") as demo:
         gr.Markdown(f"# {TITLE}\nBenchmark prompts with solver labels, a spec composer with instant solving, an image "
                     "checker (scene graph → verdict), and the annotation tool"
-                    f"{' (log in required)' if cfg.protected else ''}.", elem_id="lv-header")
+                    f"{' (log in required)' if cfg.protected else ''}.  \n"
+                    f"<small>{common.region_legend(catalog.domain)}</small>", elem_id="lv-header")
         with gr.Tabs() as tabs:
             with gr.Tab("Explore", id="explore"):
                 explore_ui = _explore_tab()
@@ -262,7 +268,7 @@ def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
             demo.load(annotate_ui["load"], annotate_ui["load_in"], annotate_ui["load_out"], api_visibility="private")
     hide_api_from_page(demo)
     demo.logicval_config = cfg  # type: ignore[attr-defined]
-    demo.logicval_warmup = warmup  # type: ignore[attr-defined]  # the benchmark build thread (or None)
+    demo.logicval_warmup = None  # type: ignore[attr-defined]  # the benchmark build thread, set by `start`
     return demo
 
 
@@ -343,7 +349,7 @@ def _compose_tab(catalog: Any) -> None:
                         choices=m["choices"] if m else [], value=m["value"] if m else None,
                         label=m["label"] if m else f"slot {j + 1}", visible=m is not None, min_width=140,
                         allow_custom_value=True))
-            r = gr.Markdown(_rules_md(tid0, catalog), visible=bool(tid0))
+            r = gr.Markdown(cmp.rules_markdown(tid0, catalog), visible=bool(tid0))
         templates.append(t)
         slots.append(row_slots)
         rules.append(r)
@@ -373,7 +379,7 @@ def _compose_tab(catalog: Any) -> None:
                 ups.append(gr.Dropdown(choices=m["choices"], value=m["value"], label=m["label"], visible=True))
             else:
                 ups.append(gr.Dropdown(choices=[], value=None, visible=False))
-        ups.append(gr.Markdown(_rules_md(tid, catalog), visible=bool(tid)))
+        ups.append(gr.Markdown(cmp.rules_markdown(tid, catalog), visible=bool(tid)))
         return ups
 
     for k in range(cmp.MAX_CONSTRAINTS):
@@ -381,29 +387,15 @@ def _compose_tab(catalog: Any) -> None:
                             [*slots[k], rules[k]], api_name=f"compose_template_{k + 1}")
 
     def n_changed(n_val: Any, *vals: Any):
-        ups = []
-        per = 1 + cmp.MAX_SLOTS
-        for k in range(cmp.MAX_CONSTRAINTS):
-            tid, cur = vals[k * per], vals[k * per + 1:(k + 1) * per]
-            names = [s.name for s in catalog.template(tid).slots] if tid else []
-            ups += slot_updates(tid, n_val, dict(zip(names, cur)))[:cmp.MAX_SLOTS]
-        return ups
+        return [up for tid, current in cmp.menu_rows(vals, catalog)
+                for up in slot_updates(tid, n_val, current)[:cmp.MAX_SLOTS]]
 
     all_inputs = [x for k in range(cmp.MAX_CONSTRAINTS) for x in (templates[k], *slots[k])]
     n.change(user_errors(n_changed), [n, *all_inputs], [s for row in slots for s in row], api_name="compose_n")
 
     @user_errors
     def compose(n_val: Any, *vals: Any) -> str:
-        per = 1 + cmp.MAX_SLOTS
-        rows = []
-        for k in range(cmp.MAX_CONSTRAINTS):
-            tid, cur = vals[k * per], vals[k * per + 1:(k + 1) * per]
-            if not tid:
-                rows.append(("", {}))
-                continue
-            names = [s.name for s in catalog.template(tid).slots]
-            rows.append((tid, dict(zip(names, cur))))
-        return cmp.spec_json_text(cmp.build_spec(n_val, rows, catalog))
+        return cmp.spec_json_text(cmp.build_spec(n_val, cmp.menu_rows(vals, catalog), catalog))
 
     @user_errors
     def solve(spec_json: str) -> dict[str, Any]:
@@ -422,15 +414,6 @@ def _compose_tab(catalog: Any) -> None:
      .success(view, solve_json, [label_md, texts_md, fp, asp, witness], api_name="solve_view"))
     solve_json_btn.click(solve, spec_box, solve_json, api_visibility="private").success(
         view, solve_json, [label_md, texts_md, fp, asp, witness], api_visibility="private")
-
-
-def _rules_md(tid: str, catalog: Any) -> str:
-    if not tid:
-        return ""
-    t = catalog.template(tid)
-    rules = cmp.slot_rules(t)
-    pattern = cmp.template_pattern(t)
-    return f"<small>_{pattern}_" + (("  \nSlot rules: " + "; ".join(rules)) if rules else "") + "</small>"
 
 
 # ---- Check -----------------------------------------------------------------------------------------------------
@@ -466,8 +449,7 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
     def view(res: Mapping[str, Any], image_path: str):
         scene = Scene.from_dict(res["scene"])
         rgb = chk.load_upload(image_path, cfg.max_file_bytes)
-        hl = {i for v in res["violated"] for i in v["objects"]}
-        return (chk.draw_boxes(rgb, scene, hl), chk.verdict_markdown(res), chk.violations_markdown(res),
+        return (chk.draw_boxes(rgb, scene, chk.involved_objects(res)), chk.verdict_markdown(res), chk.violations_markdown(res),
                 _df(common.scene_rows(scene), common.scene_headers(scene)))
 
     def clear():  # before every check: an error must not leave the previous verdict on screen
@@ -484,10 +466,8 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
 def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
     image_annotator = require("gradio_image_annotation", "space", "the annotation tool").image_annotator
 
-    root = Path(cfg.annotation_root)  # type: ignore[arg-type]
-    root.mkdir(parents=True, exist_ok=True)
-    store = ann.AnnotationStore(cfg.db_path or root / "annotations.sqlite")
-    export_dir = cfg.export_dir or root / "_export"
+    desk = AnnotationDesk(cfg.annotation_root, cfg.db_path, cfg.export_dir,  # type: ignore[arg-type]
+                          cfg.max_file_bytes)
     labels = ann.box_labels()
     colors = [ann.label_color(lab) for lab in labels]
 
@@ -513,30 +493,21 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
     with gr.Accordion("Export scene graphs", open=False):
         gr.Markdown(f"Writes `<id>.json` (scene-graph format of `logicval verify` / the `given` backend), "
                     f"`annotations.jsonl` (for `logicval meta --annotations`) and `flags.jsonl` for the selected "
-                    f"model into `{export_dir}/<model>/`, and offers a zip.")
+                    f"model into `{desk.export_dir}/<model>/`, and offers a zip.")
         export_btn = gr.Button("Export this model")
         export_md = gr.Markdown()
         export_file = gr.File(label="Download", interactive=False)
 
-    def image_choices(m: str | None, p: str | None) -> list[tuple[str, str]]:
-        return ann.image_choices(store, root, m, p) if m else []
-
-    def progress_text(m: str | None, p: str | None) -> str:
-        if not m:
-            return "_No model folders under the annotation root yet._"
-        done, total = ann.progress(store, root, m, p)
-        return f"**{m} / {p}:** {done} of {total} images annotated."
-
     @user_errors
     def images(m: str, p: str, request: gr.Request):
         _user(request)
-        ch = image_choices(m, p)
-        return gr.Dropdown(choices=ch, value=ch[0][1] if ch else None), progress_text(m, p)
+        ch = desk.image_choices(m, p)
+        return gr.Dropdown(choices=ch, value=ch[0][1] if ch else None), desk.progress_text(m, p)
 
     @user_errors
     def refresh_models(m: str, request: gr.Request):
         _user(request)
-        ms = ann.list_models(root)
+        ms = desk.models()
         return gr.Dropdown(choices=ms, value=m if m in ms else (ms[0] if ms else None))
 
     @user_errors
@@ -544,75 +515,36 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
         _user(request)
         if not m or not i:
             return (None, *[False] * len(ann.FLAGS), "", "", "_Choose an image._")
-        path = ann.image_path(root, m, i)
-        ann.image_size(path, cfg.max_file_bytes)  # the image gate: size and pixel caps, from the header
-        rec = store.load(m, i)
-        shown = _cache_copy(path, annot.GRADIO_CACHE)  # served from gradio's cache, byte for byte
-        meta = rec["_meta"]
-        k = ann.make_key(m, i, rec["boxes"])
-        last = max(meta.values(), key=lambda x: x["at"]) if meta else None
-        st = (f"Loaded **{i}** — last edit by {common.md_escape(last['by'])} at {last['at']}" if last
-              else f"Loaded **{i}** (no annotation yet)")
-        return ({"image": shown, "boxes": rec["boxes"]}, *[bool(rec[f]) for f in ann.FLAGS], rec["notes"], k, st)
-
-    def _saved(res: Mapping[str, Any], who: str, what: str, i: str, notes: list[str] = ()) -> str:
-        extra = "".join(f"  \n⚠ {common.md_escape(n)}" for n in notes)
-        if not res["changed"]:
-            return f"{what} of **{i}** unchanged.{extra}"
-        return f"✔ Saved {what} of **{i}** (edit #{res['edit_id']}, {common.md_escape(who)}, {res['at']}).{extra}"
+        shown = desk.load(m, i, annot.GRADIO_CACHE)  # served from gradio's cache, byte for byte
+        return ({"image": shown.image, "boxes": shown.boxes}, *[shown.flags[f] for f in ann.FLAGS], shown.notes,
+                shown.key, shown.status)
 
     @user_errors
     def save_boxes(k: str, value: Mapping[str, Any] | None, request: gr.Request):
         who = _user(request)
         if not k or value is None:  # nothing loaded yet (page start): not an edit
             return gr.skip(), gr.skip()
-        d = ann.parse_key(k)
-        raw = value.get("boxes")
-        if d.get("fresh") and ann.box_signature(raw) == d.get("boxes"):  # the echo of loading the image
-            return gr.skip(), ann.make_key(d["model"], d["image_id"], None, fresh=False)
-        path = ann.image_path(root, d["model"], d["image_id"])  # still a valid image of a known folder
-        checked = ann.check_boxes(raw, ann.image_size(path, cfg.max_file_bytes))  # refusals write nothing
-        res = store.save(d["model"], d["image_id"], "boxes", checked.boxes, who)
-        return (_saved(res, who, f"{len(checked.boxes)} box(es)", d["image_id"], checked.notes()),
-                ann.make_key(d["model"], d["image_id"], None, fresh=False))
+        saved = desk.save_boxes(k, value.get("boxes"), who)
+        return (gr.skip() if saved.status is None else saved.status), saved.key
 
     def make_field_saver(field_name: str):
         @user_errors
         def save_field(k: str, value: Any, request: gr.Request):
-            who = _user(request)
-            d = ann.parse_key(k)
-            ann.image_path(root, d["model"], d["image_id"])
-            res = store.save(d["model"], d["image_id"], field_name, value, who)
-            return _saved(res, who, field_name.replace("_", " "), d["image_id"])
+            return desk.save_field(k, field_name, value, _user(request))
         return save_field
 
     @user_errors
     def next_unannotated(m: str, p: str, current: str, request: gr.Request):
         _user(request)
-        ch = image_choices(m, p)
-        todo = ann.unannotated(store, root, m, p) if m else []
-        if not todo:
+        nxt = desk.next_unannotated(m, p, current)
+        if nxt is None:
             return gr.skip(), "_Every image of this package is annotated._"
-        after = [v for v in todo if current is None or v > current]
-        return gr.Dropdown(choices=ch, value=(after or todo)[0]), progress_text(m, p)
+        return gr.Dropdown(choices=desk.image_choices(m, p), value=nxt), desk.progress_text(m, p)
 
     @user_errors
     def export(m: str, request: gr.Request):
         _user(request)
-        if not m:
-            raise gr.Error("choose a model folder first", print_exception=False)
-        res = ann.export_model(store, root, m, export_dir)
-        zpath = Path(tempfile.mkdtemp(prefix="logicval-export-")) / f"{m}_scenes.zip"
-        with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
-            for i in res["written"]:
-                z.write(Path(res["dir"]) / f"{i}.json", f"{m}/{i}.json")
-            z.write(res["flags_file"], f"{m}/flags.jsonl")
-            z.write(res["annotations_file"], f"{m}/annotations.jsonl")
-        skipped = "".join(f"\n- {i}: {common.md_escape(why)}" for i, why in list(res["skipped"].items())[:50])
-        md = (f"Exported **{len(res['written'])}** scene graph(s) to `{res['dir']}`; "
-              f"{len(res['unannotated'])} image(s) not annotated yet."
-              + (f"\n\nSkipped {len(res['skipped'])}:{skipped}" if res["skipped"] else ""))
-        return md, str(zpath)
+        return desk.export_zip(m)
 
     package.change(images, [model, package], [image_id, progress_md], api_name="annotate_images")
     model.change(images, [model, package], [image_id, progress_md], api_name="annotate_images_model")
@@ -621,7 +553,7 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
     image_id.change(load, [model, image_id], outs, api_name="annotate_load")
     def refresh_progress(m: str, p: str, request: gr.Request) -> str:
         _user(request)
-        return progress_text(m, p)
+        return desk.progress_text(m, p)
 
     annot.change(save_boxes, [key, annot], [status, key], api_name="annotate_boxes", concurrency_limit=8,
                  trigger_mode="always_last").success(
@@ -638,17 +570,4 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-
-# a misconfigured Space (or one without gradio_image_annotation for Annotate) stops here with one line (exit
-# status 2), not a traceback
-try:
-    demo = build_demo(config_or_exit())
-except MissingExtraError as e:
-    if __name__ == "__main__":
-        exit_with_error(str(e))
-    raise
-
-if __name__ == "__main__":
-    demo.queue(default_concurrency_limit=2).launch(**launch_kwargs(demo))
+    main()

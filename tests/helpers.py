@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import random
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,12 @@ def render_folder(root: Path, n: int, masks: bool = False) -> Path:
     (root / "scenes" / "R_bad.json").write_text(json.dumps({"image_filename": "R_bad.png", "objects": []}))
     (root / "scenes" / "R_broken.json").write_text("{ this is not json")
     return root
+
+
+def png_header(w: int, h: int) -> bytes:
+    """A PNG whose header claims ``w x h`` pixels, with no usable pixel data (60 bytes whatever the claim)."""
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")

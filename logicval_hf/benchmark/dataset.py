@@ -8,8 +8,8 @@ The folder (`write_dataset`) is what goes to the Hub::
     data/1UNSAT.parquet ...
 
 It loads with ``datasets.load_dataset(folder, "3SAT")`` (datasets >= 4, no loading script), from the Hub with
-``load_dataset("owner/logicval", "3SAT")``. Every file is written to a temporary name in its directory and
-then renamed, so a reader never sees half a file. The same seed gives byte-identical files.
+``load_dataset("logicval/logicval", "3SAT")`` (the namespace is the setting `logicval_hf.common.hub.hub_namespace`).
+Every file is written to a temporary name in its directory and then renamed, so a reader never sees half a file. The same seed gives byte-identical files.
 
 Needs the ``data`` extras (datasets, pyarrow, PyYAML via datasets, huggingface_hub for pushing).
 """
@@ -42,7 +42,7 @@ from logicval_hf.benchmark.sampler import (
     unsat_causes,
 )
 from logicval_hf.contract.catalog import Domain, load_catalog
-from logicval_hf.common.hub import check_repo_id, hf_api
+from logicval_hf.common.hub import check_repo_id, default_repo_id, hf_api
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import (
     CONSTRAINT_ITEM_TEMPLATE,
@@ -395,7 +395,7 @@ versions).
 ```python
 from datasets import load_dataset
 
-ds = load_dataset("owner/logicval", "3SAT", split="{SPLIT}")   # a local copy: load_dataset("path/to/logicval", ...)
+ds = load_dataset("{default_repo_id()}", "3SAT", split="{SPLIT}")   # a local copy: load_dataset("path/to/logicval", ...)
 row = ds[0]
 print(row["full_prompt_white_short"])
 
@@ -501,13 +501,14 @@ CLEVR:
 
 def push_dataset(
     folder: str | Path,
-    repo_id: str = "owner/logicval",
+    repo_id: str | None = None,
     token: str | None = None,
     dry_run: bool = False,
     private: bool = False,
     out: TextIO | None = None,
 ) -> list[str]:
-    """Upload a built folder to the Hub as a dataset repository ``repo_id`` (created if missing).
+    """Upload a built folder to the Hub as a dataset repository ``repo_id`` (created if missing; default
+    `logicval_hf.common.hub.default_repo_id`, ``<LOGICVAL_HUB_NAMESPACE>/logicval``).
 
     The token is ``token`` or the ``HF_TOKEN`` environment variable. ``dry_run`` only lists the files (no
     network, no token needed). Returns the relative paths uploaded (or that would be). Raises `ValueError`
@@ -520,7 +521,7 @@ def push_dataset(
     files = dataset_files(folder)
     if "README.md" not in files or not any(f.startswith("data/") for f in files):
         raise ValueError(f"{folder}: expected README.md and data/*.parquet (a folder written by build-dataset)")
-    check_repo_id(repo_id)
+    repo_id = check_repo_id(default_repo_id() if repo_id is None else repo_id)
     url = f"https://huggingface.co/datasets/{repo_id}"
     if dry_run:
         print(f"dry run: would upload {len(files)} files from {folder} to {url}", file=out)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
+from logicval_hf.cli.dispatch import check_output_dir
 from logicval_hf.cli.dispatch import emit as _emit
 from logicval_hf.cli.dispatch import read_json as _read_json
 
@@ -20,27 +21,60 @@ _SCENE_FORMAT = ('{"image_size": [W, H], "objects": [{"color", "shape", "materia
 __all__ = ["add_subcommands"]
 
 
+#: exit status of ``solve --witness`` for an UNSAT spec: an answer (there is no witness), not bad input
+EXIT_NO_WITNESS = 1
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from logicval_hf.asp.solver import solve
+    from logicval_hf.contract.verbalise import constraint_names
 
     result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size) if args.image_size else None)
-    _emit(result.to_dict(), args.pretty)
+    if not args.witness:
+        _emit(result.to_dict(), args.pretty)
+        return 0
+    if result.witness is None:
+        print(f"logicval: {args.spec} is UNSAT: no scene satisfies it, so there is no witness (minimal unsat core: "
+              f"{constraint_names(result.core or ())}; `logicval solve {args.spec}` prints it as JSON)",
+              file=sys.stderr)
+        return EXIT_NO_WITNESS
+    _emit(result.witness.to_dict(), args.pretty)
     return 0
 
 
+def scene_of(data: Any, what: str) -> Any:
+    """The scene graph in ``data``: the data itself, or the witness of `logicval solve`'s answer (so that
+    ``logicval solve SPEC > scene.json; logicval verify SPEC scene.json`` works)."""
+    if isinstance(data, dict) and "witness" in data and "satisfiable" in data:
+        if data["witness"] is None:
+            raise ValueError(f"{what} is `logicval solve`'s answer for an UNSAT spec: it has no witness scene to "
+                             "verify (an UNSAT spec is met only by drawing no scene at all)")
+        return data["witness"]
+    return data
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
-    from logicval_hf.asp.solver import verify
+    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.contract.scene import Scene
+    from logicval_hf.contract.spec import as_spec
+    from logicval_hf.errors import SceneError
 
     count = "relaxed" if args.relaxed else "strict"
     if args.jsonl:
         return _verify_jsonl(args.jsonl, count)
     if not args.spec or not args.scene:
         raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
-    hint = (f"a scene graph is {_SCENE_FORMAT}; to check an image, run "
-            f"`logicval check {args.spec} {args.scene}`")
-    # the scene is read in the spec's domain (a scene without "domain" is taken to be in it)
-    verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene", hint), count=count)
-    _emit(verdict.to_dict(), args.pretty)
+    hint = (f"a scene graph is {_SCENE_FORMAT}; `logicval solve {args.spec} --witness > SCENE.json` writes one "
+            "that satisfies the spec")
+    solver = default_solver()
+    spec = as_spec(_read_json(args.spec, "spec"), solver.catalog)
+    data = _read_json(args.scene, "scene", hint, binary_hint=f"to check an image, run "
+                                                            f"`logicval check {args.spec} {args.scene}`")
+    try:  # read in the spec's domain (a scene without "domain" is taken to be in it)
+        scene = Scene.from_dict(scene_of(data, f"scene {args.scene!r}"), spec.domain)
+    except SceneError as e:
+        raise SceneError(f"{e}; {hint}") from None
+    _emit(solver.verify(spec, scene, count=count).to_dict(), args.pretty)
     return 0
 
 
@@ -122,7 +156,8 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
                 if label not in (None, "SAT", "UNSAT"):
                     raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
                 spec = as_spec(pair["spec"], solver.catalog)
-                scene = Scene.from_dict(pair["scene"], spec.domain)  # the spec's domain (a scene may omit it)
+                # the spec's domain (a scene may omit it); `logicval solve`'s answer stands for its witness
+                scene = Scene.from_dict(scene_of(pair["scene"], "scene"), spec.domain)
                 pending.append((lineno, (spec, scene, label, mode)))
             except (json.JSONDecodeError, *_USER_ERRORS) as e:
                 failures += 1
@@ -130,9 +165,10 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
             if len(pending) >= chunk:
                 flush()
     flush()
-    if failures:
-        print(f"logicval: error: {failures} line(s) of {path} could not be verified", file=sys.stderr)
-        return 1
+    if failures:  # bad input, as everywhere: status 2 (the good lines' verdicts are printed all the same)
+        print(f"logicval: error: {failures} line(s) of {path} could not be verified (their output lines say why)",
+              file=sys.stderr)
+        return 2
     return 0
 
 
@@ -140,6 +176,8 @@ def cmd_asp(args: argparse.Namespace) -> int:
     from logicval_hf.asp.programs import spec_program, write_generated
 
     if args.write_templates is not None:
+        if args.write_templates:
+            check_output_dir(args.write_templates, "--write-templates")
         for p in write_generated(args.write_templates or None):
             print(p)
         return 0
@@ -176,16 +214,20 @@ def add_subcommands(sub: Any) -> None:
     s.add_argument("--image-size", type=int, nargs=2, default=None, metavar=("W", "H"),
                    help="image size for the witness's bounding boxes (default: the spec's domain's, 480 320 for "
                         "CLEVR)")
+    s.add_argument("--witness", action="store_true",
+                   help="print the witness scene alone (the scene graph `logicval verify` takes); for an UNSAT spec "
+                        f"print its core on stderr and exit {EXIT_NO_WITNESS}")
     s.add_argument("--pretty", action="store_true", help="indent the JSON output")
     s.set_defaults(func=cmd_solve)
 
     v = sub.add_parser("verify", help="check scene graphs against specs")
     v.add_argument("spec", nargs="?", help="spec JSON file")
     v.add_argument("scene", nargs="?", help="scene JSON file ({'image_size': [W, H], 'objects': [...]}), read in "
-                                            "the spec's domain")
+                                            "the spec's domain; `logicval solve`'s output stands for its witness")
     v.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
     v.add_argument("--jsonl", metavar="PAIRS.jsonl",
-                   help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out")
+                   help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out (a bad line "
+                        "gets an error line; exit 2 if any)")
     v.add_argument("--pretty", action="store_true", help="indent the JSON output")
     v.set_defaults(func=cmd_verify)
 

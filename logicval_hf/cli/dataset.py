@@ -149,7 +149,9 @@ def cmd_build_dataset(args: argparse.Namespace) -> int:
 
     from logicval_hf.benchmark.sampler import DEFAULT_SEED
     from logicval_hf.benchmark.dataset import write_dataset
+    from logicval_hf.cli.dispatch import check_output_dir
 
+    check_output_dir(args.out, "--out")  # before the ~15 s of sampling
     t0 = time.perf_counter()
     seed = DEFAULT_SEED if args.seed is None else args.seed
     info = write_dataset(args.out, seed=seed, progress=not args.no_progress)
@@ -169,6 +171,10 @@ def cmd_push_dataset(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.dispatch import check_output_file
+
+    if args.plot:
+        check_output_file(args.plot, "--plot")
     stats = dataset_stats(load_folder_rows(args.dir))
     sys.stdout.write(format_stats(stats))
     if args.plot:
@@ -187,7 +193,9 @@ def add_subcommands(subparsers: Any) -> None:
 
     p = subparsers.add_parser("push-dataset", help="upload a built dataset folder to the Hugging Face Hub")
     p.add_argument("dir", help="folder written by build-dataset")
-    p.add_argument("--repo-id", required=True, help="dataset repository, owner/name")
+    p.add_argument("--repo-id", default=None,
+                   help="dataset repository, owner/name (default <namespace>/logicval, the namespace from "
+                        "$LOGICVAL_HUB_NAMESPACE, else logicval)")
     p.add_argument("--dry-run", action="store_true", help="only list the files that would be uploaded")
     p.add_argument("--private", action="store_true", help="create the repository as private")
     p.set_defaults(func=cmd_push_dataset)

@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
-__all__ = ["USER_ERRORS", "dispatch", "emit", "read_json", "standalone_main"]
+__all__ = ["USER_ERRORS", "check_output_dir", "check_output_file", "dispatch", "emit", "read_json",
+           "standalone_main"]
 
 #: errors that mean bad input: reported in one line, exit status 2
 USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
@@ -24,19 +25,60 @@ USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueEr
 
 
 
-def read_json(path: str, what: str, hint: str = "") -> Any:
-    """A JSON file (or stdin for ``-``); an unreadable, binary or malformed file is a one-line error naming it."""
+def read_json(path: str, what: str, hint: str = "", binary_hint: str | None = None) -> Any:
+    """A JSON file (or stdin for ``-``); an unreadable, binary, empty or malformed file is a one-line error naming
+    it, ending with ``hint`` (``binary_hint`` instead for a binary file: an image given where JSON belongs)."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
+        hint = hint if binary_hint is None else binary_hint
         raise ValueError(f"{what} {path!r} is not JSON text (a binary file, an image?): {what}s are JSON"
                          + (f"; {hint}" if hint else "")) from None
     except OSError as e:
         raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
+    if not text.strip():
+        raise ValueError(f"{what} {path!r} is empty" + (f"; {hint}" if hint else ""))
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{what} {path!r} is not valid JSON: {e}" + (f"; {hint}" if hint else "")) from None
+
+
+def _writable_parent(path: Path, flag: str) -> None:
+    """The nearest existing folder above ``path`` must be a folder this process can write in."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{flag} {str(path)!r}: {str(parent)!r} is a file, so nothing can be written under it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {str(path)!r}: no permission to write in {str(parent)!r}")
+
+
+def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
+    """A command's output folder, checked before any work: an existing file, a path under a file or an
+    unwritable place is a one-line error naming ``flag`` (a folder that does not exist yet is created later)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{flag} {str(p)!r} is an existing file, not a folder: give a folder (created if missing)")
+    if p.is_dir():
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise ValueError(f"{flag} {str(p)!r}: no permission to write in this folder")
+    else:
+        _writable_parent(p, flag)
+    return p
+
+
+def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
+    """A command's output file, checked before any work: a folder, a path under a file or an unwritable
+    place is a one-line error naming ``flag`` (an existing file is replaced)."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{flag} {str(p)!r} is a folder: give a file name")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ValueError(f"{flag} {str(p)!r}: no permission to replace this file")
+    _writable_parent(p, flag)
+    return p
 
 
 def emit(obj: Any, pretty: bool) -> None:

@@ -91,8 +91,10 @@ def make_generator(args: argparse.Namespace):
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.generation.t2i import run_generation
 
+    check_output_dir(args.out, "--out")  # before sampling the benchmark and loading a model
     rows = load_rows([c.strip() for c in args.config.split(",") if c.strip()], args.dataset, args.benchmark_seed)
     if args.ids:
         wanted = {i.strip() for i in args.ids.split(",") if i.strip()}

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from logicval_hf.cli.dispatch import emit, standalone_main
+from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
 
 __all__ = ["add_subcommands", "main"]
 
@@ -21,6 +21,7 @@ _SOURCES = {
 def cmd_import(args: argparse.Namespace) -> int:
     from logicval_hf.benchmark.importers import IMPORTERS
 
+    check_output_dir(args.out, "--out")
     options = {"skip_unsupported": args.skip_unsupported} if hasattr(args, "skip_unsupported") else {}
     summary = IMPORTERS.get(args.source)(args.path, args.out, progress=not args.no_progress, **options)
     emit(summary, args.pretty)

@@ -15,7 +15,10 @@ GROUPS = (core, dataset, meta, run, generate, render_clevr, imports)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from logicval_hf import __version__
+
     p = argparse.ArgumentParser(prog="logicval", description="LogicVal: T2I evaluation as constraint satisfaction.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for group in GROUPS:
         group.add_subcommands(sub)

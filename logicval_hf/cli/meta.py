@@ -16,8 +16,11 @@ __all__ = ["add_subcommands", "main"]
 
 
 def cmd_meta(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.scoring.meta import format_markdown, load_records, meta_evaluate, write_report
 
+    if args.out:
+        check_output_dir(args.out, "--out")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     records = load_records(args.input, annotations=args.annotations, metrics=metrics)
     max_distance = None if args.max_distance is not None and args.max_distance <= 0 else args.max_distance
@@ -60,7 +63,9 @@ def add_subcommands(subparsers: Any) -> None:
 
     p = subparsers.add_parser("push-metric", help="upload the evaluate metric folder to a Hugging Face Space")
     p.add_argument("dir", nargs="?", default="metric/logicval", help="metric folder (default metric/logicval)")
-    p.add_argument("--repo-id", required=True, help="Space repository, owner/name (name = the evaluate.load name)")
+    p.add_argument("--repo-id", default=None,
+                   help="Space repository, owner/name (name = the evaluate.load name; default <namespace>/logicval, "
+                        "the namespace from $LOGICVAL_HUB_NAMESPACE, else logicval)")
     p.add_argument("--dry-run", action="store_true", help="only list the files that would be uploaded")
     p.add_argument("--private", action="store_true", help="create the Space as private")
     p.set_defaults(func=cmd_push_metric)

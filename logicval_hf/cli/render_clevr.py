@@ -25,8 +25,11 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
     from logicval_hf.generation.blender import RenderConfig, load_assets, render_dataset, require_bpy
     from logicval_hf.generation.blender_process import blender_python, bpy_in_process, run_cli
 
+    from logicval_hf.cli.dispatch import check_output_dir
+
     if args.num_images < 1:
         raise ValueError(f"--num-images must be >= 1, got {args.num_images}")
+    check_output_dir(args.out, "--out")
     from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
 
     profile = RENDER_PROFILES.get("randomise" if args.randomise and args.profile is None else args.profile or "clevr")

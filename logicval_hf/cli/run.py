@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 
@@ -30,13 +32,15 @@ def _warn(message: Any, *_: Any, **__: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.common.extras import require_backend
     from logicval_hf.job.run import DEFAULT_GENERATORS, MissingImagesWarning, run
 
     require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
+    check_output_dir(args.out, "--out")
 
-    with warnings.catch_warnings():  # said as soon as it is known, in the CLI's one-line form
-        warnings.simplefilter("always", MissingImagesWarning)
+    with _stage_lines(not args.quiet), warnings.catch_warnings():
+        warnings.simplefilter("always", MissingImagesWarning)  # said as soon as known, in the CLI's one-line form
         warnings.showwarning = _warn
         summary = run(
             out_dir=args.out,
@@ -57,6 +61,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         for note in e.get("warnings") or ():
             _warn(note)
     return 0
+
+
+@contextlib.contextmanager
+def _stage_lines(on: bool) -> Iterator[None]:
+    """The job's stage lines (``logicval run: benchmark: ...``; logger ``logicval_hf.job``) on stderr, beside the
+    progress bars: the benchmark build before the first bar takes ~15 s and would otherwise be silent."""
+    if not on:
+        yield
+        return
+    logger = logging.getLogger("logicval_hf.job")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("logicval run: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _headline(summary: dict[str, Any], out: str) -> str:
@@ -109,7 +133,7 @@ def add_subcommands(subparsers: Any) -> None:
                    help="generated images kept in DIR/images once scored: all (default; ~270 MB for a full run), "
                         "failures (those the metric rejects or gets wrong) or none; the report keeps small "
                         "thumbnails either way, and a later run redraws what was deleted")
-    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--quiet", action="store_true", help="no progress bars and no stage lines")
     r.add_argument("--renderer", choices=("numpy", "blender"), default="numpy",
                    help="how the built-in generators draw scenes: numpy (fast, default) or blender (the CLEVR look "
                         "from the official assets; seconds per image; bpy here or in $LOGICVAL_BLENDER_PYTHON)")

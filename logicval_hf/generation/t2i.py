@@ -40,7 +40,6 @@ import abc
 import base64
 import concurrent.futures
 import hashlib
-import io
 import json
 import os
 import random
@@ -277,11 +276,11 @@ def _snippet(payload: bytes, n: int = 300) -> str:
 
 
 def _decode_image(data: str | bytes):
-    from PIL import Image
+    from logicval_hf.perception.images import open_checked
 
     try:
         raw = base64.b64decode(data, validate=False)
-        img = Image.open(io.BytesIO(raw))
+        img = open_checked(raw, "image")  # the pixel cap before decoding
         img.load()
         return img
     except Exception as e:

@@ -33,6 +33,7 @@ missing. Generation and perception use ``jobs`` worker processes (default: up to
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from pathlib import Path
@@ -52,6 +53,9 @@ from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, limit_rows, re
 from logicval_hf.job.score import SCORE_CHUNK, score
 from logicval_hf.job.timer import StageTimer
 from logicval_hf.job.workers import Workers
+
+#: one line per stage (`logicval run` shows them on stderr; the progress bars show the rest)
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_GENERATORS", "BUILTIN_GENERATORS", "run", "atomic_write_bytes", "atomic_write_json",
            "backend_fingerprint", "generator_fingerprint", "load_rows", "resolve_generators", "scene_diff"]
@@ -130,6 +134,7 @@ def run(
     if keep_images not in KEEP_IMAGES:
         raise ValueError(f"keep_images must be one of {list(KEEP_IMAGES)}, got {keep_images!r}")
     with timer.stage("benchmark"):
+        log.info("benchmark: reading or building the prompts (seed %s; a first run builds them in ~15 s)", seed)
         # the rows cache is checked against the seed and the code, so it is reused even without `resume`
         rows = limit_rows(cache.load_rows(seed, out / "benchmark.json", reuse=True), limit)
     solver = default_solver()
@@ -171,6 +176,7 @@ def run(
         remove_stale_temps(out)
 
     timer.begin("report")  # ended by write_report, just before it writes summary.json
+    log.info("report: writing %s", out)
     for name, (folder, scored_rows, images, records, truth) in shown.items():
         picked = pick_examples(scored_rows, records, truth)
         gens[name]["gallery"] = write_gallery(out, name, picked, images, records, truth)

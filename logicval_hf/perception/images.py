@@ -1,19 +1,27 @@
 """Input hygiene for perception: any image a user hands us becomes a contiguous ``H x W x 3`` ``uint8`` RGB array,
 or a `PerceptionError` that names the image and says what was wrong. Sizes are checked from the file header
-before decoding, so an oversized file is refused without spending its memory (the Space, the metric and the
-main job all come through here).
+before decoding, so an oversized file is refused without spending its memory.
+
+`open_checked` is the one place an image file or encoded bytes are opened: the Space, the metric's inputs, the
+command line, the main job, the T2I clients and the training data loaders all come through it, so every one of
+them refuses a header claiming 100000x100000 pixels with the same one-line message.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Union
 
 import numpy as np
 
-__all__ = ["MAX_PIXELS", "PerceptionError", "check_size", "load_image"]
+__all__ = ["MAX_PIXELS", "PerceptionError", "check_size", "load_image", "open_checked"]
+
+#: what `open_checked` opens: a path, encoded bytes or a binary file object
+ImageSource = Union[str, "os.PathLike[str]", bytes, bytearray, BinaryIO]
 
 #: Largest image accepted (pixels). Larger ones are refused before they are decoded.
 MAX_PIXELS = 40_000_000
@@ -32,6 +40,52 @@ def check_size(w: int, h: int, what: str) -> None:
             f"{what}: image of {w}x{h} = {w * h / 1e6:.1f} megapixels exceeds the limit of "
             f"{MAX_PIXELS / 1e6:.0f} megapixels; downscale it first"
         )
+
+
+def _bomb_message(error: Exception, what: str) -> str:
+    """PIL's refusal of a header it thinks is a decompression bomb, in the words of `check_size`."""
+    m = re.search(r"\((\d+) pixels\)", str(error))
+    claimed = f"image of {int(m.group(1)) / 1e6:.0f} megapixels" if m else "image"
+    return f"{what}: {claimed} exceeds the limit of {MAX_PIXELS / 1e6:.0f} megapixels; downscale it first"
+
+
+def open_checked(source: ImageSource, what: str) -> Any:
+    """The image opened by PIL, its header read and its size within `MAX_PIXELS`, its pixels not decoded yet.
+
+    Use it as ``with open_checked(path, "image 'x.png'") as im: ...`` (the file is closed on exit).
+
+    Args:
+        source: a path, encoded bytes, or a binary file object.
+        what: how messages name the image.
+    Returns:
+        The open `PIL.Image.Image`.
+    Raises:
+        PerceptionError: not an image, corrupt header, unreadable file, or too many pixels (PIL's own
+            decompression-bomb refusal included, which otherwise escapes as a traceback before any size check).
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    fp = io.BytesIO(bytes(source)) if isinstance(source, (bytes, bytearray)) else source
+    try:
+        # a header over PIL's warning threshold (89 megapixels, above our cap) becomes the refusal below
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(fp)
+    except UnidentifiedImageError:
+        raise PerceptionError(f"{what}: not an image file (expected PNG, JPEG, WebP or another format PIL "
+                              "reads)") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise PerceptionError(_bomb_message(e, what)) from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        raise PerceptionError(f"{what}: cannot read the file ({e.strerror})") from None
+    except (OSError, ValueError, SyntaxError, EOFError) as e:
+        raise PerceptionError(f"{what}: corrupt or truncated image ({e})") from None
+    try:
+        check_size(*im.size, what)
+    except PerceptionError:
+        im.close()
+        raise
+    return im
 
 
 def _from_pil(im: Any, what: str) -> np.ndarray:
@@ -73,7 +127,7 @@ def _from_array(a: np.ndarray, what: str) -> np.ndarray:
 
 def load_image(image: Any, what: str = "image") -> np.ndarray:
     """Return ``image`` as a contiguous ``H x W x 3`` ``uint8`` RGB array, or raise `PerceptionError`."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     if isinstance(image, np.ndarray):
         return _from_array(image, what)
@@ -84,21 +138,12 @@ def load_image(image: Any, what: str = "image") -> np.ndarray:
         what = f"{what} {str(path)!r}"
         if not path.is_file():
             raise PerceptionError(f"{what}: no such file")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", Image.DecompressionBombWarning)
-                with Image.open(path) as im:
-                    check_size(*im.size, what)  # header only: refuse before decoding
-                    im.load()
-                    return _from_array(_from_pil(im, what), what)
-        except PerceptionError:
-            raise
-        except UnidentifiedImageError:
-            raise PerceptionError(f"{what}: not an image file PIL can read") from None
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-            raise PerceptionError(f"{what}: refused as a possible decompression bomb ({e})") from None
-        except (OSError, ValueError, SyntaxError, EOFError) as e:
-            raise PerceptionError(f"{what}: corrupt or truncated image ({e})") from None
+        with open_checked(path, what) as im:  # header only: refused before decoding
+            try:
+                im.load()
+            except (OSError, ValueError, SyntaxError, EOFError) as e:
+                raise PerceptionError(f"{what}: corrupt or truncated image ({e})") from None
+            return _from_array(_from_pil(im, what), what)
     raise PerceptionError(
         f"{what}: expected a PIL image, a numpy uint8 array or a path, got {type(image).__name__}"
     )

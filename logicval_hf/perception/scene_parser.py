@@ -6,8 +6,18 @@ at stride 8 a centre heat map, a sub-cell offset, a box size and per-location lo
 material and size. Objects are the local maxima of the heat map above ``threshold``.
 
 Inference runs the exported ONNX graph with ``onnxruntime`` (no torch). The model file carries its own
-metadata (class order, input normalisation, calibrated softmax temperatures, default threshold), so a newer
-model file needs no code change.
+metadata (class order, input normalisation, calibrated softmax temperatures, default threshold, how to scale
+the input, the confidence's calibration), so a newer model file needs no code change.
+
+Scale: a scale-adaptive model (metadata ``scale.mode == "adaptive"``) takes a first look at the whole image
+with its longer side at 224 px, then reads the image at the scale where the median object is 58 px (a T2I
+model's single cube may fill a 1024 px frame; CLEVR's objects are 30-130 px at 480x320). Older models scale
+the longer side to 480 px.
+
+Confidence: every scene carries ``confidence``, the probability that the whole scene graph is right
+(`scene_confidence`: calibrated detections, candidate peaks that may be missed objects, attribute
+probabilities, the chance that a centre near a midline falls on the wrong side), so a user knows which images
+to look at.
 
 Box convention: the network predicts the object's *projected 3D centre* (CLEVR's ``pixel_coords``), because
 the project derives regions and left/right/front/behind from box centres and CLEVR's ground truth does so from

@@ -20,7 +20,6 @@ shape) before anything decodes them.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from typing import Any, Mapping, Sequence
@@ -29,7 +28,7 @@ from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.errors import SceneError, SpecError
-from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, check_size
+from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, check_size, open_checked
 
 __all__ = ["MAX_PIXELS", "ROW_KEYS", "check_domain", "check_lists", "is_scene_graph", "prediction_kind",
            "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json", "takes_raw_input"]
@@ -113,36 +112,20 @@ def check_domain(scene: Scene, domain: Domain | None, what: str) -> Scene:
 
 def _open_image_bytes(data: bytes, what: str) -> Any:
     """A lazily decoded PIL image from encoded bytes, its header checked (type, pixel cap)."""
-    from PIL import Image, UnidentifiedImageError
-
-    what = f"{what} (image bytes)"
-    try:
-        im = Image.open(io.BytesIO(data))
-    except UnidentifiedImageError:
-        raise PerceptionError(f"{what}: not an image file PIL can read") from None
-    except (OSError, ValueError, SyntaxError) as e:
-        raise PerceptionError(f"{what}: corrupt image ({e})") from None
-    check_size(*im.size, what)
-    return im
+    return open_checked(data, f"{what} (image bytes)")
 
 
 def _check_image_file(path: str, what: str) -> None:
     """Refuse a missing, non-image or oversized file from its header, before anything decodes it."""
-    from PIL import Image, UnidentifiedImageError
-
     if not os.path.isfile(path):
         raise PerceptionError(f"{what}: {path[:200]!r} is neither scene-graph JSON nor an existing image file")
     what = f"{what} {path!r}"
     try:
-        with Image.open(path) as im:
-            w, h = im.size
-    except UnidentifiedImageError:
-        raise PerceptionError(f"{what}: not an image file PIL can read (scene graphs are JSON: pass the JSON "
-                              "text, not an image)" if path.lower().endswith(".json") else
-                              f"{what}: not an image file PIL can read") from None
-    except (OSError, ValueError, SyntaxError) as e:
-        raise PerceptionError(f"{what}: corrupt image ({e})") from None
-    check_size(w, h, what)
+        open_checked(path, what).close()
+    except PerceptionError as e:
+        if path.lower().endswith(".json") and "not an image file" in str(e):
+            raise PerceptionError(f"{e} (scene graphs are JSON: pass the JSON text, not an image)") from None
+        raise
 
 
 def takes_raw_input(backend: str | None) -> bool:

@@ -2,7 +2,9 @@
 
 ``evaluate.load("owner/name")`` fetches ``name.py`` from the Space ``owner/name``, so the metric script is
 uploaded under the repository's name (``logicval.py`` -> ``name.py`` when they differ); the card
-(``README.md``, with the Space front matter), ``app.py`` and ``requirements.txt`` go along unchanged.
+(``README.md``, with the Space front matter) goes along naming the configured Hub namespace
+(`logicval_hf.common.hub.in_namespace`: it is written for the default, ``logicval/logicval``), ``app.py`` and
+``requirements.txt`` unchanged. The default repository is ``<LOGICVAL_HUB_NAMESPACE>/logicval``.
 
 Usage::
 
@@ -21,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from logicval_hf.common.hub import check_repo_id, hf_api
+from logicval_hf.common.hub import REPO_NAME, check_repo_id, default_repo_id, hf_api, in_namespace
 
 __all__ = ["METRIC_FILES", "metric_files", "push_metric"]
 
@@ -30,7 +32,7 @@ METRIC_FILES = ("logicval.py", "README.md", "app.py", "requirements.txt")
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 
 
-def metric_files(folder: str | Path, repo_name: str = "logicval") -> list[tuple[str, str]]:
+def metric_files(folder: str | Path, repo_name: str = REPO_NAME) -> list[tuple[str, str]]:
     """``(file in folder, path in the Space)`` pairs for the folder; raises `ValueError` if it is incomplete
     or its card lacks the Space front matter (``sdk: gradio``, ``app_file: app.py``, ``tags: [evaluate, metric]``)."""
     folder = Path(folder)
@@ -53,19 +55,20 @@ def metric_files(folder: str | Path, repo_name: str = "logicval") -> list[tuple[
 
 def push_metric(
     folder: str | Path = "metric/logicval",
-    repo_id: str = "owner/logicval",
+    repo_id: str | None = None,
     token: str | None = None,
     dry_run: bool = False,
     private: bool = False,
     out: TextIO | None = None,
 ) -> list[str]:
-    """Upload the metric folder to the Space ``repo_id`` (created with the gradio SDK if missing).
+    """Upload the metric folder to the Space ``repo_id`` (created with the gradio SDK if missing; default
+    `logicval_hf.common.hub.default_repo_id`, ``<LOGICVAL_HUB_NAMESPACE>/logicval``).
 
     ``dry_run`` only lists the files (no network, no token needed). Returns the paths in the Space.
     Raises `ValueError` for an incomplete folder, a malformed repo id or a missing token.
     """
     out = out or sys.stdout
-    check_repo_id(repo_id)
+    repo_id = check_repo_id(default_repo_id() if repo_id is None else repo_id)
     name = repo_id.split("/", 1)[1]
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"repo name {name!r} must be a Python identifier: evaluate loads the script {name}.py")
@@ -81,7 +84,11 @@ def push_metric(
     api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True, private=private)
     with tempfile.TemporaryDirectory(prefix="logicval-metric-") as staging:
         for src, dst in pairs:
-            shutil.copyfile(folder / src, Path(staging) / dst)
+            if src == "README.md":
+                (Path(staging) / dst).write_text(in_namespace((folder / src).read_text(encoding="utf-8")),
+                                                 encoding="utf-8")
+            else:
+                shutil.copyfile(folder / src, Path(staging) / dst)
         api.upload_folder(
             repo_id=repo_id,
             folder_path=staging,

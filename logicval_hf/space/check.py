@@ -126,8 +126,38 @@ def check_image(image: Any, spec_input: Any, backend: str | None = None,
 
 
 # ---- presentation helpers -----------------------------------------------------------------------------------
+def _fails(indices: Any) -> str:
+    return f"{constraint_names(indices)} {'fails' if len(indices) == 1 else 'fail'}"
+
+
+def verdict_story(result: Mapping[str, Any]) -> str:
+    """The strict verdict in one sentence that says why: the count, the failing constraints, the UNSAT rule.
+
+    The verdict and the list of failing constraints below it both follow from it, so the page never says "not
+    satisfied" above "every constraint holds" without saying that the count is what fails.
+    """
+    s, n = result["verdict"]["strict"], result["n"]
+    k, failing = s["n_objects"], s["violated"]
+    if result["label"] == "UNSAT":
+        if s["ok"]:
+            return ("✓ Satisfied: the spec is UNSAT (no scene can satisfy it), and the right answer, an empty "
+                    "scene, is what the image shows.")
+        return (f"✗ Not satisfied: the spec is UNSAT (no scene can satisfy it), so the right image is an empty "
+                f"scene; this one shows {k} object(s).")
+    if s["ok"]:
+        return f"✓ Satisfied: {k} object(s) detected, as the spec asks, and every constraint holds."
+    count = f"{k} object(s) detected where the spec asks for exactly {n}"
+    if not s["count_ok"] and not failing:
+        return (f"✗ Not satisfied, because of the count only: {count}. Every constraint holds on the detected "
+                "objects, so the count-relaxed verdict is ✓.")
+    if not s["count_ok"]:
+        return f"✗ Not satisfied: {count}, and {_fails(failing)}."
+    return f"✗ Not satisfied: the count matches (n = {n}), but {_fails(failing)}."
+
+
 def verdict_markdown(result: Mapping[str, Any]) -> str:
     s, r = result["verdict"]["strict"], result["verdict"]["relaxed"]
+
     def mark(ok: bool) -> str:
         return "✓ satisfied" if ok else "✗ not satisfied"
     which = f" for {result['id']}" if result.get("id") else ""
@@ -135,20 +165,29 @@ def verdict_markdown(result: Mapping[str, Any]) -> str:
     prob = result["probability"]
     p = f"{prob['p']:.3f}" + (f" ({prob['note']})" if prob.get("note") else "") if prob.get("p") is not None \
         else prob.get("note", "n/a")
-    failing = f"; failing: {constraint_names(s['violated'])}" if s["violated"] else ""
-    lines = [head, "",
-             f"- **Strict:** {mark(s['ok'])} — {s['n_objects']} object(s) detected, count "
-             f"{'matches' if s['count_ok'] else 'does not match'} n{failing}",
-             f"- **Count-relaxed:** {mark(r['ok'])}",
-             f"- **Probabilistic score:** {p}"]
-    for note in result.get("notes", []):
-        lines.append(f"- _{note}_")
-    return "\n".join(lines)
+    failing = f"; failing: {constraint_names(s['violated'])}" if s["violated"] else "; no constraint fails"
+    return "\n".join([
+        head, "", f"**{verdict_story(result)}**", "",
+        f"- **Strict:** {mark(s['ok'])} — {s['n_objects']} object(s) detected, count "
+        f"{'matches' if s['count_ok'] else 'does not match'} n{failing}",
+        f"- **Count-relaxed** (the count ignored): {mark(r['ok'])}",
+        f"- **Probabilistic score:** {p}"])
 
 
 def violations_markdown(result: Mapping[str, Any]) -> str:
+    """The failing constraints, each with why and the objects involved; without any, what that means for the
+    verdict above (`verdict_story`)."""
     if not result["violated"]:
-        return "**Every constraint holds on the detected scene.**"
+        s = result["verdict"]["strict"]
+        if result["label"] == "UNSAT":
+            tail = ("" if s["ok"] else " The verdict fails because the spec is UNSAT: only an empty scene is "
+                    "right.")
+        elif s["count_ok"]:
+            tail = ""
+        else:
+            tail = (f" The strict verdict fails on the count alone: {s['n_objects']} object(s) detected, "
+                    f"{result['n']} asked for.")
+        return f"**No constraint fails on the detected objects.**{tail}"
     lines = ["### Failing constraints", ""]
     for v in result["violated"]:
         lines.append(f"**{constraint_names([v['index']])}** (`{v['template']}`): {v['text']}")
@@ -159,6 +198,11 @@ def violations_markdown(result: Mapping[str, Any]) -> str:
             lines.append(f"- `{lo['slot']}` ({lo['literal']}): {listed(lo['labels']) or 'no object'}")
         lines.append("")
     return "\n".join(lines)
+
+
+def involved_objects(result: Mapping[str, Any]) -> set[int]:
+    """The objects named by the violated constraints of a `check_image` answer (highlighted in the drawing)."""
+    return {i for v in result["violated"] for i in v["objects"]}
 
 
 #: the columns of `violation_rows`

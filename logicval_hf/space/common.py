@@ -6,7 +6,9 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import lzma
 import re
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,7 +20,9 @@ from logicval_hf.contract.catalog import Catalog, load_catalog
 from logicval_hf.errors import SpecError
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
-from logicval_hf.contract.verbalise import ADJECTIVE_ORDER, NOUN_ATTRIBUTE
+from logicval_hf.contract.spatial import region_cell
+from logicval_hf.contract.verbalise import (ADJECTIVE_ORDER, NOUN_ATTRIBUTE, REGION_ATTRIBUTE, REGION_COLUMN_WORDS,
+                                           REGION_ROW_WORDS)
 
 log = logging.getLogger("logicval.space")
 
@@ -33,10 +37,15 @@ MAX_SPEC_CHARS = 100_000
 #: how much of a refused value an error message quotes
 QUOTE_CHARS = 40
 
+#: the built benchmark rows of the default seed, shipped with the package (xz JSON: ``seed``, ``fingerprint``,
+#: ``rows``) so that a fresh Space shows Explore at once instead of building them first (~15-20 s); used only
+#: while its fingerprint matches the code (`fingerprint`). ``python -m logicval_hf.space.common`` rewrites it.
+SHIPPED_ROWS = Path(__file__).with_name("benchmark_rows.json.xz")
+
 _lock = threading.Lock()
 _rows: dict[int, Mapping[str, tuple[dict[str, Any], ...]]] = {}
 _cache_dir: Path | None = None
-#: how the rows of a seed were obtained ("disk" or "built") and how long it took (seconds)
+#: how the rows of a seed were obtained ("disk", "shipped" or "built") and how long it took (seconds)
 load_info: dict[int, dict[str, Any]] = {}
 
 
@@ -95,11 +104,46 @@ def _read_cache(path: Path, seed: int) -> dict[str, tuple[dict[str, Any], ...]] 
     except (OSError, ValueError, EOFError) as e:
         log.warning("ignoring the unreadable benchmark cache %s (%s); rebuilding", path, e)
         return None
+    rows = _rows_of(d, seed)
+    if rows is None:
+        log.warning("ignoring the benchmark cache %s: not this seed's rows; rebuilding", path)
+    return rows
+
+
+def _rows_of(d: Any, seed: int) -> dict[str, tuple[dict[str, Any], ...]] | None:
+    """The per-package rows of a cache document, or None when it is not this seed's six packages."""
     if not (isinstance(d, dict) and d.get("seed") == seed and isinstance(d.get("rows"), dict)
             and set(d["rows"]) == set(PACKAGE_NAMES)):
-        log.warning("ignoring the benchmark cache %s: not this seed's rows; rebuilding", path)
         return None
     return {name: tuple(d["rows"][name]) for name in PACKAGE_NAMES}
+
+
+def read_shipped(seed: int = DEFAULT_SEED, path: Path | None = None) -> dict[str, tuple[dict[str, Any], ...]] | None:
+    """The shipped rows (`SHIPPED_ROWS`) when they are this seed's and were built by this code; else None."""
+    path = SHIPPED_ROWS if path is None else path
+    try:
+        with lzma.open(path, "rt", encoding="utf-8") as fh:
+            d = json.load(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, EOFError, lzma.LZMAError) as e:
+        log.warning("ignoring the unreadable shipped benchmark rows %s (%s)", path, e)
+        return None
+    if not isinstance(d, dict) or d.get("fingerprint") != fingerprint():
+        if isinstance(d, dict) and d.get("seed") == seed:
+            log.info("the shipped benchmark rows %s were built by other code; building them", path)
+        return None
+    return _rows_of(d, seed)
+
+
+def write_shipped(path: Path | None = None, seed: int = DEFAULT_SEED) -> Path:
+    """(Re)write the shipped rows from the current code (byte-identical when nothing changed)."""
+    path = SHIPPED_ROWS if path is None else path
+    bench = cached_benchmark() if seed == DEFAULT_SEED else cached_benchmark(seed)
+    doc = {"seed": seed, "fingerprint": fingerprint(), "rows": {n: list(bench.rows[n]) for n in PACKAGE_NAMES}}
+    data = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    atomic_write_bytes(path, lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+    return path
 
 
 def _write_cache(path: Path, seed: int, rows: Mapping[str, Any]) -> None:
@@ -111,8 +155,9 @@ def _write_cache(path: Path, seed: int, rows: Mapping[str, Any]) -> None:
 
 
 def benchmark_rows(seed: int = DEFAULT_SEED) -> Mapping[str, tuple[dict[str, Any], ...]]:
-    """The benchmark rows per package: from memory, else from the disk cache, else built (~15 s on 2 cores)
-    and written to the disk cache. Thread-safe; built at most once per process and once per cache folder."""
+    """The benchmark rows per package: from memory, else from the disk cache, else the shipped rows (`SHIPPED_ROWS`,
+    when the code matches), else built (~15 s on 2 cores) and written to the disk cache. Thread-safe; built at
+    most once per process and once per cache folder."""
     seed = int(seed)
     with _lock:
         if seed in _rows:
@@ -122,6 +167,8 @@ def benchmark_rows(seed: int = DEFAULT_SEED) -> Mapping[str, tuple[dict[str, Any
         rows = _read_cache(path, seed) if path is not None else None
         how = "disk"
         if rows is None:
+            rows, how = read_shipped(seed), "shipped"
+        if rows is None:
             bench = cached_benchmark() if seed == DEFAULT_SEED else cached_benchmark(seed)
             rows = {name: tuple(bench.rows[name]) for name in PACKAGE_NAMES}
             how = "built"
@@ -129,7 +176,8 @@ def benchmark_rows(seed: int = DEFAULT_SEED) -> Mapping[str, tuple[dict[str, Any
                 _write_cache(path, seed, rows)
         _rows[seed] = rows
         load_info[seed] = {"how": how, "seconds": time.perf_counter() - t0, "file": str(path) if path else None}
-        log.info("benchmark rows (seed %s) %s in %.1f s", seed, "read from disk" if how == "disk" else "built",
+        log.info("benchmark rows (seed %s) %s in %.1f s", seed,
+                 {"disk": "read from disk", "shipped": "read from the shipped file"}.get(how, "built"),
                  load_info[seed]["seconds"])
         return rows
 
@@ -226,25 +274,59 @@ def listed(labels: list[str], limit: int = MAX_LISTED) -> str:
     return ", ".join(labels)
 
 
+# ---- regions ---------------------------------------------------------------------------------------------------
+def region_words(value: str) -> str | None:
+    """``back left`` for ``r0`` (the prompt's words: "the back-left region (r0)"); None for another value."""
+    try:
+        col, row = region_cell(value)
+        return f"{REGION_ROW_WORDS[row]} {REGION_COLUMN_WORDS[col]}"
+    except (ValueError, IndexError, TypeError):
+        return None
+
+
+def region_label(value: str) -> str:
+    """How the Space's tables show a region: ``back left (r0)`` (the code alone when it is not a region)."""
+    words = region_words(value)
+    return f"{words} ({value})" if words else str(value)
+
+
+def region_legend(domain: Any) -> str:
+    """One line naming the domain's region codes, for the texts that show them raw (spec JSON, ASP programs):
+    ``Regions: r0 back left, r1 back right, ...``; "" for a domain without regions."""
+    values = list(domain.attributes.get(REGION_ATTRIBUTE, ())) if hasattr(domain, "attributes") else []
+    named = [f"`{v}` {region_words(v)}" for v in values if region_words(v)]
+    if not named:
+        return ""
+    return ("Regions: " + ", ".join(named) + " (the four quadrants of the image, split at its centre; back is the "
+            "upper half, farther from the camera).")
+
+
 def scene_headers(scene_or_domain: Any) -> list[str]:
     return ["#", *attribute_order(scene_or_domain), "region", "x0", "y0", "x1", "y1", "score"]
 
 
 def scene_rows(scene: Scene) -> list[list[Any]]:
-    """One table row per object: index, attributes, region, box, detection score (blank when absent)."""
+    """One table row per object: index, attributes, region (`region_label`), box, detection score (blank when
+    absent)."""
     order = attribute_order(scene)
     rows = []
     for i, o in enumerate(scene.objects):
         x0, y0, x1, y1 = (round(float(v), 1) for v in o.bbox)
         score = "" if o.score is None else round(float(o.score), 3)
-        rows.append([i, *(o.attributes[a] for a in order), scene.region(i), x0, y0, x1, y1, score])
+        rows.append([i, *(o.attributes[a] for a in order), region_label(scene.region(i)), x0, y0, x1, y1, score])
     return rows
 
 
 def boxes_json(scene: Scene) -> list[dict[str, Any]]:
-    """Box coordinates with labels (what the image shows), JSON-ready."""
+    """Box coordinates with labels (what the image shows), JSON-ready; ``region`` is the code (``r0``),
+    ``region_name`` its words (``back left``)."""
     return [
         {"index": i, "label": object_label(scene, i), "bbox": [round(float(v), 2) for v in o.bbox],
-         "region": scene.region(i)}
+         "region": scene.region(i), "region_name": region_words(scene.region(i))}
         for i, o in enumerate(scene.objects)
     ]
+
+
+if __name__ == "__main__":  # python -m logicval_hf.space.common: refresh the shipped rows after a code change
+    print(write_shipped())
+    sys.exit(0)

@@ -22,8 +22,8 @@ from logicval_hf.asp.programs import spec_program
 from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.spec import Constraint, Spec
-from logicval_hf.contract.verbalise import (REL_PHRASES, constraint_names, constraint_text, full_prompt,
-                                            spec_subquestions)
+from logicval_hf.contract.verbalise import (REGION_ATTRIBUTE, REL_PHRASES, constraint_names, constraint_text,
+                                            full_prompt, region_name, spec_subquestions)
 from logicval_hf.space.common import COMPOSE_M, quote
 from logicval_hf.space.explore import core_lines, core_names
 
@@ -72,6 +72,15 @@ def template_pattern(template: Template) -> str:
     return _PLACEHOLDER.sub(sub, template.nl.get("short", template.name))
 
 
+def rules_markdown(template_id: str | None, catalog: Catalog | None = None) -> str:
+    """The small print under a template menu: its pattern and its slot rules ("" without a template)."""
+    if not template_id:
+        return ""
+    t = (catalog or load_catalog()).template(template_id)
+    rules = slot_rules(t)
+    return f"<small>_{template_pattern(t)}_" + (("  \nSlot rules: " + "; ".join(rules)) if rules else "") + "</small>"
+
+
 def template_choices(catalog: Catalog | None = None) -> list[tuple[str, str]]:
     """(menu label, template id) for every template, in catalog order."""
     catalog = catalog or load_catalog()
@@ -113,6 +122,8 @@ def encode_value(slot: Slot, v: Any) -> str:
 def display_value(slot: Slot, v: Any) -> str:
     if slot.type == "attr":
         d = _literal_dict(v)
+        if d["prop"] == REGION_ATTRIBUTE:  # named as the prompt names it: "in the back-left region (r0)"
+            return f"{'not ' if d['negated'] else ''}in {region_name(d['value'])}"
         return f"{'not ' if d['negated'] else ''}{d['value']} ({d['prop']})"
     if slot.type == "rel":
         d = _literal_dict(v)
@@ -195,6 +206,22 @@ def slot_menus(template_id: str | None, n: int, current: Mapping[str, str] | Non
         out.append({"name": s.name, "label": f"{s.name}: {slot_help(s, n, catalog)}", "choices": opts,
                     "value": value, "type": s.type})
     return out
+
+
+def menu_rows(values: Sequence[Any], catalog: Catalog | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The Compose menus' values as `build_spec` rows: ``values`` holds, per constraint row, the template id
+    then `MAX_SLOTS` slot values (the page sends them flat, in that order); each row becomes (template id or
+    "", {slot name: value}) with the template's slot names in order (unused menus dropped)."""
+    catalog = catalog or load_catalog()
+    per = 1 + MAX_SLOTS
+    if len(values) != MAX_CONSTRAINTS * per:
+        raise ValueError(f"expected {MAX_CONSTRAINTS} x {per} menu values, got {len(values)}")
+    rows = []
+    for k in range(MAX_CONSTRAINTS):
+        tid, current = values[k * per], values[k * per + 1:(k + 1) * per]
+        names = [s.name for s in catalog.template(tid).slots] if tid else []
+        rows.append((tid or "", dict(zip(names, current))))
+    return rows
 
 
 def build_spec(n: Any, rows: Sequence[tuple[str | None, Mapping[str, Any]]], catalog: Catalog | None = None) -> Spec:

@@ -2,8 +2,8 @@
 
 Checked before anything is decoded: the file exists, its size (``max_bytes``, the same cap the server enforces
 with ``max_file_size``), that it is an image at all (PIL reads the header) and its size from the header only,
-with `logicval_hf.perception.images.check_size` (the package's one pixel cap, `logicval_hf.perception.MAX_PIXELS`,
-the same check the decoder and the metric's inputs make). `decode` then hands the opened image to
+with `logicval_hf.perception.images.open_checked` (the package's one opener and pixel cap,
+`logicval_hf.perception.MAX_PIXELS`, the same check the decoder and the metric's inputs make). `decode` then hands the opened image to
 `logicval_hf.perception.load_image`, the package's one decoder. Errors are `ImageInputError` (a `ValueError`)
 with a sentence a user can act on, naming the file (never a server path).
 """
@@ -11,15 +11,14 @@ with a sentence a user can act on, naming the file (never a server path).
 from __future__ import annotations
 
 import contextlib
-import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from logicval_hf import perception
-from logicval_hf.perception.images import check_size
+from logicval_hf.perception.images import open_checked
 
 #: default upload cap in bytes (the server's ``max_file_size`` uses the same number)
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -52,23 +51,10 @@ def open_image(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
     if size == 0:
         raise ImageInputError(f"{name}: the file is empty")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(p) as im:
-                check_size(*im.size, name)  # the package's one pixel cap (and emptiness) check
-                yield im
-    except ImageInputError:
-        raise
-    except UnidentifiedImageError:
-        raise ImageInputError(f"{name}: not an image file (expected PNG, JPEG, WebP or another format PIL "
-                              "reads)") from None
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise ImageInputError(f"{name}: refused, the image is too large to decode safely (limit "
-                              f"{perception.MAX_PIXELS / 1e6:.0f} megapixels)") from None
+        with open_checked(p, name) as im:  # the package's one opener: type, pixel cap (PIL's bomb check too)
+            yield im
     except perception.PerceptionError as e:
         raise ImageInputError(str(e)) from None
-    except (OSError, ValueError, SyntaxError, EOFError) as e:
-        raise ImageInputError(f"{name}: corrupt or truncated image ({e})") from None
 
 
 def image_size(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str | None = None) -> tuple[int, int]:
@@ -81,5 +67,8 @@ def decode(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str 
     """The checked image as an RGB uint8 array (decoded by `logicval_hf.perception.load_image`)."""
     with open_image(path, max_bytes, name) as im:
         name = name or Path(str(path)).name
-        im.load()
+        try:
+            im.load()
+        except (OSError, ValueError, SyntaxError, EOFError) as e:  # the pixel data, past a valid header
+            raise ImageInputError(f"{name}: corrupt or truncated image ({e})") from None
         return perception.load_image(im, what=name)

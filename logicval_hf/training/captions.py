@@ -91,10 +91,10 @@ def load_clevr_scenes(path: str | Path) -> list[dict[str, Any]]:
 
 
 def image_size_of(path: str | Path) -> tuple[int, int]:
-    """(W, H) of an image file, read from its header only."""
-    from PIL import Image
+    """(W, H) of an image file, read from its header only (`PerceptionError` for a non-image or too many pixels)."""
+    from logicval_hf.perception.images import open_checked
 
-    with Image.open(path) as im:
+    with open_checked(path, f"image {str(path)!r}") as im:
         return int(im.size[0]), int(im.size[1])
 
 

@@ -1,6 +1,6 @@
 """Reusable pieces of the LoRA fine-tuning of FLUX.1-dev and Qwen-Image on captioned CLEVR (paper, App. F).
 
-`lora_training/train_lora.py` is a thin loop over these:
+`logicval_hf.training.train_lora` (run by ``lora_training/train_lora.py``) is the loop over these:
 
 * **Models** — `load_components` (hub id or local folder; transformer, VAE, training noise scheduler and a
   text-only pipeline), `components_from_pipeline` (the same from an in-memory pipeline), `add_lora`
@@ -302,10 +302,16 @@ def flow_matching_loss(
 # Data
 # ---------------------------------------------------------------------------------------------------------
 def load_image(path: str | Path, width: int, height: int) -> torch.Tensor:
-    """``(3, height, width)`` float tensor in [-1, 1]: resized to cover the target, centre-cropped."""
+    """``(3, height, width)`` float tensor in [-1, 1]: resized to cover the target, centre-cropped.
+
+    Raises:
+        PerceptionError: not an image, corrupt, or over the pixel cap (named by its path).
+    """
     from PIL import Image
 
-    with Image.open(path) as im:
+    from logicval_hf.perception.images import open_checked
+
+    with open_checked(path, f"training image {str(path)!r}") as im:
         im = im.convert("RGB")
         scale = max(width / im.width, height / im.height)
         size = (max(width, round(im.width * scale)), max(height, round(im.height * scale)))

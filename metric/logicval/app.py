@@ -12,7 +12,7 @@ from pathlib import Path
 
 from logicval_hf.common.extras import MissingExtraError, require
 
-try:  # the metric itself works without gradio: evaluate.load('owner/logicval')
+try:  # the metric itself works without gradio: evaluate.load('logicval/logicval')
     gr = require("gradio", "space", "the LogicVal metric app")
 except MissingExtraError as e:  # exercised by hiding gradio in the tests
     if __name__ == "__main__":

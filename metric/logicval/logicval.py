@@ -10,6 +10,7 @@ perception, clingo verification, scores and the probabilistic score); the input 
 
 import evaluate
 
+from logicval_hf.common.hub import default_repo_id
 from logicval_hf.perception import get_backend
 from logicval_hf.scoring.evaluation import compute
 from logicval_hf.scoring.features import metric_features
@@ -95,7 +96,7 @@ Examples:
 
     >>> import json
     >>> import evaluate
-    >>> logicval = evaluate.load("metric/logicval")  # the Hub: evaluate.load("owner/logicval")
+    >>> logicval = evaluate.load("metric/logicval")  # the Hub: evaluate.load("logicval/logicval")
     >>> spec = {"n": 3, "constraints": [{"template": "C1/1prop",
     ...         "params": {"A1": {"prop": "color", "value": "red", "negated": False}}}]}
     >>> def box(cx, cy):
@@ -142,18 +143,25 @@ Examples:
     [(True, 2), (False, 1)]
 """
 
-_HOMEPAGE = "https://huggingface.co/datasets/owner/logicval"
+# the benchmark dataset, in the Hub namespace of `logicval_hf.common.hub` (LOGICVAL_HUB_NAMESPACE, default logicval)
+_HOMEPAGE = f"https://huggingface.co/datasets/{default_repo_id()}"
+_LICENSE = "MIT"
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class LogicVal(evaluate.Metric):
-    """LogicVal metric: images or scene graphs against logical specifications."""
+class Logicval(evaluate.Metric):
+    """LogicVal metric: images or scene graphs against logical specifications.
+
+    Named ``Logicval`` because evaluate names a module after its class (``camelcase_to_snakecase``): the
+    metric is ``logicval``, as its folder, script and Space are (``LogicVal`` would read ``logic_val``).
+    """
 
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,
             homepage=_HOMEPAGE,
+            license=_LICENSE,
             inputs_description=_KWARGS_DESCRIPTION,
             features=metric_features(),
             codebase_urls=["https://pypi.org/project/logicval-hf/"],

@@ -7,6 +7,7 @@ The benchmark is built once per session (in-process, shared with `LogicValBuilde
 from __future__ import annotations
 
 import collections
+import importlib
 import json
 import os
 import re
@@ -345,32 +346,46 @@ def _no_network(monkeypatch):
     monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", boom)
 
 
-def _push_module():
+def _shell(name: str):
+    """``main`` of dataset_builder/<name>.py (the shell runs the command of the same name)."""
     sys.path.insert(0, str(REPO))
     try:
-        from dataset_builder.push import push
+        return importlib.import_module(f"dataset_builder.{name}").main
     finally:
         sys.path.remove(str(REPO))
-    return push
+
+
+@pytest.mark.parametrize("shell,command", [("build", "build-dataset"), ("push", "push-dataset")])
+def test_the_shells_are_the_commands(shell, command, capsys):
+    """Issue 23, point 4: dataset_builder/ runs the CLI's own commands (no second argparse to drift)."""
+    from logicval_hf.cli.dataset import main as cli
+
+    for main in (_shell(shell), lambda argv: cli([command, *argv])):
+        with pytest.raises(SystemExit) as e:
+            main(["--help"])
+        assert e.value.code == 0
+    shell_help, cli_help = capsys.readouterr().out.split("usage: ")[1:]
+    assert shell_help == cli_help
+    assert "--private" in shell_help or shell == "build"  # the old push shell had drifted without it
 
 
 def test_push_dry_run_lists_files(folder, monkeypatch, capsys):
     pytest.importorskip("huggingface_hub")
     _no_network(monkeypatch)
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    push = _push_module()
-    files = push(folder, repo_id="someone/logicval", dry_run=True)
-    assert files == ["README.md", *(f"data/{n}.parquet" for n in sorted(PACKAGE_NAMES))]
+    assert _shell("push")([str(folder), "--repo-id", "someone/logicval", "--dry-run"]) == 0
+    files = ["README.md", *(f"data/{n}.parquet" for n in sorted(PACKAGE_NAMES))]
     out = capsys.readouterr().out
-    assert "someone/logicval" in out and all(f in out for f in files)
+    assert "someone/logicval" in out and all(f"  {f}\n" in out for f in files)
 
 
-def test_push_without_token_is_a_clear_error(folder, monkeypatch):
+def test_push_without_token_is_a_clear_error(folder, monkeypatch, capsys):
     pytest.importorskip("huggingface_hub")
     _no_network(monkeypatch)
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    with pytest.raises(ValueError, match="HF_TOKEN"):
-        _push_module()(folder, repo_id="someone/logicval")
+    assert _shell("push")([str(folder), "--repo-id", "someone/logicval"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("logicval: error: no Hugging Face token") and "HF_TOKEN" in err
     with pytest.raises(ValueError, match="owner/name"):
         push_dataset(folder, repo_id="no-slash", token="t")
 
@@ -383,14 +398,32 @@ def test_push_uploads_the_folder(folder, monkeypatch):
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder",
                         lambda self, **kw: calls.append(("upload_folder", self.token, kw)))
     monkeypatch.setenv("HF_TOKEN", "hf_from_env")
-    files = _push_module()(folder, repo_id="someone/logicval")
-    assert len(files) == 7
+    assert _shell("push")([str(folder), "--repo-id", "someone/logicval", "--private"]) == 0
     assert calls[0] == ("create_repo", "someone/logicval", {"repo_type": "dataset", "exist_ok": True,
-                                                            "private": False})
+                                                            "private": True})
     name, token, kw = calls[1]
     assert name == "upload_folder" and token == "hf_from_env"
     assert kw["repo_id"] == "someone/logicval" and kw["repo_type"] == "dataset"
     assert Path(kw["folder_path"]) == folder
+
+
+def test_the_card_and_the_push_follow_the_hub_namespace(folder, tmp_path, monkeypatch, capsys):
+    """Issue 23, point 15: no placeholder namespace; one setting (LOGICVAL_HUB_NAMESPACE) with one default."""
+    from logicval_hf.cli.dataset import main as cli
+    from logicval_hf.common.hub import DEFAULT_NAMESPACE
+
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "owner/" not in card and f'load_dataset("{DEFAULT_NAMESPACE}/logicval", "3SAT"' in card
+    _no_network(monkeypatch)
+    monkeypatch.delenv("LOGICVAL_HUB_NAMESPACE", raising=False)
+    assert cli(["push-dataset", str(folder), "--dry-run"]) == 0
+    assert f"huggingface.co/datasets/{DEFAULT_NAMESPACE}/logicval" in capsys.readouterr().out
+    monkeypatch.setenv("LOGICVAL_HUB_NAMESPACE", "me")
+    assert cli(["push-dataset", str(folder), "--dry-run"]) == 0
+    assert "huggingface.co/datasets/me/logicval" in capsys.readouterr().out
+    copy = tmp_path / "copy"
+    write_dataset(copy, benchmark=cached_benchmark(DEFAULT_SEED))
+    assert 'load_dataset("me/logicval", "3SAT"' in (copy / "README.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

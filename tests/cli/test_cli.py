@@ -46,7 +46,7 @@ def test_verify_jsonl(files, capsys):
     assert [r.get("ok") for r in rows[:2]] == [False, True]
     assert rows[2]["line"] == 3 and "error" in rows[2]
     assert "spec.n" in rows[3]["error"]
-    assert rc == 1 and "2 line(s)" in err
+    assert rc == 2 and "2 line(s)" in err  # bad input exits 2, as the README says; the good lines still get verdicts
 
 
 def test_bad_input_exit_code_and_message(files, capsys):
@@ -58,6 +58,57 @@ def test_bad_input_exit_code_and_message(files, capsys):
     (files / "notjson.json").write_text("{")
     rc, _, err = run(capsys, "verify", files / "spec.json", files / "notjson.json")
     assert rc == 2 and "not valid JSON" in err
+
+
+def test_verify_takes_what_solve_prints(files, capsys):
+    """Issue 23, point 8: `logicval solve spec.json > scene.json; logicval verify spec.json scene.json`."""
+    rc, out, _ = run(capsys, "solve", files / "spec.json")
+    (files / "answer.json").write_text(out)
+    rc, out, err = run(capsys, "verify", files / "spec.json", files / "answer.json")
+    assert rc == 0 and json.loads(out)["ok"] is True, err
+    # --witness prints the scene graph alone
+    rc, out, _ = run(capsys, "solve", files / "spec.json", "--witness")
+    scene = json.loads(out)
+    assert rc == 0 and set(scene) == {"image_size", "objects"} and len(scene["objects"]) == 3
+    (files / "witness.json").write_text(out)
+    rc, out, _ = run(capsys, "verify", files / "spec.json", files / "witness.json")
+    assert rc == 0 and json.loads(out)["ok"] is True
+    # the answer stands for its witness in the batch mode too
+    (files / "pairs.jsonl").write_text(json.dumps({"spec": SPEC, "scene": json.loads(
+        (files / "answer.json").read_text())}) + "\n")
+    rc, out, _ = run(capsys, "verify", "--jsonl", files / "pairs.jsonl")
+    assert rc == 0 and json.loads(out)["ok"] is True
+
+
+def test_an_unsat_spec_has_no_witness_to_print_or_verify(files, capsys):
+    from logicval_hf.cli.demo import EXAMPLE_UNSAT
+
+    (files / "unsat.json").write_text(json.dumps(EXAMPLE_UNSAT))
+    rc, out, err = run(capsys, "solve", files / "unsat.json", "--witness")
+    assert rc == 1 and out == "" and len(err.splitlines()) == 1
+    assert "is UNSAT" in err and "no witness" in err and "Constraints 1, 2 and 3" in err
+    rc, out, _ = run(capsys, "solve", files / "unsat.json")
+    (files / "answer.json").write_text(out)
+    rc, out, err = run(capsys, "verify", files / "unsat.json", files / "answer.json")
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
+    assert "`logicval solve`'s answer for an UNSAT spec" in err
+
+
+@pytest.mark.parametrize("content", ["", "\n", "{}", "[]"], ids=["empty", "blank", "empty-object", "list"])
+def test_verify_of_an_empty_scene_suggests_a_command_that_works(files, capsys, content):
+    """Issue 23, point 9: the suggestion is `logicval solve SPEC --witness > SCENE.json`, which writes a scene
+    graph `verify` takes (`logicval check` refuses JSON), and following it works."""
+    empty = files / "empty.json"
+    empty.write_text(content)
+    rc, out, err = run(capsys, "verify", files / "spec.json", empty)
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "logicval check" not in err
+    suggested = f"`logicval solve {files / 'spec.json'} --witness > SCENE.json`"
+    assert suggested in err, err
+    rc, out, _ = run(capsys, "solve", files / "spec.json", "--witness")
+    empty.write_text(out)
+    rc, out, _ = run(capsys, "verify", files / "spec.json", empty)
+    assert rc == 0 and json.loads(out)["ok"] is True
 
 
 def test_asp_and_run_asp(files, capsys):

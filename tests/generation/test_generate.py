@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from helpers import png_header
+
 from logicval_hf.cli import generate as generate_cli
 
 from logicval_hf.generation import t2i
@@ -33,7 +35,8 @@ class FakeAPI:
     """OpenAI- and Gemini-style endpoints. Scenario by a marker in the prompt:
 
     REFUSE (safety refusal), FLAKY (two 500s, then ok), SLOW (first answer after 1 s: client timeout), DOWN
-    (always 503), BLOCK (Gemini prompt block), TEXTONLY (Gemini answers text only), URL (OpenAI url answer).
+    (always 503), BLOCK (Gemini prompt block), TEXTONLY (Gemini answers text only), URL (OpenAI url answer),
+    BOMB (a PNG whose header claims 100000x100000 pixels).
     """
 
     def __init__(self):
@@ -82,7 +85,7 @@ class FakeAPI:
                     return self._send(500, {"error": {"message": "boom"}})
                 if "SLOW" in prompt and n == 1:
                     time.sleep(1.0)
-                b64 = base64.b64encode(_png()).decode()
+                b64 = base64.b64encode(png_header(100_000, 100_000) if "BOMB" in prompt else _png()).decode()
                 if gemini:
                     if "BLOCK" in prompt:
                         return self._send(200, {"promptFeedback": {"blockReason": "SAFETY"}})
@@ -156,6 +159,15 @@ def test_openai_ok_refusal_retry_timeout_failure(api, tmp_path):
     assert req["path"] == "/v1/images/generations"
     assert req["body"] == {"model": "gpt-image-2", "prompt": "plain", "n": 1, "size": "1024x1024", "quality": "low"}
     assert req["headers"]["authorization"] == "Bearer ok"
+
+
+def test_an_answer_claiming_too_many_pixels_is_a_failure_in_one_line(api, tmp_path):
+    """Issue 23, point 7: a returned PNG whose header claims 100000x100000 pixels is refused before decoding."""
+    gen = OpenAIImageGenerator("gpt-image-2", base_url=api.url + "/v1", api_key="ok", client=_client())
+    counts = run_generation(gen, [("a", "BOMB please")], tmp_path, progress=False)
+    assert counts["failed"] == 1 and not list(tmp_path.glob("*.png"))
+    error = _log(tmp_path)["a"]["error"]
+    assert "megapixels exceeds the limit" in error and "\n" not in error, error
 
 
 def test_gemini_ok_and_the_ways_of_returning_no_image(api, tmp_path):

@@ -174,14 +174,14 @@ def test_a_checkout_solves_without_being_installed(tmp_path):
 
 @pytest.mark.slow
 def test_the_space_builds_from_a_checkout(tmp_path):
-    """Hugging Face runs ``space/app.py`` from the repository: its ``demo`` must build without an install."""
+    """Hugging Face runs ``space/app.py`` from the repository: its app must build without an install."""
     pytest.importorskip("gradio")
     env = _checkout_env(tmp_path)
     env["LOGICVAL_ANNOTATION_ROOT"] = str(tmp_path / "annotations")
     env["LOGICVAL_SPACE_PRELOAD"] = "0"  # building the benchmark in the background is not what is tested here
     code = ("import runpy\n"
             f"ns = runpy.run_path({str(REPO / 'space' / 'app.py')!r}, run_name='space_app')\n"
-            "assert type(ns['demo']).__name__ == 'Blocks'\n"
+            "assert type(ns['build_demo']()).__name__ == 'Blocks'\n"
             "print('ok')\n")
     out = _run(code, env, tmp_path)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from helpers import png_header
 from logicval_hf import Scene, load_catalog
 from logicval_hf.contract.spatial import region_of
 from logicval_hf.perception import (
@@ -197,18 +196,9 @@ def test_truncated_png(tmp_path):
         extract_scene(p)
 
 
-def _png_header_only(w: int, h: int) -> bytes:
-    """A PNG whose header claims w x h pixels (no usable pixel data): must be refused before decoding."""
-    def chunk(kind: bytes, payload: bytes) -> bytes:
-        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
-
-    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
-
-
 def test_huge_image_refused_before_decoding(tmp_path):
     p = tmp_path / "huge.png"
-    p.write_bytes(_png_header_only(20000, 20000))  # 400 megapixels
+    p.write_bytes(png_header(20000, 20000))  # 400 megapixels
     with pytest.raises(PerceptionError, match="megapixels|decompression bomb"):
         extract_scene(p)
 

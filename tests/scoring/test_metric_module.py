@@ -82,6 +82,23 @@ def test_docstring_and_card_examples(monkeypatch):
     assert set(module.features) == {"predictions", "references"}  # one input format: images or scene graphs
 
 
+def test_hub_details(tmp_path):
+    """Issue 23, point 15: the module is named after its folder (the widget reads "Metric: logicval"), has a
+    licence in its info and its card, and names the configured Hub namespace, never a placeholder."""
+    from logicval_hf.common.hub import default_repo_id
+
+    module = load(tmp_path)
+    assert module.name == "logicval"
+    assert module.info.license == "MIT"
+    assert module.info.homepage == f"https://huggingface.co/datasets/{default_repo_id()}"
+    card = (METRIC / "README.md").read_text(encoding="utf-8")
+    head = card.split("\n---\n", 1)[0]
+    assert "\nlicense: mit\n" in head + "\n"
+    for text in (card, (METRIC / "logicval.py").read_text(encoding="utf-8"),
+                 (METRIC / "app.py").read_text(encoding="utf-8")):
+        assert "owner/" not in text
+
+
 def test_images_pil_arrays_and_paths(tmp_path, rows, images):
     module = load(tmp_path)
     expected = strip(direct_compute(images, rows))
@@ -385,6 +402,35 @@ def test_push_metric(tmp_path, monkeypatch):
     assert cli(["push-metric", str(tmp_path / "nowhere"), "--repo-id", "me/logicval", "--dry-run"]) == 2
 
 
+def test_push_metric_follows_the_hub_namespace(monkeypatch, capsys):
+    """One setting (LOGICVAL_HUB_NAMESPACE, default logicval) names the Space and what its card points to."""
+    import huggingface_hub
+
+    from logicval_hf.cli.meta import main as cli
+    from logicval_hf.scoring.metric_push import push_metric
+
+    monkeypatch.delenv("LOGICVAL_HUB_NAMESPACE", raising=False)
+    assert cli(["push-metric", str(METRIC), "--dry-run"]) == 0
+    assert "huggingface.co/spaces/logicval/logicval" in capsys.readouterr().out
+    monkeypatch.setenv("LOGICVAL_HUB_NAMESPACE", "me")
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    staged_card = {}
+
+    def upload_folder(self, **kw):
+        staged_card["text"] = (Path(kw["folder_path"]) / "README.md").read_text(encoding="utf-8")
+
+    monkeypatch.setattr(FakeApi, "upload_folder", upload_folder)
+    FakeApi.calls.clear()
+    push_metric(METRIC, out=io.StringIO())
+    assert FakeApi.calls[0][1] == "me/logicval"
+    assert 'evaluate.load("me/logicval")' in staged_card["text"]
+    assert "datasets/me/logicval" in staged_card["text"] and "logicval/logicval" not in staged_card["text"]
+    monkeypatch.setenv("LOGICVAL_HUB_NAMESPACE", "not a name")
+    assert cli(["push-metric", str(METRIC), "--dry-run"]) == 2
+    assert "LOGICVAL_HUB_NAMESPACE='not a name'" in capsys.readouterr().err
+
+
 # ---- the Space app -----------------------------------------------------------------------------
 def _import_app():
     spec = importlib.util.spec_from_file_location("logicval_metric_app", METRIC / "app.py")
@@ -414,3 +460,4 @@ def test_app_builds_the_widget(tmp_path):
     demo = app.build_widget(module)
     data = pd.DataFrame({"predictions": [json.dumps(GOOD)], "references": [json.dumps(SPEC)]})
     assert demo.fns[0].fn(data)["logicval_score"] == 1.0
+    assert demo.title == "Metric: logicval"  # issue 23, point 15 (the class name once made it "logic_val")

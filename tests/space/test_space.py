@@ -73,7 +73,11 @@ def sandbox(tmp_path_factory):
                       GRADIO_ANALYTICS_ENABLED="False", LOGICVAL_SPACE_PRELOAD="0",
                       LOGICVAL_SPACE_CACHE=str(base / "cache"))  # the benchmark cache of this module's servers
     tempfile.tempdir = None  # re-read TMPDIR
+    # this module's in-process server builds the rows and caches them on disk (test_explore_is_ready_at_start_up);
+    # the shipped rows have their own tests (test_shipped_rows.py, test_a_fresh_space_shows_explore_at_once)
+    shipped, common.SHIPPED_ROWS = common.SHIPPED_ROWS, base / "no-shipped-rows.json.xz"
     yield base
+    common.SHIPPED_ROWS = shipped
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)
@@ -137,9 +141,7 @@ def server(app, images, sandbox):
             os.environ.pop(k, None)
         os.environ["LOGICVAL_SPACE_PRELOAD"] = "0"
     assert cfg.protected and cfg.annotate_enabled and cfg.max_file_bytes == MAX_MB * 1024 * 1024
-    demo = app.build_demo(cfg)
-    demo.queue(default_concurrency_limit=2).launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True,
-                                                   **app.launch_kwargs(demo))
+    demo = app.start(app.build_demo(cfg), server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
     url = demo.local_url.rstrip("/")
     yield {"url": url, "demo": demo, "cfg": cfg, "root": images}
     demo.close()
@@ -179,16 +181,33 @@ def _free_port() -> int:
 # ---------------------------------------------------------------------------------------------------------------
 # Module, configuration, login
 # ---------------------------------------------------------------------------------------------------------------
-def test_module_exposes_demo_without_launching(app):
+def test_building_the_app_starts_nothing(app):
     import gradio as gr
 
-    assert isinstance(app.demo, gr.Blocks) and callable(app.build_demo)
-    assert not app.demo.is_running
-    assert 'if __name__ == "__main__":' in APP.read_text()
-    names = {d.api_name for d in app.demo.fns.values()}
+    demo = app.build_demo(app.config_from_env())
+    assert isinstance(demo, gr.Blocks) and not demo.is_running and demo.logicval_warmup is None
+    assert callable(app.start) and callable(app.main) and not hasattr(app, "demo")
+    assert APP.read_text().rstrip().endswith('if __name__ == "__main__":\n    main()')
+    names = {d.api_name for d in demo.fns.values()}
     assert {"explore", "compose", "solve", "check"} <= names
     assert not any(str(n).startswith("annotate") for n in names), "public mode must not build the annotation tool"
-    assert "auth" not in app.launch_kwargs(app.demo)
+    assert "auth" not in app.launch_kwargs(demo)
+
+
+def test_importing_the_app_has_no_side_effects(sandbox, tmp_path, monkeypatch):
+    """Issue 23, point 4: importing space/app.py reads no settings, exits on none, creates no folder, opens no
+    database and starts no thread, even with settings that would refuse to start (half-set credentials)."""
+    root = tmp_path / "annotations-not-created"
+    monkeypatch.setenv("LOGICVAL_SPACE_USER", "alice")  # no password: `main` would exit with status 2
+    monkeypatch.setenv("LOGICVAL_ANNOTATION_ROOT", str(root))
+    monkeypatch.setenv("LOGICVAL_SPACE_PRELOAD", "1")
+    threads = {t.ident for t in threading.enumerate()}
+    spec = importlib.util.spec_from_file_location("logicval_space_app_again", APP)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # no SystemExit
+    assert {t.ident for t in threading.enumerate()} <= threads
+    assert not root.exists() and not list(tmp_path.iterdir())
+    assert not hasattr(mod, "demo")
 
 
 def test_configuration_modes(app):
@@ -325,6 +344,24 @@ def test_compose_explains_invalid_combinations(alice):
     assert f"at most {common.MAX_SPEC_CHARS}" in msg and len(msg) < 300
     assert "did you mean" in _app_error(alice.predict, json.dumps(
         {"n": 3, "constraints": [{"template": "C1/1prop_ng", "params": {}}]}), api_name="/solve")
+
+
+def test_menu_rows_read_the_flat_menu_values():
+    """The page sends the Compose menus flat (template, then MAX_SLOTS slot values, per row): `menu_rows` reads
+    them (the app used to slice them itself, twice)."""
+    from logicval_hf.space import compose as cmp
+
+    per = 1 + cmp.MAX_SLOTS
+    values = [""] * (cmp.MAX_CONSTRAINTS * per)
+    values[0:3] = ["C1/1prop", "color=red", "unused"]
+    values[2 * per] = "C8/1prop_exact"
+    values[2 * per + 1:2 * per + 3] = ["shape=cube", "2"]
+    rows = cmp.menu_rows(values)
+    assert rows[0] == ("C1/1prop", {"A1": "color=red"}) and rows[1] == ("", {})
+    assert rows[2] == ("C8/1prop_exact", {"A1": "shape=cube", "K": "2"}) and len(rows) == cmp.MAX_CONSTRAINTS
+    with pytest.raises(ValueError, match="menu values"):
+        cmp.menu_rows(values[:-1])
+    assert cmp.rules_markdown("") == "" and cmp.rules_markdown("C1/1prop").startswith("<small>_")
 
 
 @pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests
@@ -662,6 +699,26 @@ def test_explore_is_ready_at_start_up(server, alice, tmp_path):
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
     assert path.stat().st_mtime_ns == written  # built once: the restart did not rebuild or rewrite it
+
+
+@pytest.mark.slow
+def test_a_fresh_space_shows_explore_at_once(sandbox, tmp_path):
+    """Issue 23, point 13: a first start with an empty cache folder reads the shipped rows (no ~21 s build)."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "LOGICVAL_SPACE_PRELOAD": "1", "LOGICVAL_SPACE_CACHE": str(tmp_path / "empty-cache"),
+           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "PYTHONPATH": str(ROOT)}
+    log = tmp_path / "app.log"
+    proc = _start_app(env, log)
+    try:
+        _wait_up(proc, url, log)
+        out = _client(url, None).predict("3UNSAT-0001", api_name="/explore")
+        assert "3UNSAT-0001" in out[0]
+        assert "read from the shipped file" in log.read_text() and " built in " not in log.read_text()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert not (tmp_path / "empty-cache").exists() or not list((tmp_path / "empty-cache").iterdir())
 
 
 @pytest.mark.slow  # seconds each; the inner loop keeps the Space's quicker route tests

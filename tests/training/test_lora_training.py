@@ -44,7 +44,12 @@ def one_thread():
 
 
 def _train_module():
-    spec = importlib.util.spec_from_file_location("train_lora", ROOT / "lora_training" / "train_lora.py")
+    """The training loop: `logicval_hf.training.train_lora` (lora_training/train_lora.py only runs it)."""
+    return importlib.import_module("logicval_hf.training.train_lora")
+
+
+def _shell_module():
+    spec = importlib.util.spec_from_file_location("train_lora_shell", ROOT / "lora_training" / "train_lora.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -229,6 +234,37 @@ def test_train_script_trains_selects_and_saves(model_type, tiny_data, tiny_model
     held = L.prepare_heldout(comp, rows, W, H, seed=42, max_sequence_length=48)
     again = L.heldout_loss(comp, pipe.transformer, held)["loss"]
     assert again == pytest.approx(sel["best"]["heldout_loss"], rel=1e-5, abs=1e-6)
+
+
+def test_the_script_is_a_shell_over_the_package():
+    """Issue 23, point 4: lora_training/train_lora.py keeps no loop of its own."""
+    shell, tl = _shell_module(), _train_module()
+    assert shell.main is tl.main and shell.parse_args is tl.parse_args
+    code = (ROOT / "lora_training" / "train_lora.py").read_text(encoding="utf-8")
+    assert "def " not in code and "for " not in code
+
+
+def test_a_bad_training_image_stops_the_run_before_the_model_loads(tiny_data, tmp_path):
+    """One line naming the file (not a data-loader traceback mid-run), before any model is loaded: the model
+    path does not even exist."""
+    from helpers import png_header
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for f in tiny_data.iterdir():
+        (data / f.name).write_bytes(f.read_bytes())
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(png_header(100_000, 100_000))
+    rows = [json.loads(line) for line in (data / "heldout.jsonl").read_text().splitlines()]
+    rows[0]["image"] = str(bomb)
+    (data / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SystemExit) as e:
+        _train_module().main(["--pretrained_model_name_or_path", str(tmp_path / "no-model"), "--model_type", "flux",
+                              "--data_dir",
+                              str(data), "--output_dir", str(tmp_path / "run"), *TRAIN_ARGS])
+    msg = str(e.value.code)
+    assert msg.startswith(f"train_lora: error: training image '{bomb}': image of 10000 megapixels exceeds")
+    assert "\n" not in msg
 
 
 @pytest.mark.slow  # two training runs
