@@ -60,6 +60,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from logicval_hf import Scene, SceneObject  # noqa: E402
+from logicval_hf.common.matching import match_centres  # noqa: E402
 from logicval_hf.perception import BACKENDS, extract_scenes, load_image, register_backend  # noqa: E402
 
 ATTRS = ("color", "shape", "material")
@@ -73,17 +74,6 @@ def region_of(cx: float, cy: float, w: float, h: float) -> str:
     from logicval_hf.contract.spatial import region_of as rg
 
     return rg(cx, cy, w, h)
-
-
-def match(pred: np.ndarray, true: np.ndarray, max_dist: float) -> list[tuple[int, int]]:
-    """Hungarian matching of predicted to true centres; pairs beyond ``max_dist`` are dropped."""
-    from scipy.optimize import linear_sum_assignment
-
-    if len(pred) == 0 or len(true) == 0:
-        return []
-    d = np.linalg.norm(pred[:, None, :] - true[None, :, :], axis=2)
-    r, c = linear_sum_assignment(d)
-    return [(int(i), int(j)) for i, j in zip(r, c) if d[i, j] <= max_dist]
 
 
 def match_radius(width: float) -> float:
@@ -172,7 +162,7 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
         truth = s["objects"]
         tc = np.array([o["pixel_coords"][:2] for o in truth], float).reshape(-1, 2)
         pc = np.array([o.center for o in p.objects], float).reshape(-1, 2)
-        pairs = match(pc, tc, match_radius(W))
+        pairs = match_centres(pc, tc, match_radius(W), assign_far=True)  # as the parser's validation
         n_true += len(truth)
         n_pred += len(p.objects)
         n_match += len(pairs)

@@ -100,7 +100,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     scene = extract_scene(image, backend=args.backend, domain=domain)
     verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict")
     out = verdict.to_dict()
-    out.update(image=args.image, backend=args.backend, scene=scene.to_dict())
+    # how sure the backend is that the scene graph is right (None: it does not say): a low one is worth a look
+    out.update(image=args.image, backend=args.backend, confidence=scene.confidence, scene=scene.to_dict())
     if not args.probs:
         for o in out["scene"]["objects"]:
             o.pop("probs", None)

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import logging
 import sys
+import warnings
 from typing import Any, Iterator, Sequence
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
@@ -17,15 +18,21 @@ from logicval_hf.cli.dispatch import positive_int as _positive_int
 __all__ = ["add_subcommands", "cmd_run", "main"]
 
 
+def _warn(message: Any, *_: Any, **__: Any) -> None:
+    print(f"logicval: warning: {message}", file=sys.stderr, flush=True)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.common.extras import require_backend
-    from logicval_hf.job.run import DEFAULT_GENERATORS, run
+    from logicval_hf.job.run import DEFAULT_GENERATORS, MissingImagesWarning, run
 
     require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
     check_output_dir(args.out, "--out")
 
-    with _stage_lines(not args.quiet):
+    with _stage_lines(not args.quiet), warnings.catch_warnings():
+        warnings.simplefilter("always", MissingImagesWarning)  # said as soon as known, in the CLI's one-line form
+        warnings.showwarning = _warn
         summary = run(
             out_dir=args.out,
             generators=args.generator or list(DEFAULT_GENERATORS),
@@ -37,8 +44,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             renderer=args.renderer,
             assets=args.assets,
+            only_present=args.only_present,
+            keep_images=args.keep_images,
         )
     print(_headline(summary, args.out))
+    for e in summary["generators"].values():  # again after the scores, which they qualify
+        for note in e.get("warnings") or ():
+            _warn(note)
     return 0
 
 
@@ -78,6 +90,8 @@ def _headline(summary: dict[str, Any], out: str) -> str:
                     f" (FP {a['fp']}, FN {a['fn']})"
         if e["missing"] or e["unreadable"]:
             line += f"  | failed generations: {len(e['missing'])} missing, {len(e['unreadable'])} unreadable"
+        if e.get("left_out"):
+            line += f"  | {m['n_samples']} specs scored, {len(e['left_out'])} without an image left out"
         lines.append(line)
     lines.append(f"report: {out}/report.md, {out}/report.html, {out}/summary.json")
     return "\n".join(lines)
@@ -103,6 +117,13 @@ def add_subcommands(subparsers: Any) -> None:
                    help="regenerate and re-score every image instead of reusing the files in DIR")
     r.add_argument("--limit", type=_positive_int, metavar="K", help="only K specs per package (quick runs)")
     r.add_argument("--jobs", type=_positive_int, metavar="J", help="worker processes (default min(2, CPUs))")
+    r.add_argument("--only-present", action="store_true",
+                   help="score a folder of images on the specs it has an image for only (by default a spec without "
+                        "an image counts as a failed generation)")
+    r.add_argument("--keep-images", choices=("all", "failures", "none"), default="all",
+                   help="generated images kept in DIR/images once scored: all (default; ~270 MB for a full run), "
+                        "failures (those the metric rejects or gets wrong) or none; the report keeps small "
+                        "thumbnails either way, and a later run redraws what was deleted")
     r.add_argument("--quiet", action="store_true", help="no progress bars and no stage lines")
     r.add_argument("--renderer", choices=("numpy", "blender"), default="numpy",
                    help="how the built-in generators draw scenes: numpy (fast, default) or blender (the CLEVR look "

@@ -12,8 +12,12 @@ the JSON always say the same thing. Tables:
 4. UNSAT abstention (§5.2) and false abstention on SAT specs;
 5. constraint success per logical operator (∃, ∀, →, count) and per class over all SAT constraints;
 6. agreement between the metric and the known truth (accuracy, confusion counts, per package; §6 / Table 6)
-   and the worst disagreements by id;
+   and the worst disagreements by id; the perception backend's confidence in its scene graphs and the least
+   certain images, first; a gallery of examples per generator (thumbnails, failures first, with the perceived
+   boxes and the violated constraint; `logicval_hf.job.gallery`);
 7. what the perturbed generator changed, failed generations of image folders, timings per stage.
+
+Warnings (a folder of images that lacks some) open the report, before the tables.
 
 Every file is written atomically (temporary name, then rename).
 """
@@ -22,7 +26,6 @@ from __future__ import annotations
 
 import html
 import io
-import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -39,7 +42,10 @@ SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "i
 #: keys that change from run to run (wall/CPU time, what was redone or reused); the rest is reproducible
 VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
 #: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders)
-GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement")
+GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement", "left_out",
+                  "warnings", "gallery", "confidence")
+#: thumbnails per row of a gallery
+GALLERY_COLUMNS = 4
 OPERATOR_SYMBOLS = {"exists": "∃", "forall": "∀", "implies": "→", "count": "count"}
 
 
@@ -69,12 +75,15 @@ def _loads(gens: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 class Section:
-    """A titled block of text and/or one table (headers + rows of cells)."""
+    """A titled block of text, a bulleted list (``items``) and/or one table (headers + rows of cells)."""
 
     def __init__(self, title: str, text: str = "", headers: Sequence[str] = (), rows: Sequence[Sequence[Any]] = (),
-                 level: int = 2, image: str | None = None):
+                 level: int = 2, image: str | None = None, items: Sequence[str] = (),
+                 gallery: Sequence[tuple[str | None, str, str]] = ()):
         self.title, self.text, self.headers, self.rows, self.level, self.image = title, text, list(headers), \
             [list(r) for r in rows], level, image
+        self.items = list(items)
+        self.gallery = list(gallery)  # (thumbnail path or None, its alt text, caption)
 
 
 def _verdict_rows(gens: Mapping[str, Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]]
@@ -104,6 +113,9 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
         "witness with the attributes the constraints leave free re-drawn at random, each change checked by the "
         "solver, or the empty scene for UNSAT; naive: n random objects; perturbed: the oracle scene with one "
         "change that breaks exactly one constraint or only the count).", level=1))
+    notes = [f"**{g}**: {w}" for g, e in gens.items() for w in e.get("warnings") or ()]
+    if notes:
+        out.append(Section("Warnings", "Read these before the scores below.", items=notes))
 
     # 1. success per package
     rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_package"].get(p, {}).get("score")) for p in packages]
@@ -202,15 +214,50 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                                    "image.", level=3))
                 continue
             rows = [[d["id"], d["package"], d["kind"], d["intended_objects"], _fmt(d["perceived_objects"]),
-                     d["scene_errors"], _violated(d.get("truth_violated")), _violated(d.get("metric_violated")),
-                     d["diff"], d.get("generation") or ""] for d in ws]
+                     d["scene_errors"], _fmt(d.get("confidence")), _violated(d.get("truth_violated")),
+                     _violated(d.get("metric_violated")), d["diff"], d.get("generation") or ""] for d in ws]
             out.append(Section(
                 f"Worst disagreements: {g}",
                 f"{total} disagreement(s); the {len(ws)} with the largest scene-graph error (missed, extra and "
-                "misread objects) are shown, all are in `disagreements.json`. Images: "
+                "misread objects) are shown, all are in `disagreements.json`. Confidence: the perception "
+                "backend's probability that its scene graph is right. Images: "
                 f"`images/{g}/<id>.png`, perceived scenes: `verdicts/{g}/<id>.json`.",
-                ["id", "package", "kind", "intended objects", "perceived objects", "scene errors",
+                ["id", "package", "kind", "intended objects", "perceived objects", "scene errors", "confidence",
                  "violated (truth)", "violated (metric)", "difference", "generation"], rows, level=3))
+
+    # 6b. where perception is least sure
+    rated = {g: e["confidence"] for g, e in gens.items() if e.get("confidence")}
+    if rated:
+        out.append(Section(
+            "Perception confidence",
+            "The perception backend's probability that each scene graph is right (the whole graph: every object "
+            "found, nothing extra, every attribute and region read right). A verdict rests on its scene graph, so "
+            "the least certain images are the ones to look at first.",
+            ["generator", "images rated", "mean", "lowest"],
+            [[g, c["n"], _fmt(c["mean"]), _fmt(c["min"])] for g, c in rated.items()]))
+        for g, c in rated.items():
+            with_truth = any(x["truth"] is not None for x in c["least_certain"])
+            out.append(Section(
+                f"Least certain images: {g}", f"The {len(c['least_certain'])} images whose scene graph the "
+                "backend is least sure of, least certain first.",
+                ["id", "package", "confidence", "verdict", *(["known truth"] if with_truth else []),
+                 "perceived objects", "violated (metric)"],
+                [[x["id"], x["package"], _fmt(x["confidence"]), "ok" if x["ok"] else "not ok",
+                  *(["–" if x["truth"] is None else "ok" if x["truth"] else "not ok"] if with_truth else []),
+                  _fmt(x["n_objects"]), _violated(x["violated"])] for x in c["least_certain"]], level=3))
+
+    # 6c. examples
+    for g, e in gens.items():
+        shots = e.get("gallery") or []
+        if shots:
+            out.append(Section(
+                f"Examples: {g}",
+                "Failures first (images the metric rejects, or where it disagrees with the known truth), then "
+                "others, a few per package; yellow boxes: the objects the perception backend found. "
+                f"Thumbnails: `gallery/{g}/`.", level=3,
+                gallery=[(x["image"], x["id"], f"{x['id']}: {x['caption']}"
+                          + (f" (confidence {x['confidence']:.2f})" if x.get("confidence") is not None else ""))
+                         for x in shots]))
 
     # 7. perturbations, failed generations, timings
     for g, e in gens.items():
@@ -231,12 +278,13 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
             miss, bad = e["missing"], e["unreadable"]
             rows.append([g, e["folder"], e["n_images"], len(miss), ", ".join(miss[:30]) + (" ..." if len(miss) > 30
                                                                                             else ""),
-                         ", ".join(bad[:30])])
+                         ", ".join(bad[:30]), len(e.get("left_out") or ())])
         out.append(Section("Failed generations",
                            "Image folders: ids without an image (or with an unreadable one) count as failed "
-                           "generations, i.e. as not ok under both count modes.",
-                           ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids"],
-                           rows))
+                           "generations, i.e. as not ok under both count modes; with `--only-present` the ids "
+                           "without an image are left out of every score instead.",
+                           ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids",
+                            "left out"], rows))
     t, c = summary["timings"], summary.get("cpu_seconds", {})
     rows = [[k, f"{v:.1f}", f"{c[k]:.1f}" if k in c else "–"] for k, v in t.items()]
     out.append(Section("Timings", f"Seconds per stage: wall clock, and CPU time of this process and its "
@@ -261,8 +309,21 @@ def to_markdown(secs: Sequence[Section]) -> str:
         if s.text:
             lines.append(s.text)
             lines.append("")
+        if s.items:
+            lines.extend(f"- {item}" for item in s.items)
+            lines.append("")
         if s.image:
             lines.append(f"![{s.title}]({s.image})")
+            lines.append("")
+        if s.gallery:
+            # a table of thumbnails, GALLERY_COLUMNS a row (the first row is the table's header: Markdown wants one)
+            cells = [(f"![{_md_cell(a)}]({p})<br>" if p else "") + _md_cell(c) for p, a, c in s.gallery]
+            width = min(GALLERY_COLUMNS, len(cells))
+            cells += ["–"] * (-len(cells) % width)
+            for k in range(0, len(cells), width):
+                lines.append("| " + " | ".join(cells[k:k + width]) + " |")
+                if k == 0:
+                    lines.append("|" + "|".join("---" for _ in range(width)) + "|")
             lines.append("")
         if s.headers:
             lines.append("| " + " | ".join(_md_cell(h) for h in s.headers) + " |")
@@ -275,7 +336,8 @@ def to_markdown(secs: Sequence[Section]) -> str:
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:75em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th{background:#f3f3f3}td.t,th:first-child{text-align:left}img{max-width:100%}code{background:#f3f3f3}"""
+th{background:#f3f3f3}td.t,th:first-child{text-align:left}img{max-width:100%}code{background:#f3f3f3}
+.gallery{display:flex;flex-wrap:wrap;gap:.8em}.gallery figure{margin:0;width:200px;font-size:.8em}"""
 
 
 def _inline(text: str) -> str:
@@ -284,6 +346,7 @@ def _inline(text: str) -> str:
 
     t = html.escape(text)
     t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    t = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", t)
     return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", t)
 
 
@@ -299,8 +362,14 @@ def to_html(secs: Sequence[Section]) -> str:
         parts.append(f"<h{s.level}>{html.escape(s.title)}</h{s.level}>")
         if s.text:
             parts.append(f"<p>{_inline(s.text)}</p>")
+        if s.items:
+            parts.append("<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in s.items) + "</ul>")
         if s.image:
             parts.append(f'<p><img src="{html.escape(s.image)}" alt="{html.escape(s.title)}"></p>')
+        if s.gallery:
+            parts.append('<div class="gallery">' + "".join(
+                "<figure>" + (f'<img src="{html.escape(p)}" alt="{html.escape(a)}">' if p else "")
+                + f"<figcaption>{html.escape(c)}</figcaption></figure>" for p, a, c in s.gallery) + "</div>")
         if s.headers:
             parts.append("<table><thead><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in s.headers)
                          + "</tr></thead><tbody>")
@@ -332,6 +401,35 @@ def _bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float | 
     ax.set_xticklabels(groups)
     ax.set_ylim(0, 1.05)
     ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+
+
+def _plot_by_load(ax: Any, gens: Mapping[str, Mapping[str, Any]], loads: Sequence[str]) -> None:
+    """Success against compositional load: per generator the metric as a thin line with dots, drawn over the
+    known truth as a wide pale band of the same colour, so that where the two agree the line lies inside the band
+    (a dashed truth line drawn under a solid metric line hid exactly under it)."""
+    xs = [int(k) for k in loads]
+
+    def points(agg: Mapping[str, Any]) -> tuple[list[int], list[float]]:
+        pts = [(x, agg.get("by_load", {}).get(k, {}).get("score")) for x, k in zip(xs, loads)]
+        pts = [(x, y) for x, y in pts if y is not None]
+        return [x for x, _ in pts], [y for _, y in pts]
+
+    for j, (g, e) in enumerate(gens.items()):
+        colour = f"C{j % 10}"
+        if e["truth"]:
+            x, y = points(e["truth"])
+            ax.plot(x, y, "-", color=colour, linewidth=8, alpha=0.25, solid_capstyle="round", zorder=1,
+                    label=f"{g} (known truth)")
+        x, y = points(e["metric"])
+        if x:
+            ax.plot(x, y, "-o", color=colour, linewidth=1.5, markersize=4, zorder=3, label=f"{g} (metric)")
+    ax.set_xticks(xs)
+    ax.set_ylim(-0.03, 1.05)  # a score of 0 stays visible above the axis
+    ax.grid(alpha=0.3)
+    ax.set_xlabel("compositional load (objects n + constraints m)")
+    ax.set_ylabel("success rate (SAT)")
+    ax.set_title("Success against compositional load (line: metric, pale band: known truth)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
 
 
@@ -377,24 +475,7 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
     loads = _loads(gens)
     if loads:
         fig, ax = plt.subplots(figsize=(9, 3.6))
-        xs = [int(k) for k in loads]
-        for j, (g, e) in enumerate(gens.items()):
-            colour = f"C{j % 10}"
-            for agg, style, who in ((e["metric"], "-o", "metric"), (e["truth"], "--", "known truth")):
-                if not agg:
-                    continue
-                pts = [(x, agg.get("by_load", {}).get(k, {}).get("score")) for x, k in zip(xs, loads)]
-                pts = [(x, y) for x, y in pts if y is not None]
-                if pts:
-                    ax.plot([x for x, _ in pts], [y for _, y in pts], style, color=colour, markersize=4,
-                            label=f"{g} ({who})", alpha=1.0 if who == "metric" else 0.6)
-        ax.set_xticks(xs)
-        ax.set_ylim(0, 1.05)
-        ax.grid(alpha=0.3)
-        ax.set_xlabel("compositional load (objects n + constraints m)")
-        ax.set_ylabel("success rate (SAT)")
-        ax.set_title("Success against compositional load (solid: metric, dashed: known truth)")
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+        _plot_by_load(ax, gens, loads)
         save(fig, "by_load")
 
     builtin = [g for g, e in gens.items() if e["agreement"] is not None]
@@ -410,29 +491,19 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
 
 
 def write_report(out: str | Path, summary: dict[str, Any], worst: Mapping[str, Sequence[Mapping[str, Any]]],
-                 timings_start: float | None = None, total_start: float | None = None,
-                 cpu_start: tuple[float, float] | None = None) -> dict[str, Path]:
+                 timer: Any = None) -> dict[str, Path]:
     """Write plots, ``report.md``, ``report.html`` and ``summary.json`` into ``out``; return their paths.
 
-    ``timings_start`` / ``total_start`` (``time.perf_counter()`` values) add the report stage and the total to
-    ``summary["timings"]``; ``cpu_start`` (``(report start, run start)`` CPU readings of this process) adds
-    the report stage to ``summary["cpu_seconds"]`` and its total (the sum of the stages, workers included).
+    ``timer``: the run's `logicval_hf.job.timer.StageTimer` (whose ``wall`` / ``cpu`` are the summary's
+    ``timings`` / ``cpu_seconds``); its open stages (the report's) end and its ``total`` is booked once the plots
+    are drawn, so the files written after that hold them.
     """
-    from logicval_hf.common.cpu import cpu_seconds
-
     from logicval_hf.common.atomic import atomic_write_json, atomic_write_text
 
     out = Path(out)
     plots = write_plots(out, summary)
-    now = time.perf_counter()
-    if timings_start is not None:
-        summary["timings"]["report"] = now - timings_start
-    if total_start is not None:
-        summary["timings"]["total"] = now - total_start
-    if cpu_start is not None and "cpu_seconds" in summary:
-        cs = summary["cpu_seconds"]
-        cs["report"] = cpu_seconds() - cpu_start[0]
-        cs["total"] = sum(v for k, v in cs.items() if k != "total")  # workers are not our children (forkserver)
+    if timer is not None:
+        timer.finish()
     secs = sections(summary, worst, plots)
     paths = {"report.md": out / "report.md", "report.html": out / "report.html", "summary.json": out / "summary.json"}
     atomic_write_text(paths["report.md"], to_markdown(secs))

@@ -143,7 +143,8 @@ class PerceptionBackend:
         return domain.name not in domain_names() or domain == load_domain(domain.name)
 
     def source_files(self) -> list[Path]:
-        """The source files of the modules that define its functions (part of a cache fingerprint)."""
+        """The source files of the modules that define its functions (part of a cache fingerprint); for a
+        function defined in a package's ``__init__`` (``neural``), every module of that package."""
         files: list[Path] = []
         for fn in (self.extract, self.extract_batch, self.init_worker):
             if fn is None:
@@ -152,8 +153,8 @@ class PerceptionBackend:
                 path = Path(inspect.getfile(inspect.unwrap(fn) if inspect.isroutine(fn) else type(fn)))
             except (TypeError, OSError):  # built in, or defined where no file is (an interactive session)
                 continue
-            if path.is_file() and path not in files:
-                files.append(path)
+            found = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+            files.extend(f for f in found if f.is_file() and f not in files)
         return files
 
     def check(self) -> list[str]:

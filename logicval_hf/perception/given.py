@@ -64,6 +64,13 @@ def to_scene(x: Any, domain: Domain | str | None = None, what: str = "scene") ->
     domain = _domain(domain, what)
     if isinstance(x, (bytearray, memoryview)):
         x = bytes(x)
+    if isinstance(x, bytes):
+        try:
+            x.decode("utf-8")
+        except UnicodeDecodeError:  # JSON is UTF-8 text: these are an image's (or other binary) bytes
+            raise SceneError(f"{what}: must be a JSON object (a scene graph), got bytes that are not UTF-8 text "
+                             "(image bytes?); the 'given' backend does not look at pixels: use a perception "
+                             "backend such as 'clevr' for images") from None
     if isinstance(x, Scene):
         if domain is not None and x.domain != domain:
             raise SceneError(f"{what}: the scene is in domain {x.domain.name!r}, but domain {domain.name!r} is "

@@ -7,6 +7,10 @@ benchmark rows (dicts with ``spec_json`` and optionally ``id``, ``package``, ``l
 graphs are used as given. Each (spec, scene) is verified once, in batches; the count-relaxed verdict is derived
 from the same result.
 
+Two levels: `compute` takes what a user has (raw predictions and references) and returns scores; underneath,
+`to_scenes` turns predictions into `Scene` objects and `verify_scenes` turns parsed specs and scenes into
+`Record` objects (the main job calls these two directly: it has specs and scenes already).
+
 Every prediction is read in the domain of its reference's spec (``"domain": "coco"`` in the spec; none: CLEVR):
 a scene graph that names no domain is taken to be in it, one in another domain is an error naming the item;
 images of a spec in another domain than CLEVR are perceived in that domain (``domain=`` to the backend, e.g.
@@ -28,6 +32,9 @@ from logicval_hf.scoring import inputs
 from logicval_hf.scoring.scores import Record, aggregate
 from logicval_hf.asp.solver import Solver, check_mode, default_solver
 
+__all__ = ["PROBABILISTIC_SETTINGS", "compute", "images_in_folder", "parse_reference", "perceived_domain",
+           "to_scenes", "verify_scenes"]
+
 #: settings of the probabilistic score (`logicval_hf.scoring.probabilistic.probability`)
 PROBABILISTIC_SETTINGS = ("max_exact", "samples", "seed", "epsilon")
 
@@ -37,6 +44,12 @@ def parse_reference(ref: Any, solver: Solver | None = None) -> tuple[Spec, dict[
     return inputs.parse_reference(ref, (solver or default_solver()).catalog)
 
 
+def perceived_domain(domain: Domain | None) -> Domain | None:
+    """The ``domain=`` a perception backend is asked for, for a prediction whose spec is in ``domain``: None for
+    CLEVR (every backend's default, so a CLEVR-only backend is never asked), the domain otherwise."""
+    return None if domain is None or domain == load_catalog().domain else domain
+
+
 def to_scenes(predictions: Sequence[Any], backend: str = "clevr", domains: Sequence[Domain | None] | None = None,
               **settings: Any) -> list[Scene]:
     """Scene graphs for predictions: images through the perception backend, scene graphs parsed (one kind per
@@ -44,7 +57,7 @@ def to_scenes(predictions: Sequence[Any], backend: str = "clevr", domains: Seque
 
     ``domains``: the domain of each prediction (its reference's spec's). Scene graphs are read in it; images of
     a domain other than CLEVR are perceived with ``domain=`` that domain (a ``domain`` in ``settings`` is used for
-    every image instead); CLEVR images are perceived as without domains.
+    every image instead; `perceived_domain`); CLEVR images are perceived as without domains.
     """
     checked = inputs.normalise_predictions(predictions, backend=backend, domains=domains)
     scenes: list[Scene | None] = [p if isinstance(p, Scene) else None for p in checked]
@@ -55,21 +68,34 @@ def to_scenes(predictions: Sequence[Any], backend: str = "clevr", domains: Seque
 
         require_backend(backend)  # e.g. "neural" without its extra: one line naming `logicval-hf[neural]`
         groups: dict[Any, list[int]] = {}
-        clevr = load_catalog().domain
         for i in image_idx:
-            d = None if domains is None or "domain" in settings or domains[i] in (None, clevr) else domains[i]
+            d = None if domains is None or "domain" in settings else perceived_domain(domains[i])
             groups.setdefault(d, []).append(i)
         for d, idx in groups.items():
             extra = {} if d is None else {"domain": d}
             try:
                 extracted = extract_scenes([checked[i] for i in idx], backend=backend, **settings, **extra)
             except ValueError as e:
+                if inputs.takes_raw_input(backend):  # raw items are cheap to read again: name the one refused
+                    _raise_for_first_refused(checked, idx, backend, {**settings, **extra})
                 if d is None:
                     raise
                 raise type(e)(f"predictions[{idx[0]}]: its spec is in domain {d.name!r}: {e}") from None
             for i, s in zip(idx, extracted):
                 scenes[i] = s
     return scenes  # type: ignore[return-value]
+
+
+def _raise_for_first_refused(items: Sequence[Any], idx: Sequence[int], backend: str, settings: Mapping[str, Any]
+                             ) -> None:
+    """Read the raw items one by one and raise the first refusal as ``predictions[i]: ...``."""
+    from logicval_hf.perception import extract_scene
+
+    for i in idx:
+        try:
+            extract_scene(items[i], backend=backend, **settings)
+        except ValueError as e:
+            raise type(e)(f"predictions[{i}]: {e}") from None
 
 
 def _probabilistic_settings(probabilistic: Any) -> dict[str, Any] | None:
@@ -85,12 +111,35 @@ def _probabilistic_settings(probabilistic: Any) -> dict[str, Any] | None:
     raise ValueError(f"probabilistic must be True, False or a dict of settings, got {type(probabilistic).__name__}")
 
 
-def _scene_dict(scene: Scene, probs: bool) -> dict[str, Any]:
-    d = scene.to_dict()
-    if not probs:
-        for o in d["objects"]:
-            o.pop("probs", None)
-    return d
+def verify_scenes(specs: Sequence[Spec], scenes: Sequence[Scene], *, labels: Sequence[str | None] | None = None,
+                  ids: Sequence[str | None] | None = None, packages: Sequence[str | None] | None = None,
+                  solver: Solver | None = None) -> list[Record]:
+    """Verify each (spec, scene) pair once: one `Record` per pair, with the strict verdict, the count-relaxed
+    one derived from it (no second solver call) and the scene.
+
+    Args:
+        specs: parsed specifications.
+        scenes: one per spec, in its spec's domain (`to_scenes` reads predictions so).
+        labels: each spec's ``SAT`` / ``UNSAT`` label where known (a benchmark row's); the others are solved.
+        ids: benchmark ids carried into the records (optional).
+        packages: benchmark packages carried into the records (optional).
+        solver: a `Solver` to reuse (default: the shared one); scenes of one spec share its grounding.
+    Returns:
+        The records, in input order.
+    Raises:
+        ValueError: lists of different lengths; a scene in another domain than its spec (the solver's check,
+        naming the item).
+    """
+    n = len(specs)
+    for name, xs in (("scenes", scenes), ("labels", labels), ("ids", ids), ("packages", packages)):
+        if xs is not None and len(xs) != n:
+            raise ValueError(f"verify_scenes: {len(xs)} {name} for {n} specs")
+    solver = solver or default_solver()
+    labels = [(labels[k] if labels is not None else None) or solver.solve(spec).label for k, spec in enumerate(specs)]
+    strict = solver.verify_many(list(zip(specs, scenes)), count="strict", labels=labels)
+    return [Record(spec, label, v, v.with_count("relaxed"), packages[k] if packages is not None else None,
+                   ids[k] if ids is not None else None, scene)
+            for k, (spec, label, v, scene) in enumerate(zip(specs, labels, strict, scenes))]
 
 
 def compute(
@@ -109,7 +158,9 @@ def compute(
     Args:
         predictions: images or scene graphs (not both), one per reference.
         references: specs or benchmark rows.
-        backend: perception backend for images (``"clevr"``, ``"neural"``) or ``"given"`` (scene graphs only).
+        backend: perception backend for images (``"clevr"``, ``"neural"``), ``"given"`` (scene graphs only) or
+            any registered backend; one that takes raw input gets every prediction that is not a scene graph
+            untouched.
         per_sample: include every sample's verdict, violated constraints and scene graph.
         solver: a `Solver` to reuse (default: the shared one).
         backend_settings: keyword settings for the perception backend (model ids, thresholds, ...).
@@ -130,46 +181,31 @@ def compute(
     check_mode(count)
     settings = _probabilistic_settings(probabilistic)
     solver = solver or default_solver()
-    parsed = []
+    specs, metas = [], []
     for i, ref in enumerate(references):
         try:
-            parsed.append(inputs.parse_reference(ref, solver.catalog))
+            spec, meta = inputs.parse_reference(ref, solver.catalog)
         except ValueError as e:
             raise type(e)(f"references[{i}]: {e}") from None
-    domains = [spec.domain for spec, _ in parsed]
-    scenes = to_scenes(predictions, backend=backend, domains=domains, **dict(backend_settings or {}))
-    for i, (scene, domain) in enumerate(zip(scenes, domains)):
-        inputs.check_domain(scene, domain, f"predictions[{i}]")
-    labels = [meta.get("label") or solver.solve(spec).label for spec, meta in parsed]
-    strict = solver.verify_many([(spec, scene) for (spec, _), scene in zip(parsed, scenes)], count="strict",
-                                labels=labels)
-    records = [
-        Record(spec, label, s, s.with_count("relaxed"), meta.get("package"), meta.get("id"))
-        for (spec, meta), label, s in zip(parsed, labels, strict)
-    ]
+        specs.append(spec)
+        metas.append(meta)
+    # each prediction is read (or perceived) in its spec's domain: that read is the one domain check per pair
+    scenes = to_scenes(predictions, backend=backend, domains=[spec.domain for spec in specs],
+                       **dict(backend_settings or {}))
+    records = verify_scenes(specs, scenes, labels=[m.get("label") for m in metas], ids=[m.get("id") for m in metas],
+                            packages=[m.get("package") for m in metas], solver=solver)
     out = aggregate(records)
     results = None
     if settings is not None:
         from logicval_hf.scoring.probabilistic import probability
 
-        results = [probability(rec.spec, scene, count=count, label=rec.label, solver=solver, **settings)
-                   for rec, scene in zip(records, scenes)]
+        results = [probability(rec.spec, rec.scene, count=count, label=rec.label, solver=solver, **settings)
+                   for rec in records]
         out["probabilistic_score"] = float(np.mean([r.p for r in results]))
     if per_sample:
         out["per_sample"] = []
-        for k, (rec, scene) in enumerate(zip(records, scenes)):
-            sample = {
-                "id": rec.id,
-                "package": rec.package,
-                "label": rec.label,
-                "ok": rec.strict.ok,
-                "relaxed_ok": rec.relaxed.ok,
-                "count_ok": rec.strict.count_ok,
-                "violated": list(rec.strict.violated),
-                "n_objects": rec.strict.n_objects,
-                "load": rec.load,
-                "scene": _scene_dict(scene, probs),
-            }
+        for k, rec in enumerate(records):
+            sample = rec.to_sample(probs)
             if results is not None:
                 r = results[k]
                 sample.update(probability=r.p, probability_exact=r.exact, probability_stderr=r.stderr)

@@ -8,6 +8,10 @@ Predictions are one of two kinds, never mixed in one call:
 * **images**: a PIL image, a ``uint8`` numpy array, a path (``str`` / ``os.PathLike``), encoded image bytes
   (PNG, JPEG, ...) or a ``datasets.Image`` cell (``{"bytes": ..., "path": ...}``).
 
+A backend that takes raw input (`PerceptionBackend.raw_input`: ``given``, or one registered by a user) gets
+every prediction that is not a scene graph as it is: nothing is checked or decoded here, its ``extract`` reads
+it (``given``: a ``.json`` file; a third-party backend: whatever it documents).
+
 References are specs (`Spec`, dict, JSON string / bytes) or benchmark rows (dicts with ``spec_json`` and
 optionally ``id``, ``package``, ``label``). Every error is a `ValueError` that names the item
 (``predictions[3]: ...``). Images are checked cheaply (file header, pixel cap `MAX_PIXELS`, array dtype and
@@ -27,7 +31,7 @@ from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, check_size, open_checked
 
 __all__ = ["MAX_PIXELS", "ROW_KEYS", "check_domain", "check_lists", "is_scene_graph", "prediction_kind",
-           "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json"]
+           "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json", "takes_raw_input"]
 
 #: benchmark-row fields a reference keeps (the rest of a row, e.g. the prompt or the witness, is not needed)
 ROW_KEYS = ("id", "package", "label", "spec_json")
@@ -124,13 +128,28 @@ def _check_image_file(path: str, what: str) -> None:
         raise
 
 
+def takes_raw_input(backend: str | None) -> bool:
+    """Whether the named perception backend takes its input raw (`PerceptionBackend.raw_input`).
+
+    Raises:
+        UnknownNameError: no backend of that name (a `ValueError` suggesting close names).
+    """
+    if backend is None:
+        return False
+    from logicval_hf.perception import get_backend
+
+    return get_backend(backend).raw_input
+
+
 def normalise_prediction(x: Any, what: str = "prediction", backend: str | None = None,
                          domain: Domain | None = None) -> Any:
     """A checked prediction: a `Scene` for a scene graph (read in ``domain`` when given: its spec's); for an
     image, a path string, a numpy array or a PIL image (encoded bytes and ``datasets.Image`` cells are opened
-    lazily). With ``backend="given"`` every prediction must be a scene graph."""
-    if backend == "given" or is_scene_graph(x):
+    lazily). A backend that takes raw input (`takes_raw_input`) gets anything else untouched."""
+    if is_scene_graph(x):
         return _scene(x, what, domain)
+    if takes_raw_input(backend):
+        return x
     if isinstance(x, os.PathLike):
         x = os.fspath(x)
     if isinstance(x, str):
@@ -164,13 +183,13 @@ def normalise_predictions(predictions: Sequence[Any], backend: str | None = None
                           domains: Sequence[Domain | None] | None = None) -> list[Any]:
     """Every prediction checked (`normalise_prediction`; scene graphs read in ``domains[i]``, the domains of
     their references' specs, when given); images and scene graphs in one call are refused, naming the first
-    item of the other kind."""
+    item of the other kind (unless the backend takes raw input: then the backend decides)."""
     predictions = list(predictions)
     if domains is None:
         domains = [None] * len(predictions)
     elif len(domains) != len(predictions):
         raise ValueError(f"got {len(domains)} domains for {len(predictions)} predictions")
-    if backend != "given" and predictions:
+    if not takes_raw_input(backend) and predictions:
         first = prediction_kind(predictions[0])
         for i, p in enumerate(predictions):
             if prediction_kind(p) != first:

@@ -1,7 +1,9 @@
 """From verdicts to scores: the LogicVal score, the count-relaxed score, UNSAT abstention and breakdowns.
 
-A *record* is one scored image: the spec it was generated for (with its benchmark package and label) and
-the verdicts under both count modes. `aggregate` turns records into the paper's tables:
+A *record* is one scored image: the spec it was generated for (with its benchmark package and label), the
+verdicts under both count modes and the scene they were reached on. `Record.to_sample` writes it as one
+``per_sample`` entry (the metric's output, the main job's verdict files) and `Record.from_sample` reads such an
+entry back. `aggregate` turns records into the paper's tables:
 
 * ``logicval_score``: fraction of images whose verdict is ok (strict: exactly n objects, every constraint;
   UNSAT specs: the empty scene);
@@ -17,11 +19,12 @@ the verdicts under both count modes. `aggregate` turns records into the paper's 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from logicval_hf.contract.catalog import Template, load_catalog
 from logicval_hf.asp.solver import Verdict
+from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 
 OPERATORS = ("exists", "forall", "implies", "count")
@@ -50,7 +53,8 @@ def operators_of(template_id: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Record:
-    """One scored image."""
+    """One scored image: ``scene`` is the scene graph the verdicts were reached on (None: no image, a failed
+    generation)."""
 
     spec: Spec
     label: str
@@ -58,6 +62,7 @@ class Record:
     relaxed: Verdict
     package: str | None = None
     id: str | None = None
+    scene: Scene | None = field(default=None, compare=False)
 
     @property
     def abstained(self) -> bool:
@@ -67,6 +72,48 @@ class Record:
     def load(self) -> int:
         """Compositional load of the spec: object instances plus constraints that must hold at once."""
         return compositional_load(self.spec)
+
+    @property
+    def confidence(self) -> float | None:
+        """The perception backend's probability that the scene graph is right (`Scene.confidence`), if any."""
+        return None if self.scene is None else self.scene.confidence
+
+    def to_sample(self, probs: bool = False) -> dict[str, Any]:
+        """The record as one ``per_sample`` entry: ``id``, ``package``, ``label``, ``ok``, ``relaxed_ok``,
+        ``count_ok``, ``violated``, ``n_objects``, ``load``, ``confidence`` (the perception backend's
+        probability that the scene graph is right; None when it gives none) and ``scene`` (its objects'
+        ``probs`` only when ``probs``)."""
+        scene = None
+        if self.scene is not None:
+            scene = self.scene.to_dict()
+            if not probs:
+                for o in scene["objects"]:
+                    o.pop("probs", None)
+        return {
+            "id": self.id,
+            "package": self.package,
+            "label": self.label,
+            "ok": self.strict.ok,
+            "relaxed_ok": self.relaxed.ok,
+            "count_ok": self.strict.count_ok,
+            "violated": list(self.strict.violated),
+            "n_objects": self.strict.n_objects if self.scene is not None else None,
+            "load": self.load,
+            "confidence": self.confidence,
+            "scene": scene,
+        }
+
+    @classmethod
+    def from_sample(cls, spec: Spec, sample: Mapping[str, Any]) -> "Record":
+        """The record a `to_sample` entry describes, for ``spec`` (its scene read in the spec's domain). An entry
+        without a scene (a failed generation) keeps its verdicts and is never an abstention."""
+        scene = None if sample.get("scene") is None else Scene.from_dict(sample["scene"], spec.domain)
+        n_objects = -1 if sample.get("n_objects") is None else int(sample["n_objects"])
+        violated = tuple(int(i) for i in sample.get("violated") or ())
+        label = str(sample["label"])
+        strict = Verdict(bool(sample["ok"]), bool(sample["count_ok"]), violated, label, "strict", n_objects)
+        relaxed = Verdict(bool(sample["relaxed_ok"]), bool(sample["count_ok"]), violated, label, "relaxed", n_objects)
+        return cls(spec, label, strict, relaxed, sample.get("package"), sample.get("id"), scene)
 
 
 def compositional_load(spec: Spec) -> int:

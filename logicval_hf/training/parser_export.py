@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from logicval_hf.common.matching import match_centres
 from logicval_hf.training import loop
 from logicval_hf.training.parser_augment import DEFAULT, Augmentation
 from logicval_hf.training.parser_data import ATTRIBUTES, Record
@@ -65,16 +66,6 @@ def export_onnx(net, path: Path, meta: dict[str, Any], canvas: tuple[int, int] =
                      axes, meta, "LogicVal-HF CLEVR scene parser (see logicval_hf/perception/scene_parser.md)")
 
 
-def _match(pc: np.ndarray, tc: np.ndarray, radius: float) -> list[tuple[int, int]]:
-    from scipy.optimize import linear_sum_assignment
-
-    if len(pc) == 0 or len(tc) == 0:
-        return []
-    d = np.linalg.norm(pc[:, None] - tc[None], axis=2)
-    r, c = linear_sum_assignment(d)
-    return [(int(i), int(j)) for i, j in zip(r, c) if d[i, j] <= radius]
-
-
 def _exact(dets, rec: Record, pairs, attributes: Sequence[str]) -> bool:
     from logicval_hf.contract.spatial import region_of
 
@@ -112,11 +103,11 @@ def evaluate(model_path: Path, records: Sequence[Record], flip: bool, attribute_
         W = rec.rgb.shape[1]
         for t in thresholds:
             dt = [d for d in dets if d.score >= t]
-            pairs = _match(np.array([[d.cx, d.cy] for d in dt]).reshape(-1, 2), rec.centres, MATCH_RADIUS * W)
+            pairs = match_centres([(d.cx, d.cy) for d in dt], rec.centres, MATCH_RADIUS * W, assign_far=True)
             per_thr[t]["count"] += len(dt) == len(rec.centres)
             per_thr[t]["exact"] += _exact(dt, rec, pairs, attrs3)
         allp = list(dets) + list(cands)
-        pairs = _match(np.array([[d.cx, d.cy] for d in allp]).reshape(-1, 2), rec.centres, MATCH_RADIUS * W)
+        pairs = match_centres([(d.cx, d.cy) for d in allp], rec.centres, MATCH_RADIUS * W, assign_far=True)
         real = {i for i, _ in pairs}
         peaks += [(d.score, i in real) for i, d in enumerate(allp)]
         for i, j in pairs:
@@ -199,7 +190,7 @@ def fit_power(per_image, conf_meta: dict[str, Any], attributes: Sequence[str]) -
     for rec, dets, cands in per_image:
         H, Wd = rec.rgb.shape[:2]
         raw.append(math.log(max(scene_confidence(dets, [c.score for c in cands], Wd, H, base, attributes), 1e-12)))
-        pairs = _match(np.array([[d.cx, d.cy] for d in dets]).reshape(-1, 2), rec.centres, MATCH_RADIUS * W(rec))
+        pairs = match_centres([(d.cx, d.cy) for d in dets], rec.centres, MATCH_RADIUS * W(rec), assign_far=True)
         exact.append(_exact(dets, rec, pairs, ("color", "shape", "material")))
     raw_a, ex = np.array(raw), np.array(exact, float)
     best, best_g = None, 1.0

@@ -83,8 +83,10 @@ Returns:
         constraints (`n + m`, keys as strings: `"4"` ... `"15"`), with `n`, `score` and `relaxed_score`.
     probabilistic_score (`float` in [0, 1]): mean probability of satisfaction (only with `probabilistic`).
     per_sample (`list` of `dict`): `id`, `package`, `label`, `ok`, `relaxed_ok`, `count_ok`, `violated`
-        (0-based indices of the failing constraints), `n_objects`, `load`, `scene` (and `probability`,
-        `probability_exact`, `probability_stderr` with `probabilistic`).
+        (0-based indices of the failing constraints), `n_objects`, `load`, `confidence` (the perception
+        backend's probability in [0, 1] that the scene graph is right, e.g. the `clevr` parser's; `None` when
+        the backend or the given scene graph has none: look at the least confident images first), `scene` (and
+        `probability`, `probability_exact`, `probability_stderr` with `probabilistic`).
 
 Raises:
     ValueError: no samples, unequal lengths, images mixed with scene graphs, or a malformed item (the message

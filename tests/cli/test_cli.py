@@ -176,6 +176,44 @@ def test_check_image_to_verdict(files, witness_png, capsys):
     assert rc == 0 and res["count"] == "relaxed" and any("probs" in o for o in res["scene"]["objects"])
 
 
+def _sure_of_one_red_cube(rgb, **settings):
+    """A backend for the test below: one red cube, 37 % sure of it."""
+    from logicval_hf import Scene
+
+    return Scene.from_dict({"image_size": [rgb.shape[1], rgb.shape[0]], "objects": [obj("red", "cube", "metal", 50, 50)],
+                            "confidence": 0.37})
+
+
+def _no_idea(rgb, **settings):
+    from logicval_hf import Scene
+
+    return Scene.empty()
+
+
+def test_check_says_how_sure_the_backend_is(files, witness_png, capsys):
+    import argparse
+
+    from logicval_hf.cli.core import cmd_check
+    from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
+
+    rc, out, _ = run(capsys, "check", files / "spec.json", witness_png)
+    res = json.loads(out)
+    assert 0 <= res["confidence"] <= 1 and res["confidence"] == res["scene"]["confidence"]  # the clevr parser's
+    # a backend registered in-process (`check --backend` offers the built-in ones, so the command's function)
+    args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test",
+                              relaxed=False, probs=False, pretty=False)
+    register_backend("one-red-cube-test", PerceptionBackend("one-red-cube-test", _sure_of_one_red_cube))
+    try:
+        assert cmd_check(args) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["confidence"] == 0.37 and res["ok"] is False and res["n_objects"] == 1
+        register_backend("one-red-cube-test", PerceptionBackend("one-red-cube-test", _no_idea), replace=True)
+        assert cmd_check(args) == 0
+        assert json.loads(capsys.readouterr().out)["confidence"] is None  # a backend that does not say
+    finally:
+        BACKENDS.pop("one-red-cube-test")
+
+
 def test_check_bad_input(files, witness_png, capsys):
     rc, out, err = run(capsys, "check", files / "spec.json", files / "scene.json")
     assert rc == 2 and out == "" and "is a JSON file" in err and "logicval verify" in err

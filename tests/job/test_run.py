@@ -13,6 +13,8 @@ import pytest
 from PIL import Image
 
 import logicval_hf.job.run as run_mod
+from logicval_hf.job import cache as cache_mod
+from logicval_hf.job import generate as generate_mod
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS
@@ -192,7 +194,7 @@ def test_resume_skips_work_and_reproduces_the_summary(first):
     again = run(out, limit=LIMIT, progress=False)
     for g in GENS:
         assert again["work"][g] == {"generated": 0, "reused": len(before) // 3, "scored": 0,
-                                    "reused_verdicts": len(before) // 3}
+                                    "reused_verdicts": len(before) // 3, "deleted_images": 0}
     assert {p: p.stat().st_mtime_ns for p in _files(out / "images")} == before
     assert _stable(again) == _stable(summary)
     assert again["timings"]["benchmark"] < 5  # rows come from out/benchmark.json
@@ -209,7 +211,8 @@ def test_image_folder_scores_user_images(first, tmp_path):
     for i in ids[2:]:
         shutil.copy(out / "images" / "oracle" / f"{i}.png", folder / f"{i}.png")
     (folder / f"{broken}.png").write_bytes(b"not a png")
-    res = run(tmp_path / "rep", generators=[str(folder)], limit=LIMIT, progress=False)
+    with pytest.warns(run_mod.MissingImagesWarning, match="1 of 12 specs have no image"):
+        res = run(tmp_path / "rep", generators=[str(folder)], limit=LIMIT, progress=False)
     e = res["generators"]["my_model"]
     assert e["kind"] == "folder" and e["truth"] is None and e["agreement"] is None
     assert e["missing"] == [missing] and e["unreadable"] == [broken]
@@ -221,7 +224,8 @@ def test_image_folder_scores_user_images(first, tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Failed generations" in md and missing in md and broken in md
     # image_folder= is the same as naming the folder as a generator
-    res2 = run(tmp_path / "rep", generators=(), image_folder=folder, limit=LIMIT, progress=False)
+    with pytest.warns(run_mod.MissingImagesWarning):
+        res2 = run(tmp_path / "rep", generators=(), image_folder=folder, limit=LIMIT, progress=False)
     assert res2["generators"]["my_model"]["metric"] == e["metric"]
 
 
@@ -239,7 +243,7 @@ def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, mo
     out_first, summary = first
     out = tmp_path / "report"
     calls = {"n": 0}
-    real = run_mod._png_bytes
+    real = generate_mod.png_bytes
 
     def flaky(image):
         calls["n"] += 1
@@ -247,10 +251,10 @@ def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, mo
             raise KeyboardInterrupt
         return real(image)
 
-    monkeypatch.setattr(run_mod, "_png_bytes", flaky)
+    monkeypatch.setattr(generate_mod, "png_bytes", flaky)
     with pytest.raises(KeyboardInterrupt):
         run(out, limit=LIMIT, progress=False, jobs=1)
-    monkeypatch.setattr(run_mod, "_png_bytes", real)
+    monkeypatch.setattr(generate_mod, "png_bytes", real)
     files = _files(out)
     assert len(list((out / "images" / "oracle").glob("*.png"))) == 4
     assert not [p for p in files if p.name.endswith(".tmp")]
@@ -282,9 +286,10 @@ def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     """Verdict files are keyed by the backend's code/model hash: a retrained backend re-perceives every image."""
     out = tmp_path / "r"
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
-    monkeypatch.setattr(run_mod, "backend_fingerprint", lambda backend: "retrained")
+    monkeypatch.setattr(cache_mod, "backend_fingerprint", lambda backend: "retrained")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
-    assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0}
+    assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0,
+                                       "deleted_images": 0}
 
 
 @pytest.mark.slow  # a second job run each; the inner loop keeps the resume test
@@ -294,7 +299,7 @@ def test_changed_generator_code_regenerates_images(first, tmp_path, monkeypatch)
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     rec = json.loads(next((out / "intended" / "oracle").glob("*.json")).read_text())
     assert rec["generator_fingerprint"] == run_mod.generator_fingerprint()
-    monkeypatch.setattr(run_mod, "generator_fingerprint", lambda: "edited")
+    monkeypatch.setattr(cache_mod, "generator_fingerprint", lambda: "edited")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)
     assert again["work"]["oracle"]["reused"] == 0
@@ -360,3 +365,168 @@ def test_backend_fingerprint_covers_every_model_file_of_the_backend(tmp_path):
         BACKENDS.pop("clevr-retrained", None)
     with pytest.raises(ValueError, match="unknown perception backend 'clevr-retrained'"):
         run_mod.backend_fingerprint("clevr-retrained")
+
+
+def test_stage_timer_adds_up_repeated_stages_and_books_the_total():
+    from logicval_hf.job.timer import StageTimer
+
+    timer = StageTimer()
+    timer.add("perceive/x")  # a stage with nothing to do still shows
+    for _ in range(2):
+        with timer.stage("verify/x") as stage:
+            sum(range(20000))
+            stage.add_cpu(1.5)  # a worker's CPU seconds
+    timer.begin("report")
+    timer.finish()
+    assert list(timer.wall) == ["perceive/x", "verify/x", "report", "total"] == list(timer.cpu)
+    assert timer.wall["perceive/x"] == 0.0 and timer.cpu["verify/x"] >= 3.0
+    assert timer.wall["total"] >= timer.wall["verify/x"] + timer.wall["report"]
+    assert timer.cpu["total"] == pytest.approx(sum(v for k, v in timer.cpu.items() if k != "total"))
+
+
+def test_a_partly_filled_folder_is_warned_about_and_can_be_scored_on_what_it_has(first, tmp_path, capsys):
+    from logicval_hf.job.run import MissingImagesWarning
+
+    out, summary = first
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    ids = sorted(p.stem for p in (out / "images" / "oracle").glob("*.png"))
+    for i in ids[:3]:
+        shutil.copy(out / "images" / "oracle" / f"{i}.png", folder / f"{i}.png")
+    rep = tmp_path / "rep"
+    args = ["run", "--out", str(rep), "--generator", str(folder), "--limit", str(LIMIT), "--jobs", "1", "--quiet"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    said = f"logicval: warning: {len(ids) - 3} of {len(ids)} specs have no image in {folder}"
+    assert err.count(said) == 2 and "--only-present" in err  # at once, and again after the scores
+    e = json.loads((rep / "summary.json").read_text())["generators"]["partial"]
+    assert e["metric"]["n_samples"] == len(ids) and e["missing"] == ids[3:] and e["left_out"] == []
+    assert len(e["warnings"]) == 1
+    md = (rep / "report.md").read_text()
+    assert md.index("## Warnings") < md.index("## Success rate per package") and "- **partial**: " in md
+    assert "<li><strong>partial</strong>: " in (rep / "report.html").read_text()
+
+    assert main(args + ["--only-present"]) == 0
+    printed = capsys.readouterr()
+    assert "are scored (--only-present)" in printed.err and f"3 specs scored, {len(ids) - 3}" in printed.out
+    e = json.loads((rep / "summary.json").read_text())["generators"]["partial"]
+    assert e["metric"]["n_samples"] == 3 and e["missing"] == [] and e["left_out"] == ids[3:]
+    oracle_ok = [json.loads((out / "verdicts" / "oracle" / f"{i}.json").read_text())["verdict"]["ok"]
+                 for i in ids[:3]]
+    assert e["metric"]["logicval_score"] == pytest.approx(sum(oracle_ok) / 3)
+
+    with pytest.warns(MissingImagesWarning, match="have no image"):  # the Python API says it too
+        run(rep, generators=[str(folder)], limit=LIMIT, progress=False, jobs=1)
+    (tmp_path / "unnamed").mkdir()
+    (tmp_path / "unnamed" / "img_001.png").write_bytes((folder / f"{ids[0]}.png").read_bytes())
+    assert main(["run", "--out", str(rep), "--generator", str(tmp_path / "unnamed"), "--limit", "1", "--quiet"]) == 2
+    assert "named by a benchmark id" in capsys.readouterr().err
+
+
+# ---- the report's pictures ---------------------------------------------------------------------------------------
+def test_the_known_truth_shows_where_it_equals_the_metric_on_the_load_plot(first, tmp_path):
+    """The truth's curve is visible even where it lies exactly on the metric's (it used to hide under it)."""
+    import copy
+
+    import numpy as np
+
+    from logicval_hf.job.report import write_plots
+
+    _, summary = first
+    agree = copy.deepcopy(summary)
+    for e in agree["generators"].values():
+        e["truth"] = copy.deepcopy(e["metric"])
+    alone = copy.deepcopy(summary)
+    for e in alone["generators"].values():
+        e["truth"] = e["agreement"] = None
+
+    def axes_pixels(s, where):
+        write_plots(where, s)
+        with Image.open(where / "plots" / "by_load.png") as im:
+            return np.asarray(im.convert("RGB"), dtype=int)
+
+    a, b = axes_pixels(agree, tmp_path / "a"), axes_pixels(alone, tmp_path / "b")
+    w = int(min(a.shape[1], b.shape[1]) * 0.6)  # the axes, at the same place in both; the legend lies to the right
+    a, b = a[:, :w], b[:, :w]
+    assert a.shape == b.shape
+    assert (np.abs(a - b).max(axis=2) > 40).sum() > 500
+
+
+def test_the_gallery_shows_failures_first_with_boxes_and_the_violated_constraint(first):
+    import numpy as np
+
+    out, summary = first
+    for g in GENS:
+        shots = summary["generators"][g]["gallery"]
+        assert 0 < len(shots) <= 8
+        failed = [not s["ok"] or s["truth"] != s["ok"] for s in shots]
+        assert failed == sorted(failed, reverse=True)  # failures first
+        for s in shots:
+            thumb = out / s["image"]
+            assert thumb.suffix == ".jpg" and thumb.stat().st_size < 30_000
+            with Image.open(thumb) as im:
+                assert im.width == 200
+    perturbed = summary["generators"]["perturbed"]["gallery"]
+    assert all(not s["ok"] for s in perturbed)
+    assert any("violates Constraint" in s["caption"] for s in perturbed)
+    assert any(("the prompt asks for" in s["caption"] or "unsatisfiable" in s["caption"]) for s in perturbed)
+    # the perceived boxes are drawn (yellow) on an image with objects
+    shot = next(s for s in summary["generators"]["oracle"]["gallery"] if s["id"].startswith("1SAT"))
+    with Image.open(out / shot["image"]) as im:
+        a = np.asarray(im.convert("RGB"), dtype=int)
+    assert ((a[..., 0] > 200) & (a[..., 1] > 170) & (a[..., 2] < 90)).sum() > 50
+    md, html_text = (out / "report.md").read_text(), (out / "report.html").read_text()
+    for g in GENS:
+        assert f"### Examples: {g}" in md and f"(gallery/{g}/" in md
+        assert f'<img src="gallery/{g}/' in html_text
+    assert sorted(p.name for p in (out / "gallery" / "oracle").glob("*.jpg")) == \
+        sorted(f"{s['id']}.jpg" for s in summary["generators"]["oracle"]["gallery"])
+
+
+def test_keep_images_none_keeps_the_report_and_a_rerun_redraws(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", "--out", str(out), "--generator", "oracle", "perturbed", "--limit", "1", "--jobs", "1",
+                 "--quiet", "--keep-images", "none"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert not list((out / "images").rglob("*.png"))
+    assert summary["work"]["oracle"]["deleted_images"] == len(PACKAGE_NAMES)
+    assert all((out / s["image"]).is_file() for g in ("oracle", "perturbed")
+               for s in summary["generators"][g]["gallery"])
+    # failures: the perturbed images (all rejected) stay, the accepted oracle ones go
+    again = run(out, generators=["oracle", "perturbed"], limit=1, progress=False, jobs=1, keep_images="failures")
+    assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)  # drawn again ...
+    assert again["work"]["oracle"]["reused_verdicts"] == len(PACKAGE_NAMES)  # ... to the same bytes: not re-scored
+    kept = {g: len(list((out / "images" / g).glob("*.png"))) for g in ("oracle", "perturbed")}
+    # kept: every image but those accepted by the metric and the known truth alike (the true positives)
+    assert kept == {"oracle": len(PACKAGE_NAMES) - again["generators"]["oracle"]["agreement"]["tp"],
+                    "perturbed": len(PACKAGE_NAMES)}
+    with pytest.raises(ValueError, match="keep_images must be one of"):
+        run(out, generators=["oracle"], limit=1, progress=False, keep_images="some")
+
+
+def test_the_report_lists_the_least_certain_images_first(first):
+    out, summary = first
+    md = (out / "report.md").read_text()
+    assert "## Perception confidence" in md
+    for g in GENS:
+        c = summary["generators"][g]["confidence"]
+        rated = sorted((json.loads(f.read_text())["verdict"]["confidence"], f.stem)
+                       for f in (out / "verdicts" / g).glob("*.json"))
+        assert c["n"] == len(rated) and c["min"] == rated[0][0]
+        assert c["mean"] == pytest.approx(sum(x for x, _ in rated) / len(rated))
+        least = c["least_certain"]
+        assert [(x["confidence"], x["id"]) for x in least] == rated[:len(least)]
+        assert len(least) == min(run_mod.LEAST_CERTAIN_SHOWN, len(rated))
+        section = md[md.index(f"### Least certain images: {g}"):]
+        rows = [line for line in section.splitlines() if line.startswith("| ")][1:1 + len(least)]
+        assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [x["id"] for x in least]
+        assert f"| {least[0]['confidence']:.2f} |" in rows[0]
+    # the worst-disagreements table has a confidence column
+    from logicval_hf.job.report import sections, to_markdown
+
+    worst = {"perturbed": [{"id": "3SAT-0000", "package": "3SAT", "kind": "false positive", "intended_objects": 4,
+                            "perceived_objects": 4, "scene_errors": 1, "diff": "obj 0 color red->blue",
+                            "truth_violated": [1], "metric_violated": [], "generation": "recoloured",
+                            "confidence": 0.31}]}
+    table = to_markdown(sections(summary, worst))
+    assert "| scene errors | confidence | violated (truth) |" in table and "| 1 | 0.31 | Constraint 2 |" in table

@@ -270,3 +270,11 @@ def test_check_reports_what_is_missing(tmp_path):
                          'module lv_no_such_module_xyz is not installed (pip install "logicval-hf[neural]")']
     info = b.info()
     assert info["ready"] is False and info["problems"] == b.check() and info["domains"] == ["clevr"]
+
+
+def test_a_backend_defined_in_a_package_fingerprints_every_module_of_it():
+    """The neural backend's entry points live in neural/__init__.py; an edit to its detector or CLIP half must
+    change the job's fingerprint too (cached verdicts are keyed on these files)."""
+    names = {p.name for p in get_backend("neural").source_files()}
+    assert {"__init__.py", "boxes.py", "detector.py", "clip.py", "pipeline.py", "loading.py"} <= names
+    assert [p.name for p in get_backend("given").source_files()] == ["given.py"]

@@ -291,6 +291,35 @@ def test_config_name_selects_the_backend(tmp_path, images):
         load(tmp_path, "nope")
 
 
+def test_per_sample_carries_the_scene_confidence(tmp_path, images):
+    metric = load(tmp_path)
+    out = metric.compute(predictions=[json.dumps({**GOOD, "confidence": 0.42}), json.dumps(GOOD)],
+                         references=[SPEC, SPEC])
+    assert [s["confidence"] for s in out["per_sample"]] == [0.42, None]
+    parsed = metric.compute(predictions=images[:1], references=[SPEC])["per_sample"][0]  # the clevr parser's
+    assert 0 <= parsed["confidence"] <= 1 and parsed["confidence"] == parsed["scene"]["confidence"]
+
+
+def _named_objects(text, **settings):
+    """A raw-input backend for the test below: "red cube metal; blue sphere rubber" -> objects in a row."""
+    items = [t.split() for t in text.split(";") if t.strip()]
+    return Scene.from_dict({"image_size": [480, 320],
+                            "objects": [obj(c, s, m, 40 + 60 * k, 160) for k, (c, s, m) in enumerate(items)]})
+
+
+def test_a_third_party_raw_input_backend_gets_the_metric_s_predictions_as_they_are(tmp_path):
+    from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
+
+    register_backend("named-objects-test", PerceptionBackend("named-objects-test", _named_objects, raw_input=True))
+    try:
+        metric = load(tmp_path, "named-objects-test")
+        out = metric.compute(predictions=["red cube metal; blue cube metal; red sphere rubber", "blue cube metal"],
+                             references=[SPEC, SPEC])
+        assert [(s["ok"], s["n_objects"]) for s in out["per_sample"]] == [(True, 3), (False, 1)]
+    finally:
+        BACKENDS.pop("named-objects-test")
+
+
 # ---- the `given` backend -----------------------------------------------------------------------
 def test_given_backend(tmp_path, images):
     from logicval_hf.perception import BACKENDS, extract_scene, extract_scenes

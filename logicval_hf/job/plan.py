@@ -1,0 +1,98 @@
+"""What a run covers: which generators (built-in names or folders of images) and which benchmark rows."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+__all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators"]
+
+#: the built-in generators (`logicval_hf.generation.builtin.GENERATORS`), in report order
+BUILTIN_GENERATORS = ("oracle", "naive", "perturbed")
+
+
+def limit_rows(rows: Sequence[dict], limit: int | None) -> list[dict]:
+    """At most ``limit`` rows per package, evenly spaced through the package (so a small limit still reaches
+    several classes of 1SAT), in benchmark order."""
+    if limit is None:
+        return list(rows)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive number of specs per package, got {limit!r}")
+    by_pkg: dict[str, list[dict]] = {}
+    for r in rows:
+        by_pkg.setdefault(r["package"], []).append(r)
+    keep: set[str] = set()
+    for members in by_pkg.values():
+        k = len(members)
+        picks = range(k) if k <= limit else sorted({(i * k) // limit for i in range(limit)})
+        keep.update(members[i]["id"] for i in picks)
+    return [r for r in rows if r["id"] in keep]
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "custom"
+
+
+def resolve_generators(generators: Iterable[str] | str | None, image_folder: str | Path | None = None
+                       ) -> list[tuple[str, Path | None]]:
+    """``[(name, folder or None)]``: built-in names stay; anything else must be a folder of images and is named
+    after the folder (``custom`` when that name is empty or taken)."""
+    if isinstance(generators, (str, os.PathLike)):
+        generators = [generators]
+    items = list(generators or [])
+    if image_folder is not None:
+        items.append(image_folder)
+    if not items:
+        raise ValueError("no generator given")
+    out: list[tuple[str, Path | None]] = []
+    names: set[str] = set()
+    for g in items:
+        g_str = os.fspath(g)
+        if g_str in BUILTIN_GENERATORS:
+            if g_str in names:
+                continue
+            out.append((g_str, None))
+            names.add(g_str)
+            continue
+        folder = Path(g_str).expanduser()
+        if not folder.is_dir():
+            raise ValueError(f"generator {g_str!r} is neither one of {list(BUILTIN_GENERATORS)} nor a folder of images")
+        name = _safe_name(folder.resolve().name)
+        if name in names or name in BUILTIN_GENERATORS:
+            name = "custom"
+        k = 2
+        base = name
+        while name in names:
+            name = f"{base}-{k}"
+            k += 1
+        out.append((name, folder))
+        names.add(name)
+    return out
+
+
+def folder_rows(folder: Path, rows: Sequence[dict], found: Mapping[str, Path], only_present: bool
+                ) -> tuple[list[dict], list[str]]:
+    """The rows a folder of images is scored on, and what a reader must be told about them.
+
+    Every row by default (an id without an image is a failed generation, not ok); with ``only_present`` only
+    the rows with an image. The messages say how many specs have no image and what that does to the score.
+
+    Raises:
+        ValueError: no row has an image in the folder (a wrong folder, or images not named by benchmark id).
+    """
+    n, k = len(rows), len(found)
+    if not found:
+        example = f" (e.g. {rows[0]['id']}.png)" if rows else ""
+        raise ValueError(f"no image in {str(folder)!r} is named by a benchmark id of this run{example}; images are "
+                         "found as <id>.png, .jpg, .jpeg or .webp")
+    if only_present:
+        notes = [f"only the {k} of {n} specs with an image in {folder} are scored (--only-present); the "
+                 f"{n - k} without one are left out, so the score is not comparable with a full run"] if k < n else []
+        return [r for r in rows if r["id"] in found], notes
+    if k == n:
+        return list(rows), []
+    return list(rows), [f"{n - k} of {n} specs have no image in {folder}: each counts as a failed generation (not "
+                        f"ok), so the score is over all {n} specs with {k} images; to score only the images found, "
+                        "run with --only-present"]
