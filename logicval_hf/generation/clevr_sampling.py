@@ -10,8 +10,8 @@ Render profiles (``logicval render-clevr --profile NAME``), declared as data in 
   colour (CLEVR grey, lit white, random), light energy, camera elevation 18-50 degrees and distance, image size.
 - ``t2i``: the look of text-to-image output, for perception that must read what T2I models draw: square and
   other frames (1:1 most often; 4:3, 3:2, 16:9 and portrait) with a longer side of 256-1024 px; any camera
-  azimuth, elevation 15-75 degrees, focal lengths 24-85 mm, framed so the objects fill from about a quarter to
-  nearly all of the frame; floors CLEVR grey, white and near-white, plain colours and mildly textured, a
+  azimuth, elevation 15-75 degrees, focal lengths 24-85 mm, framed so the median object is 7-42 % of the
+  frame's shorter side wide (the objects crowd closer when they are large); floors CLEVR grey, white and near-white, plain colours and mildly textured, a
   visible horizon in some; light energy, colour temperature and direction varied, soft or hard shadows;
   per-object scale jitter, mild non-uniform stretch, and cubes / cylinders with other bevels; 1-10 objects
   packed closer than CLEVR's rules allow (occlusion), every object whole inside the frame.
@@ -68,9 +68,15 @@ class T2ILook:
     long_side: tuple[int, int] = (256, 1024)
     elevation_deg: tuple[float, float] = (15.0, 75.0)
     lens_mm: tuple[float, float] = (24.0, 85.0)        # on Blender's 32 mm sensor (the CLEVR camera's)
-    fill: tuple[float, float] = (0.3, 0.95)            # the objects' bounding circle over half the short side
+    #: version of these draws: folders rendered with another version are not resumed with this one
+    version: int = 2
+    # T2I models draw objects large: the median object's width is this share of the frame's shorter side
+    # (log-uniform); the placement square shrinks to match, so several large objects crowd and occlude
+    object_size: tuple[float, float] = (0.07, 0.42)
+    object_size_spread: float = 0.3                     # placement half side x object size, at radius 0.5
     spread_per_sqrt_n: float = 0.62                     # the placement square's half side grows with sqrt(n)
     spread: tuple[float, float] = (0.9, 3.0)
+    fill_max: float = 0.97                              # the objects' bounding circle over half the short side
     target_jitter: float = 0.3                          # where the camera aims, off the objects' centroid
     floors: tuple[tuple[str, float], ...] = (("clevr", 0.22), ("white", 0.26), ("plain", 0.3), ("texture", 0.22))
     white_value: tuple[float, float] = (0.78, 1.0)
@@ -188,6 +194,8 @@ class RenderConfig:
         if self.profile_name not in ("clevr", "randomise"):  # older folders' manifests stay valid
             out["profile"] = self.profile_name
             out["long_side"] = list(self.frame_sides())
+            if self.look.t2i is not None:
+                out["profile_version"] = self.look.t2i.version
         return out
 
     def frame_sides(self) -> tuple[int, int]:
@@ -296,8 +304,10 @@ def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int,
     else:
         width, height = max(8, int(round(long_side * aspect))), long_side
     spread_lo = max(look.spread[0], min(look.spread[1], look.spread_per_sqrt_n * math.sqrt(n) + 0.3))
+    size = math.exp(rng.uniform(*np.log(look.object_size)))
+    spread = min(look.spread[1], max(spread_lo, look.object_size_spread / size * float(rng.uniform(0.8, 1.25))))
     camera = {"azimuth_deg": _r(rng.uniform(0.0, 360.0), 3), "elevation_deg": _r(rng.uniform(*look.elevation_deg), 3),
-              "lens_mm": _r(rng.uniform(*look.lens_mm), 3), "fill": _r(rng.uniform(*look.fill)),
+              "lens_mm": _r(rng.uniform(*look.lens_mm), 3), "object_size": _r(size), "fill_max": look.fill_max,
               "target_jitter": [_r(v) for v in rng.uniform(-look.target_jitter, look.target_jitter, 2)]}
     kinds = [k for k, _ in look.floors]
     pf = np.array([q for _, q in look.floors])
@@ -353,7 +363,7 @@ def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int,
                         "cylinder_bevel": _r(rng.uniform(*look.cylinder_bevel))})
     return {"profile": "t2i", "image_size": [width, height], "camera": camera, "floor": floor,
             "horizon": horizon, "lights": lights, "objects": objects,
-            "spread": _r(rng.uniform(spread_lo, max(spread_lo, look.spread[1]))),
+            "spread": _r(spread), "version": look.version,
             "min_dist": look.min_dist, "margin": look.margin}
 
 
@@ -465,10 +475,13 @@ def frame_camera(camera: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
         top.append(2.0 * float(o["r"]) * sz)
     target = (float(cx), float(cy), 0.5 * max(top) * 0.6)
     radius = max(max(reach), 0.5 * max(top))
-    fill = min(0.98, max(0.15, float(camera["fill"]) * 0.93 ** wider * 1.1 ** closer))
     tan_long = 16.0 / float(camera["lens_mm"])
     tan_short = tan_long * min(width, height) / max(width, height)
-    distance = max(radius / (fill * tan_short), radius + 1.0)
+    median_r = float(np.median([float(o["r"]) for o in objects])) if len(objects) else 0.5
+    distance = max(median_r / (float(camera["object_size"]) * tan_short),  # the median object's width
+                   radius / (float(camera["fill_max"]) * tan_short))          # everything inside the frame
+    distance = max(distance * 1.07 ** wider * 0.92 ** closer, radius + 1.0)
+    fill = radius / (distance * tan_short)
     az, el = math.radians(float(camera["azimuth_deg"])), math.radians(float(camera["elevation_deg"]))
     location = (target[0] + distance * math.cos(el) * math.cos(az), target[1] + distance * math.cos(el) * math.sin(az),
                 target[2] + distance * math.sin(el))
