@@ -23,7 +23,8 @@ __all__ = ["add_subcommands"]
 def cmd_solve(args: argparse.Namespace) -> int:
     from logicval_hf.asp.solver import solve
 
-    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size) if args.image_size else None)
+    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size) if args.image_size else None,
+                   timeout=args.timeout)
     _emit(result.to_dict(), args.pretty)
     return 0
 
@@ -33,13 +34,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     count = "relaxed" if args.relaxed else "strict"
     if args.jsonl:
-        return _verify_jsonl(args.jsonl, count)
+        return _verify_jsonl(args.jsonl, count, timeout=args.timeout)
     if not args.spec or not args.scene:
         raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
     hint = (f"a scene graph is {_SCENE_FORMAT}; to check an image, run "
             f"`logicval check {args.spec} {args.scene}`")
     # the scene is read in the spec's domain (a scene without "domain" is taken to be in it)
-    verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene", hint), count=count)
+    verdict = verify(_read_json(args.spec, "spec"), _read_json(args.scene, "scene", hint), count=count,
+                     timeout=args.timeout)
     _emit(verdict.to_dict(), args.pretty)
     return 0
 
@@ -64,7 +66,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     # perceived in the spec's domain (the clevr backend perceives CLEVR only: another domain is a one-line error)
     domain = None if spec.domain == solver.catalog.domain else spec.domain
     scene = extract_scene(image, backend=args.backend, domain=domain)
-    verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict")
+    verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict", timeout=args.timeout)
     out = verdict.to_dict()
     out.update(image=args.image, backend=args.backend, scene=scene.to_dict())
     if not args.probs:
@@ -74,7 +76,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
+def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | None = None) -> int:
     """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line).
 
     Lines are checked one by one, then verified in chunks so that scenes of one spec share a grounding.
@@ -99,7 +101,7 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
         verdicts: dict[int, dict] = {}
         for mode, items in by_mode.items():
             results = solver.verify_many([(it[0], it[1]) for _, it in items], count=mode,
-                                         labels=[it[2] for _, it in items])
+                                         labels=[it[2] for _, it in items], timeout=timeout)
             verdicts.update({k: v.to_dict() for (k, _), v in zip(items, results)})
         for k, item in pending:
             out = item if isinstance(item, dict) else verdicts[k]
@@ -168,6 +170,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timeout_option(p: argparse.ArgumentParser) -> None:
+    from logicval_hf.asp.budget import DEFAULT_TIMEOUT
+
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"time budget for labelling a spec (default {DEFAULT_TIMEOUT:g}); past it: exit 2 with a "
+                        "one-line error, never a label")
+
+
 def add_subcommands(sub: Any) -> None:
     """Register the core subcommands on the ``logicval`` subparsers."""
     s = sub.add_parser("solve", help="label a spec SAT/UNSAT with a witness scene or a minimal unsat core")
@@ -176,6 +186,7 @@ def add_subcommands(sub: Any) -> None:
                    help="image size for the witness's bounding boxes (default: the spec's domain's, 480 320 for "
                         "CLEVR)")
     s.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    _timeout_option(s)
     s.set_defaults(func=cmd_solve)
 
     v = sub.add_parser("verify", help="check scene graphs against specs")
@@ -186,6 +197,7 @@ def add_subcommands(sub: Any) -> None:
     v.add_argument("--jsonl", metavar="PAIRS.jsonl",
                    help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out")
     v.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    _timeout_option(v)
     v.set_defaults(func=cmd_verify)
 
     c = sub.add_parser("check", help="check an image against a spec: image -> scene graph -> verdict JSON "
@@ -198,6 +210,7 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    _timeout_option(c)
     c.set_defaults(func=cmd_check)
 
     a = sub.add_parser("asp", help="print the complete ASP program of a spec")
