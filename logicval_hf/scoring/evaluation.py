@@ -26,7 +26,9 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.scoring import inputs
 from logicval_hf.scoring.scores import Record, aggregate
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.solver import Solver, check_mode, default_solver
+from logicval_hf.errors import SolverTimeout
 
 #: settings of the probabilistic score (`logicval_hf.scoring.probabilistic.probability`)
 PROBABILISTIC_SETTINGS = ("max_exact", "samples", "seed", "epsilon")
@@ -103,6 +105,7 @@ def compute(
     count: str = "strict",
     probabilistic: bool | Mapping[str, Any] = False,
     probs: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> dict[str, Any]:
     """Verdicts, scores and breakdowns for paired predictions and references.
 
@@ -119,12 +122,14 @@ def compute(
             attribute probabilities (``True``, or a dict of settings: ``max_exact``, ``samples``, ``seed``,
             ``epsilon``); adds ``probabilistic_score`` and per-sample ``probability`` fields.
         probs: keep the objects' attribute probability tables in the per-sample scene graphs.
+        timeout: time budget in seconds for labelling each spec given without its label (None: no budget).
     Returns:
         ``aggregate`` of the records (``logicval_score``, ``relaxed_score``, ``abstention_rate``, ``by_load``,
         breakdowns) plus ``per_sample`` when asked.
     Raises:
         ValueError: no samples, lengths differ, images mixed with scene graphs, or a malformed prediction /
-        reference (the message names its index).
+        reference (the message names its index); `SolverTimeout` (a ValueError) naming the reference whose label
+        exceeded ``timeout``.
     """
     predictions, references = inputs.check_lists(predictions, references)
     check_mode(count)
@@ -140,7 +145,12 @@ def compute(
     scenes = to_scenes(predictions, backend=backend, domains=domains, **dict(backend_settings or {}))
     for i, (scene, domain) in enumerate(zip(scenes, domains)):
         inputs.check_domain(scene, domain, f"predictions[{i}]")
-    labels = [meta.get("label") or solver.solve(spec).label for spec, meta in parsed]
+    labels = []
+    for i, (spec, meta) in enumerate(parsed):
+        try:
+            labels.append(meta.get("label") or solver.solve(spec, timeout=timeout).label)
+        except SolverTimeout as e:
+            raise SolverTimeout(f"references[{i}]: {e}", e.budget) from None
     strict = solver.verify_many([(spec, scene) for (spec, _), scene in zip(parsed, scenes)], count="strict",
                                 labels=labels)
     records = [

@@ -111,3 +111,32 @@ def test_the_default_budget_is_documented_in_the_help(capsys):
     with pytest.raises(SystemExit):
         main(["solve", "--help"])
     assert f"default {DEFAULT_TIMEOUT:g}" in capsys.readouterr().out
+
+
+def test_the_metric_and_the_space_have_the_default_budget():
+    """Every entry point that labels for someone waiting: the metric's engine, the Space's Compose and Check."""
+    import inspect
+
+    from logicval_hf.scoring.evaluation import compute
+    from logicval_hf.space.check import evaluate_scene
+    from logicval_hf.space.compose import solve_spec
+
+    for fn in (compute, evaluate_scene, solve_spec):
+        assert inspect.signature(fn).parameters["timeout"].default == DEFAULT_TIMEOUT, fn.__name__
+    spec = {"domain": "coco", "constraints": [count("horse", ">=", 4)]}
+    empty = {"domain": "coco", "image_size": [512, 512], "objects": []}
+    with pytest.raises(SolverTimeout, match=r"^references\[1\]: labelling the spec exceeded its time budget"):
+        compute([empty, empty], [{"spec_json": json_text(spec), "label": "SAT"}, spec], backend="given",
+                timeout=1e-9)
+    from logicval_hf.contract.spec import Spec
+
+    t = time.monotonic()
+    with pytest.raises(SolverTimeout):
+        solve_spec(Spec.from_dict({"domain": "coco", "constraints": [count("horse", ">=", 5)]}), timeout=1e-9)
+    assert time.monotonic() - t < 1.0
+
+
+def json_text(obj):
+    import json
+
+    return json.dumps(obj)
