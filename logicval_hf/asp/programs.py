@@ -44,7 +44,10 @@ def vocabulary(domain: Domain) -> str:
 
 
 def constraint_rules(spec: Spec) -> str:
-    return "".join(compile_constraint(c, i) for i, c in enumerate(spec.constraints))
+    """The instantiated rules of every constraint; in a box-geometry domain with counts compared as aggregate
+    guards (`compile_constraint`), CLEVR's in the paper's rendering (its labels, cores and witnesses unchanged)."""
+    guards = not spec.domain.ordered
+    return "".join(compile_constraint(c, i, guards=guards) for i, c in enumerate(spec.constraints))
 
 
 def sizes_for(spec: Spec) -> tuple[float, ...]:
@@ -295,6 +298,8 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
     k = len(attrs)
     # Only what the spec's literals test can change a verdict: derive nothing else (grounding dominates).
     used_attrs, used_rels = _mentioned(spec)
+    if any(node["op"] == "sum" for node, _ in formula_nodes(spec)):
+        used_attrs.add(dom.noun)  # weights are looked up by the noun attribute's value, named or not
     lines = ["scene(S) :- scenes(K), S = 0..K-1.", f"object(S,I) :- o(S,I{',_' * k})."]
     for pos, a in enumerate(attrs):
         if a not in used_attrs:
@@ -315,7 +320,7 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
         lines.append(" ".join(f"relation_pair({r},{inv})." for r, inv in dom.canonical_relations()))
         lines.append("hasRelationship(S,I,R,J) :- r(S,I,R,J).")
         lines.append("hasRelationship(S,J,Q,I) :- r(S,I,R,J), relation_pair(R,Q).")
-    rules = "".join(compile_constraint(c, i, batched=True) for i, c in enumerate(spec.constraints))
+    rules = "".join(compile_constraint(c, i, batched=True, guards=not dom.ordered) for i, c in enumerate(spec.constraints))
     count_ok = ("count_ok(S) :- scene(S)." if spec.n is None
                 else f"count_ok(S) :- scene(S), #count{{ X : object(S,X) }} = {spec.n}.")
     return "\n".join([

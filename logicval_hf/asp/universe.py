@@ -9,13 +9,14 @@ where no object can be dropped, every object is *needed* by some constraint:
 
 * a count or weighted sum compared with a constant K at a tight lower bound (``>= K``, ``= K``, ``> K``,
   ``!= K``): at most K (K + 1 for ``>`` and ``!=``) objects per such comparison, times the objects each of them
-  needs through its own nested existential (a ``where`` that asks for another object);
+  needs through its own nested existential (a ``where`` that asks for another object); for a sum, K divided by
+  the smallest positive weight (each object it keeps adds at least that);
 * a witness of an existential: one object per variable of an ``exists`` block that must hold;
 * a confidence rank ``rank <= K``: dropping a more confident object of the class would promote another, so the
   K most confident objects of the class may be needed;
 * a universal with a nested existential (``for every x ... there is a y``, C7) or a count compared with another
-  count (C9) can need one more object for every object the rest of the spec needs; those constraints add the
-  rest's need (plus their own variables) once more.
+  count (C9) can need one more object for every object the spec needs otherwise (a witness each, or one more than
+  the other count), and one of its own: each such constraint adds that need once more, plus one.
 
 Universal constraints without nested existentials (``every A is left of every B``) need nothing: dropping an
 object keeps them true. A comparison whose counted objects are the objects of an ``= K`` count of a weaker
@@ -62,8 +63,9 @@ def _lower_need(theta: str, k: int) -> int:
 class _Need:
     """Walks one constraint's formulas (negation normal form, so every node is something that must hold)."""
 
-    def __init__(self, params: Mapping[str, Any]):
+    def __init__(self, params: Mapping[str, Any], domain: Any):
         self.params = params
+        self.domain = domain
         self.nested = False  # a universal with a nested existential, or a count against a count
 
     def formula(self, node: Mapping[str, Any], under_forall: bool = False) -> int:
@@ -97,6 +99,11 @@ class _Need:
         inner = self.formula(nnf(term["where"]))
         if inner:
             self.nested = True
+        if term["op"] == "sum":  # each object it keeps weighs at least the smallest positive weight
+            weights = [w for w in self.domain.constant(str(_resolve(term["weight"], self.params))).values() if w > 0]
+            lowest, highest = (min(weights), max(weights)) if weights else (1, 1)
+            lower = {">=": k, "=": k, ">": k + 1, "!=": k + highest}.get(theta, 0)
+            return -(-lower // lowest) * (1 + inner)
         return _lower_need(theta, k) * (1 + inner)
 
     def term(self, t: Mapping[str, Any]) -> int:
@@ -127,9 +134,10 @@ def _where_literals(c: Constraint) -> tuple[frozenset[tuple[str, str]], str, int
     return frozenset(lits), found[1], found[2]
 
 
-def constraint_need(c: Constraint) -> tuple[int, bool]:
-    """(objects the constraint needs by itself, whether it can need one more object per object of the rest)."""
-    walker = _Need(c.params)
+def constraint_need(c: Constraint, domain: Any) -> tuple[int, bool]:
+    """(objects the constraint needs by itself in ``domain``, whether it can need one more object per object of
+    the rest)."""
+    walker = _Need(c.params, domain)
     need = walker.formula(nnf(c.template.formula))
     if c.template.anti_vacuity is not None:
         need += walker.formula(nnf(c.template.anti_vacuity))
@@ -149,17 +157,14 @@ def _covered(i: int, counts: Mapping[int, tuple[frozenset[tuple[str, str]], str,
 def objects_needed(spec: Spec) -> int:
     """Objects a model of the spec needs at most (see the module docstring); at least 1."""
     counts = {i: w for i, c in enumerate(spec.constraints) if (w := _where_literals(c)) is not None}
-    plain, nested = 0, []
+    base, nested = 0, 0
     for i, c in enumerate(spec.constraints):
-        need, is_nested = constraint_need(c)
-        if is_nested:
-            nested.append(need)
-        elif not (i in counts and _covered(i, counts)):
-            plain += need
-    total = plain
-    for need in nested:  # each can need one object more for every object the rest needs
-        total = 2 * total + need
-    return max(1, total)
+        need, is_nested = constraint_need(c, spec.domain)
+        nested += is_nested
+        if is_nested or not (i in counts and _covered(i, counts)):
+            base += need
+    # each nested constraint can need one object more for every object the others need, and one of its own
+    return max(1, base + nested * (base + 1))
 
 
 def universe_bound(spec: Spec) -> int:
@@ -177,7 +182,7 @@ def universe_bound(spec: Spec) -> int:
 
 def solver_limit(spec: Spec, need: int, limit: int) -> str:
     """The one-line message for a spec past the hard limit, naming the constraints that ask for the most."""
-    needs = sorted(((-constraint_need(c)[0], i) for i, c in enumerate(spec.constraints)))
+    needs = sorted(((-constraint_need(c, spec.domain)[0], i) for i, c in enumerate(spec.constraints)))
     top = ", ".join(f"constraints[{i}] ({spec.constraints[i].template_id}: {-k})" for k, i in needs[:3] if k)
     return (f"spec: a model may need up to {need} objects ({top or 'its constraints together'}), more than domain "
             f"{spec.domain.name!r} allows a scene (max_objects = {limit}); no label is given")

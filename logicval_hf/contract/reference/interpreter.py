@@ -83,6 +83,8 @@ def _const(v: Any, params: Mapping[str, Any]) -> int:
 
 
 def _op(node: Any) -> str:
+    if type(node) is dict and "op" in node:  # the common case, without the slower abstract Mapping check
+        return node["op"]
     if not isinstance(node, Mapping) or "op" not in node:
         raise FormulaError(f"not a formula node: {node!r}")
     return node["op"]
