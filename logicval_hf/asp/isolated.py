@@ -20,6 +20,8 @@ from logicval_hf.errors import SolverTimeout, SpecError
 
 #: seconds the child may take beyond the budget to start (interpreter and imports) before it is killed
 START_UP = 0.9
+#: the child's address-space cap: a grounding that would outgrow it ends the child, reported as past its budget
+MEMORY_MB = 4096
 
 
 def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadline) -> Any:
@@ -48,6 +50,9 @@ def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadlin
     try:
         out = json.loads(proc.stdout)
     except json.JSONDecodeError:
+        if "MemoryError" in proc.stderr or "bad_alloc" in proc.stderr:
+            raise SolverTimeout(f"labelling the spec exceeded its memory budget of {MEMORY_MB} MB (during "
+                                "grounding)", deadline.timeout) from None
         tail = (proc.stderr or "no output").strip().splitlines()[-1:] or ["no output"]
         raise RuntimeError(f"the solver's child process failed: {tail[0]}") from None
     if "timeout" in out:  # the child's own budget was what remained of ours: report ours
@@ -60,6 +65,13 @@ def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadlin
 
 
 def main() -> None:
+    try:
+        import resource
+
+        cap = MEMORY_MB * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    except (ImportError, ValueError, OSError):  # not available here: the parent's kill at the budget still applies
+        pass
     from logicval_hf.asp.solver import label_here
 
     req = json.load(sys.stdin)

@@ -140,3 +140,54 @@ def json_text(obj):
     import json
 
     return json.dumps(obj)
+
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "solver"
+
+
+def _hard(name):
+    import json
+
+    return json.loads((DATA / name).read_text())
+
+
+def _within(budget, fn, *args, **kwargs):
+    """Run ``fn``; it must raise SolverTimeout within the budget plus one second."""
+    t = time.monotonic()
+    with pytest.raises(SolverTimeout):
+        fn(*args, **kwargs)
+    took = time.monotonic() - t
+    assert took < budget + 1.0, f"{fn.__name__} took {took:.2f} s with a budget of {budget} s"
+
+
+@pytest.mark.parametrize("name", ["hard_in_process.json",
+                                  pytest.param("hard_isolated.json", marks=pytest.mark.slow)])
+def test_a_hard_spec_answers_with_the_timeout_within_a_second_of_the_budget(name):
+    _within(1.0, Solver().solve, _hard(name), timeout=1.0)
+
+
+@pytest.mark.slow
+def test_no_entry_point_holds_its_caller_past_the_budget(tmp_path, capsys):
+    """solve/verify (library and CLI), the metric's engine, the Space's Compose and Check, an import."""
+    import json
+
+    from logicval_hf.benchmark.imported import import_rows
+    from logicval_hf.contract.spec import Spec
+    from logicval_hf.scoring.evaluation import compute
+    from logicval_hf.space.check import evaluate_scene
+    from logicval_hf.space.compose import solve_spec
+
+    spec = _hard("hard_isolated.json")
+    empty = {"domain": "coco", "image_size": [512, 512], "objects": []}
+    _within(1.0, verify, spec, empty, timeout=1.0)
+    _within(1.0, compute, [empty], [spec], backend="given", timeout=1.0)
+    _within(1.0, solve_spec, Spec.from_dict(spec), timeout=1.0)
+    _within(1.0, evaluate_scene, Spec.from_dict(spec), __import__("logicval_hf").Scene.from_dict(empty), timeout=1.0)
+    _within(1.0, import_rows, [(Spec.from_dict(spec), "hard", {})], "x", timeout=1.0)
+    path, scene = tmp_path / "spec.json", tmp_path / "scene.json"
+    path.write_text(json.dumps(spec))
+    scene.write_text(json.dumps(empty))
+    for argv in (["solve", str(path)], ["verify", str(path), str(scene)]):
+        t = time.monotonic()
+        assert main([*argv, "--timeout", "1"]) == 2
+        assert time.monotonic() - t < 2.0 and "time budget of 1 s" in capsys.readouterr().err
