@@ -1,4 +1,8 @@
-"""Assemble complete ASP programs for a spec from the checked-in ``asp/`` files and the compiled constraints.
+"""Assemble complete ASP programs for a spec from the checked-in ``.lp`` programs and the compiled constraints.
+
+The ``.lp`` programs (domain, vocabulary, background, templates) live once, in the repository's top-level ``asp/``
+folder, which plain ``clingo`` runs (asp/README.md); the package reads them as ``logicval_hf/asp/lp/``, a link to
+``../../asp`` in a checkout and a copy of it in an installed wheel (`program_dir`).
 
 * `solve_program(spec)`: the generative program whose answer sets are the admissible scenes of exactly n
   objects that satisfy every *active* constraint (``#external active(i)``), used for labels, witnesses and cores.
@@ -32,10 +36,20 @@ _SIZE_KINDS = ("box_area", "box_inside")
 
 
 
+def program_dir() -> Path:
+    """The folder of the ``.lp`` programs: the package's ``lp/`` (in a checkout a link to the repository's ``asp/``,
+    in an installed wheel a copy of it), or the repository's ``asp/`` itself where the link is not one (a checkout
+    made without symbolic links)."""
+    packaged = Path(str(resources.files("logicval_hf.asp").joinpath("lp")))
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "asp"
+
+
 @functools.lru_cache(maxsize=None)
 def read_program(name: str) -> str:
     """Text of a checked-in program, e.g. ``"background.lp"`` or ``"templates/C3.lp"``."""
-    return resources.files("logicval_hf.asp").joinpath("lp").joinpath(name).read_text(encoding="utf-8")
+    return (program_dir() / name).read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=8)
@@ -391,14 +405,11 @@ def template_file(cls: str, catalog: Catalog | None = None) -> str:
     return head + "\n".join(compile_template(t) for t in catalog.by_class(cls))
 
 
-#: Where the checked-in programs live (package data, read by `program_text`).
-PROGRAM_DIR = Path(__file__).resolve().parent / "lp"
-
-
 def write_generated(root: str | Path | None = None, catalog: Catalog | None = None) -> list[Path]:
-    """(Re)write the generated program files under ``root`` (default: the package's `PROGRAM_DIR`)."""
+    """(Re)write the generated program files under ``root`` (default: `program_dir`, the repository's ``asp/`` in a
+    checkout)."""
     catalog = catalog or load_catalog()
-    root = Path(root) if root is not None else PROGRAM_DIR
+    root = Path(root) if root is not None else program_dir().resolve()
     (root / "templates").mkdir(parents=True, exist_ok=True)
     out = []
     files = {root / "clevr_vocabulary.lp": vocabulary_program(catalog.domain)}

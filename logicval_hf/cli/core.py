@@ -217,7 +217,7 @@ def add_subcommands(sub: Any) -> None:
     a.add_argument("spec", nargs="?", help="spec JSON file")
     a.add_argument("--write-templates", metavar="DIR", nargs="?", const="",
                    help="regenerate the parametric template programs and vocabulary; under DIR if given, else "
-                        "in the package's own logicval_hf/asp/lp/ (where the solver reads them)")
+                        "in the repository's asp/ folder (the package's logicval_hf/asp/lp/ links to it)")
     a.set_defaults(func=cmd_asp)
 
     r = sub.add_parser("run-asp", help="solve an untrusted ASP program safely (no #include/#script, time-bounded)")
