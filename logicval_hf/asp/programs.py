@@ -27,7 +27,10 @@ from logicval_hf.contract.spec import AttrLit, RelLit, Spec
 #: Box placements for solving specs of a domain whose relations come from boxes (not centre orders): centres on a
 #: GRID x GRID lattice of cells, square boxes of a few sizes (fractions of the shorter image side; several only
 #: when a spec compares sizes or containment). Relations between placements are derived by the same geometry
-#: that reads perceived scenes, so a witness's boxes give back exactly the relations solved.
+#: that reads perceived scenes, so a witness's boxes give back exactly the relations solved. A SAT label is proved by
+#: its witness; an UNSAT label that rests on geometry is relative to this lattice: three columns and rows and four
+#: sizes hold no chain of four objects each left of (or larger than) the next, and boxes of one cell share a centre,
+#: so no box is both inside another and above it (known limits, the differential tests' reference shares them).
 GRID = 3
 SIZES = (0.08,)
 SIZES_COMPARED = (0.05, 0.09, 0.13, 0.17)
