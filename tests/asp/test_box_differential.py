@@ -54,7 +54,7 @@ def check_labels(specs: list[Spec], max_worlds: int) -> dict[str, int]:
     solver = Solver(max_specs=100_000)
     tally = {"SAT": 0, "UNSAT": 0, "too large for the reference": 0}
     for spec in specs:
-        r = solver.solve(spec, timeout=30)
+        r = solver.solve(spec, timeout=120)
         if r.satisfiable:
             bad = [i for i, c in enumerate(spec.constraints) if not constraint_holds(c, r.witness)]
             assert not bad, f"the witness breaks constraints {bad} of {spec.to_json()}"
@@ -69,7 +69,7 @@ def check_labels(specs: list[Spec], max_worlds: int) -> dict[str, int]:
         assert not sat, f"the reference finds a model of the core {core.to_json()}: {world}"
         for k in range(len(core.constraints)):  # minimal: without any one constraint, a verified witness
             rest = Spec(None, core.constraints[:k] + core.constraints[k + 1:], COCO)
-            sub = solver.solve(rest, timeout=30)
+            sub = solver.solve(rest, timeout=120)
             assert sub.satisfiable and all(constraint_holds(c, sub.witness) for c in rest.constraints), \
                 f"core {r.core} of {spec.to_json()} is not minimal"
         tally["UNSAT"] += 1
