@@ -40,6 +40,18 @@ _Fn = Callable[[_Grid, list], Any]
 # Kleene connectives over True / False / None (unknown), used by the three-valued mode.
 
 
+def _decide(values: Iterable[bool | None], stop: bool) -> bool | None:
+    """Kleene ``or`` (``stop`` True) or ``and`` (``stop`` False) of the values, lazily: ``stop`` at the first value
+    that is ``stop``, unknown (None) if a value was unknown, else ``not stop``."""
+    unknown = False
+    for v in values:
+        if v is None:
+            unknown = True
+        elif v == stop:
+            return stop
+    return None if unknown else not stop
+
+
 def _k_not(v: bool | None) -> bool | None:
     return None if v is None else not v
 
@@ -136,15 +148,7 @@ class _Compiler:
             return count
         stop = kind == "exists"  # the value that decides the quantifier
 
-        def quant(g: _Grid, e: list) -> bool | None:
-            unknown = False
-            for v in values(g, e):
-                if v is None:
-                    unknown = True
-                elif v == stop:
-                    return stop
-            return None if unknown else not stop
-        return quant
+        return lambda g, e: _decide(values(g, e), stop)
 
     # -- formulas and terms -------------------------------------------------------------------------------------
     def formula(self, f: Mapping[str, Any], scope: Mapping[str, int]) -> _Fn:
@@ -183,16 +187,7 @@ class _Compiler:
                 hs = tuple(self.formula(a, scope) for a in f["args"])
             stop = op != "and"  # the value that decides the connective
 
-            def conn(g: _Grid, e: list) -> bool | None:
-                unknown = False
-                for h in hs:
-                    v = h(g, e)
-                    if v is None:
-                        unknown = True
-                    elif v == stop:
-                        return stop
-                return None if unknown else not stop
-            return conn
+            return lambda g, e: _decide((h(g, e) for h in hs), stop)
         if op in ("exists", "forall"):
             return self._block(f, scope, op, f["body"])
         if op == "cmp":
