@@ -1,17 +1,31 @@
 """Speed of the logic core against a naive baseline measured in the same run.
 
-Labels 509 random specs (m in {1, 3, 6}, n in 3..9) with witnesses and minimal cores, and verifies 10,000
+CLEVR: labels 509 random specs (m in {1, 3, 6}, n in 3..9) with witnesses and minimal cores, and verifies 10,000
 scene graphs (about 20 per spec, like scoring 20 generators on the benchmark), each next to a naive baseline
-that builds a fresh `clingo.Control` for every call (and for every core-shrinking step).
+that builds a fresh `clingo.Control` for every call (and for every core-shrinking step); then labels the shipped
+benchmark's 509 specs (seed 0), as `logicval build-dataset` does.
+
+Open-size specs (the coco domain, issue 24): the two count families for K = 2..10 ("at least K dogs, at least K
+cats, at most 2K-1 dogs or cats", UNSAT; "exactly K dogs and exactly K cats", SAT), GenEval's 553 prompts and
+Imag-Eval's prompts, each labelled by the solver and by the encoding before issue 24 (every attribute value, no
+canonical order, a universe of the counts and variables capped at 16 objects, counts assigned to variables), the
+old one under a budget per spec (``--old-budget``): past it, "no answer". Imag-Eval's prompt files are not in the
+repository (CC BY-NC); without ``--imag-eval FOLDER`` a seeded stand-in of the same shape is generated (114 files
+of three prompts, hard ones with four classes of four or five objects).
 
     python benchmarks/bench_solver.py [--specs 509] [--scenes 10000] [--seed 0]
+        [--geneval METADATA] [--imag-eval FOLDER] [--old-budget 5] [--only clevr|open]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import clingo
 
@@ -19,7 +33,13 @@ from logicval_hf import Scene, SceneObject, Spec, load_catalog
 from logicval_hf.asp.encoding import scene_facts
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.asp.programs import constraint_rules, solve_program, vocabulary
+from logicval_hf.asp.budget import Deadline
+from logicval_hf.asp.programs import (GRID, _mentioned, placement_tables, read_program, sizes_for)
 from logicval_hf.asp.solver import Solver
+from logicval_hf.errors import SolverLimit, SolverTimeout
+
+ROOT = Path(__file__).resolve().parents[1]
+GENEVAL = ROOT.parent / "shared" / "peers" / "geneval" / "evaluation_metadata.jsonl"
 
 
 def random_specs(k: int, rng: random.Random) -> list[Spec]:
@@ -72,14 +92,7 @@ def naive_verify(spec: Spec, scene: Scene) -> list[int]:
     return sorted(out)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--specs", type=int, default=509, help="number of random specs to label (default 509)")
-    ap.add_argument("--scenes", type=int, default=10_000, help="number of scene graphs to verify (default 10000)")
-    ap.add_argument("--naive-sample", type=int, default=1000,
-                    help="verify calls timed for the naive baseline (extrapolated per call; default 1000)")
-    ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    args = ap.parse_args()
+def clevr_tables(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     specs = random_specs(args.specs, rng)
 
@@ -128,6 +141,256 @@ def main() -> None:
     print(f"  one by one (cached Control per spec, scene as assumptions): {t_single:7.3f} s")
     print(f"  naive (fresh Control per call, {len(sample)} timed, extrapolated): {t_verify_naive:7.3f} s   "
           f"ratio {t_verify_naive / t_verify:5.1f}x")
+
+    # the shipped benchmark's specs, labelled as building the dataset does (the encoding issue 24 left unchanged)
+    from logicval_hf.benchmark.sampler import build_benchmark
+
+    bm = build_benchmark(seed=0, chance_scenes=1)
+    shipped = [Spec.from_dict(json.loads(r["spec_json"])) for r in bm.all_rows()]
+    for name, budget in (("no budget", None), ("a 20 s budget each", 20.0)):
+        solver = Solver(max_specs=10_000)
+        t = time.perf_counter()
+        labels = [solver.solve(s, timeout=budget).label for s in shipped]
+        took = time.perf_counter() - t
+        print(f"label the shipped benchmark's {len(shipped)} specs ({labels.count('SAT')} SAT), {name}: {took:7.3f} s")
+
+
+# ---- open-size specs (coco) ------------------------------------------------------------------------
+def _lit(prop: str, value: str) -> dict:
+    return {"prop": prop, "value": value, "negated": False}
+
+
+def count_family_unsat(k: int) -> Spec:
+    """At least K dogs, at least K cats, at most 2K-1 dogs or cats: UNSAT by counting alone."""
+    return Spec.from_dict({"domain": "coco", "constraints": [
+        {"template": "X1/count_cmp", "params": {"A1": _lit("class", "dog"), "T": ">=", "K": k}},
+        {"template": "X1/count_cmp", "params": {"A1": _lit("class", "cat"), "T": ">=", "K": k}},
+        {"template": "X1/count_or_cmp", "params": {"A1": _lit("class", "dog"), "A2": _lit("class", "cat"),
+                                                   "T": "<=", "K": 2 * k - 1}}]})
+
+
+def count_family_sat(k: int) -> Spec:
+    """Exactly K dogs and exactly K cats: SAT with 2K objects."""
+    return Spec.from_dict({"domain": "coco", "constraints": [
+        {"template": "X1/count_cmp", "params": {"A1": _lit("class", cls), "T": "=", "K": k}} for cls in ("dog", "cat")]})
+
+
+def old_program(spec: Spec) -> str:
+    """The solving program of an open-size box-domain spec as it was before issue 24: every value of every
+    attribute (domain.lp), no canonical order, a universe of the counts and variables added up within 16 objects,
+    every relation of the domain derived, counts assigned to variables (the paper's rendering)."""
+    from logicval_hf.asp.encoding import compile_constraint
+    from logicval_hf.asp.programs import vocabulary
+
+    dom = spec.domain
+
+    def variables(node: object) -> int:
+        if isinstance(node, dict):
+            return len(node.get("vars", ())) + sum(variables(v) for v in node.values())
+        return sum(variables(v) for v in node) if isinstance(node, list) else 0
+
+    need = 0
+    for c in spec.constraints:
+        need += sum(v for s_, v in zip(c.template.slots, c.params.values()) if s_.type == "count")
+        need += variables(c.template.formula) + variables(c.template.anti_vacuity)
+    u = max(1, min(16, need))
+    parts = [vocabulary(dom), read_program("domain.lp"),
+             f"slot(0..{u - 1}).\n{{ object(X) }} :- slot(X).\n:- object(X), X > 0, not object(X-1).\n"]
+    if _mentioned(spec)[1]:
+        sizes = sizes_for(spec)
+        tables = placement_tables(dom, sizes)
+        parts += [f"cell(0..{GRID * GRID - 1}). size(0..{len(sizes) - 1}).",
+                  " ".join(f for kind, facts in tables.values() for f in facts),
+                  "1 { at(X,C) : cell(C) } 1 :- object(X).", "1 { sized(X,S) : size(S) } 1 :- object(X).",
+                  f"placed(X,C*{len(sizes)}+S) :- at(X,C), sized(X,S).",
+                  "hasRelationship(X,R,Y) :- at(X,C), at(Y,D), X != Y, cell_rel(C,R,D).",
+                  "hasRelationship(X,R,Y) :- sized(X,S), sized(Y,T), X != Y, size_rel(S,R,T).",
+                  "hasRelationship(X,R,Y) :- placed(X,P), placed(Y,Q), X != Y, place_rel(P,R,Q).",
+                  "#defined cell_rel/3. #defined size_rel/3. #defined place_rel/3."]
+    for a, d in dom.derived.items():
+        if d["kind"] == "score_rank":
+            parts.append(f"hasProperty(X,{a},N+1) :- object(X), hasProperty(X,{d['within']},V), "
+                         f"N = #count{{ Y : object(Y), Y < X, hasProperty(Y,{d['within']},V) }}.")
+    parts += ["".join(compile_constraint(c, i) for i, c in enumerate(spec.constraints)),
+              " ".join(f"#external active({i}). [free]" for i in range(spec.m)),
+              ":- violated(I), active(I).\n#defined violated/1.\n#defined hasRelationship/3.\n"]
+    return "\n".join(parts)
+
+
+def old_label(spec: Spec, budget: float) -> tuple[str | None, float]:
+    """(label or None past the budget, seconds) with the old program, one Control, core shrinking as the solver
+    does (deletion, starting from clasp's core)."""
+    t = time.perf_counter()
+    deadline = Deadline(budget)
+    try:
+        ctl = clingo.Control(["--warn=none"], logger=lambda c, m: None)
+        ctl.add("base", [], old_program(spec))
+        ctl.ground([("base", [])])
+        deadline.check("grounding")
+        lits = [ctl.symbolic_atoms[clingo.Function("active", [clingo.Number(i)])].literal for i in range(spec.m)]
+
+        def sat(on: set[int]) -> tuple[bool, list[int]]:
+            core: list[int] = []
+            res = deadline.solve(ctl, [lit if i in on else -lit for i, lit in enumerate(lits)],
+                                 lambda m: False, core.extend)
+            return bool(res.satisfiable), [i for i, lit in enumerate(lits) if lit in core]
+
+        ok, core = sat(set(range(spec.m)))
+        if not ok:
+            keep = set(core or range(spec.m))
+            for i in sorted(keep):
+                if i in keep and not sat(keep - {i})[0]:
+                    keep.discard(i)
+        return ("SAT" if ok else "UNSAT"), time.perf_counter() - t
+    except SolverTimeout:
+        return None, time.perf_counter() - t
+
+
+def new_label(solver: Solver, spec: Spec, budget: float) -> tuple[str | None, float]:
+    t = time.perf_counter()
+    try:
+        return solver.solve(spec, timeout=budget).label, time.perf_counter() - t
+    except (SolverTimeout, SolverLimit):
+        return None, time.perf_counter() - t
+
+
+IMAG_OBJECTS = ["dog", "cat", "bird", "cup", "bowl", "book", "chair", "car", "bus", "apple", "banana", "vase",
+                "clock", "laptop", "toilet", "sink", "bottle", "horse", "sheep", "teddy bear", "hot dog", "toothbrush"]
+IMAG_COLOURS = ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white", "gray"]
+IMAG_SPATIAL = ["to the left of", "to the right of", "above", "below", "on top of", "under", "inside", "in front of",
+                "behind", "next to"]
+
+
+def imag_eval_stand_in(folder: Path, seed: int = 0) -> Path:
+    """114 prompt files in Imag-Eval's format (57 skill combinations, each also `_robust`), three prompts each
+    (hard, medium, easy): hard ones four classes of four or five when counting (17-20 objects), medium three of
+    two, easy two of one or two; colours, two spatial and two size relations (one for easy), all drawn at random.
+    A stand-in of the same shape for timing, not Imag-Eval's prompts."""
+    import itertools
+
+    rng = random.Random(seed)
+    skills = ["counting", "color", "spatial", "size", "emotion", "text"]
+    combos = [c for r in range(2, 7) for c in itertools.combinations(skills, r)][:57]
+    sizes = {"hard": (4, (4, 5), 2), "medium": (3, (2, 2), 2), "easy": (2, (1, 2), 1)}
+    for combo in combos:
+        for suffix in ("", "_robust"):
+            prompts = []
+            for level, (n_obj, (lo, hi), n_rel) in sizes.items():
+                names = rng.sample(IMAG_OBJECTS, n_obj)
+                objs = []
+                for name in names:
+                    o = {"object": name}
+                    if "counting" in combo:
+                        o["count"] = rng.randint(lo, hi)
+                    if "color" in combo:
+                        o["color"] = rng.choice(IMAG_COLOURS)
+                    objs.append(o)
+                scene: dict = {"objects": objs}
+                if "spatial" in combo:
+                    scene["spatial_relations"] = [[*rng.sample(names, 2)[:1], rng.choice(IMAG_SPATIAL),
+                                                   rng.sample(names, 2)[1]] for _ in range(n_rel)]
+                if "size" in combo:
+                    scene["size_relations"] = [[a, rng.choice(["larger", "smaller"]), b]
+                                               for a, b in (rng.sample(names, 2) for _ in range(n_rel))]
+                if "emotion" in combo:
+                    scene["emotion"] = ["joy"]
+                if "text" in combo:
+                    scene["text"] = {"word_count": 3, "objects": names[:1]}
+                prompts.append({"id": f"prompt_{level}", "skills": list(combo), "level": level, "meta_prompt": "",
+                                "scene": scene, "synthetic_prompts": ["(stand-in)"]})
+            (folder / f"{'+'.join(combo)}{suffix}.json").write_text(json.dumps({"prompts": prompts}))
+    return folder
+
+
+def _row(name: str, new: tuple[str | None, float], old: tuple[str | None, float], budget: float) -> list[str]:
+    def cell(r: tuple[str | None, float]) -> str:
+        return f"{r[0]} in {r[1]:.3f} s" if r[0] is not None else f"no answer in {budget:g} s"
+    ratio = f"{old[1] / new[1]:.0f}x" if old[0] is not None and new[0] is not None and new[1] > 0 else "—"
+    return [name, cell(new), cell(old), ratio]
+
+
+def open_tables(args: argparse.Namespace) -> None:
+    from logicval_hf.common.markdown import md_table
+
+    budget, old_budget = args.budget, args.old_budget
+    solver = Solver(max_specs=10_000)
+    rows = []
+    for family, make, truth in (("UNSAT", count_family_unsat, "UNSAT"), ("SAT", count_family_sat, "SAT")):
+        for k in range(2, 11):
+            spec = make(k)
+            new, old = new_label(solver, spec, budget), old_label(spec, old_budget)
+            assert new[0] == truth, (family, k, new)
+            rows.append(_row(f"{'>=K dogs, >=K cats, <=2K-1 dogs or cats' if family == 'UNSAT' else '=K dogs, =K cats'}"
+                             f" (K={k}, {truth})", new, old, old_budget) + ["" if old[0] in (None, truth) else "wrong"])
+    print("\nOpen-size count families (coco), each labelled once (witness or minimal core):")
+    print(md_table(["spec", "labelled (new)", f"encoding before issue 24 (budget {old_budget:g} s)", "ratio", "old"],
+                   rows))
+
+    for name, specs in _peer_specs(args):
+        new_times: list[float | None] = []
+        for spec in specs:
+            label, took = new_label(solver, spec, budget)
+            new_times.append(took if label is not None else None)
+        done = [t for t in new_times if t is not None]
+        picked = list(range(0, len(specs), max(1, args.old_sample)))
+        old_times, old_answers, disagree = [], 0, 0
+        for i in picked:
+            label, took = old_label(specs[i], old_budget)
+            old_times.append(took)
+            if label is not None:
+                old_answers += 1
+                disagree += label != solver.solve(specs[i]).label
+        new_on_sample = sum(new_times[i] or 0.0 for i in picked)
+        print(f"\n{name}: {len(specs)} prompts, {len(done)} labelled ({len(specs) - len(done)} past the {budget:g} s "
+              f"budget or the object limit) in {sum(done):.2f} s, slowest {max(done):.3f} s; the encoding before "
+              f"issue 24 on {len(picked)} of them: {sum(old_times):.2f} s against {new_on_sample:.2f} s "
+              f"(ratio {sum(old_times) / max(new_on_sample, 1e-9):.1f}x), {old_answers} answered within "
+              f"{old_budget:g} s, {disagree} of those with another label")
+
+
+def _peer_specs(args: argparse.Namespace) -> list[tuple[str, list[Spec]]]:
+    from logicval_hf.benchmark.importers.geneval import read_specs
+    from logicval_hf.benchmark.importers.imag_eval import read_source
+
+    out = []
+    geneval = Path(args.geneval)
+    if geneval.is_file():
+        out.append(("GenEval's prompts", [spec for _, _, spec in read_specs(geneval)]))
+    else:
+        print(f"\n(GenEval's metadata not found at {geneval}: pass --geneval METADATA)")
+    if args.imag_eval:
+        out.append((f"Imag-Eval's prompts ({args.imag_eval})",
+                    [spec for spec, _, _ in read_source(args.imag_eval, skip_unsupported=True)]))
+    else:
+        tmp = Path(tempfile.mkdtemp())
+        specs = [spec for spec, _, _ in read_source(imag_eval_stand_in(tmp), skip_unsupported=True)]
+        out.append(("A stand-in of Imag-Eval's prompts (same shape, generated; pass --imag-eval FOLDER for theirs)",
+                    specs))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--specs", type=int, default=509, help="number of random specs to label (default 509)")
+    ap.add_argument("--scenes", type=int, default=10_000, help="number of scene graphs to verify (default 10000)")
+    ap.add_argument("--naive-sample", type=int, default=1000,
+                    help="verify calls timed for the naive baseline (extrapolated per call; default 1000)")
+    ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    ap.add_argument("--geneval", default=str(GENEVAL), help="GenEval's evaluation_metadata.jsonl (default "
+                                                             "../shared/peers/geneval/...)")
+    ap.add_argument("--imag-eval", metavar="FOLDER", help="Imag-Eval's outputs/prompts folder (default: a stand-in)")
+    ap.add_argument("--budget", type=float, default=20.0, help="the solver's budget per spec in seconds (default 20)")
+    ap.add_argument("--old-budget", type=float, default=5.0,
+                    help="the budget per spec of the encoding before issue 24 (default 5)")
+    ap.add_argument("--old-sample", type=int, default=1, metavar="EVERY",
+                    help="label every EVERY-th peer prompt with the old encoding (default 1: all)")
+    ap.add_argument("--only", choices=("clevr", "open"), help="run one part only")
+    args = ap.parse_args()
+    if args.only != "open":
+        clevr_tables(args)
+    if args.only != "clevr":
+        open_tables(args)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -13,5 +13,17 @@ class UnsafeProgramError(ValueError):
     """Untrusted ASP text tries to read files or run code (``#include``, ``#script``, ``@`` terms)."""
 
 
-class SolverTimeout(RuntimeError):
-    """Grounding or solving an untrusted program exceeded its time budget."""
+class SolverLimit(SpecError):
+    """A spec with an open scene size may need more objects than its domain's ``max_objects`` (the hard limit on
+    the universe the solver searches): no label is given, rather than an UNSAT that is the limit's, not the spec's."""
+
+
+class SolverTimeout(ValueError, RuntimeError):
+    """Labelling a spec, or grounding and solving an untrusted program, exceeded its time budget.
+
+    A `ValueError` like every error here (the input was too hard for its budget), and a `RuntimeError` as before.
+    ``budget`` is the budget in seconds."""
+
+    def __init__(self, message: str, budget: float | None = None):
+        super().__init__(message)
+        self.budget = budget

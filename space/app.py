@@ -329,7 +329,8 @@ def _explore_tab() -> dict[str, Any]:
 def _compose_tab(catalog: Any) -> None:
     gr.Markdown("Compose a spec: up to six templates from **distinct classes**, parameters from menus that offer "
                 "only valid values. Slot rules that relate several slots are listed under each template and "
-                "explained if broken.")
+                f"explained if broken. Solving has a budget of {cmp.DEFAULT_TIMEOUT:g} s: a spec the solver cannot "
+                "label in that time gets a message saying so, never a label.")
     n_choices = list(range(catalog.domain.n_min, catalog.domain.n_max + 1))
     n = closed_menu(n_choices, value=4, label="n (number of objects)")
     t_choices = [("(none)", "")] + cmp.template_choices(catalog)
@@ -421,7 +422,7 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
     gr.Markdown(f"Upload an image (at most {cfg.max_file_bytes / 1024 / 1024:.0f} MB and "
                 f"{chk.perception.MAX_PIXELS / 1e6:.0f} megapixels) and give the spec as a benchmark id or as JSON "
                 "(e.g. from the Compose tab). The perception backend turns the image into a scene graph; the solver "
-                "checks it.")
+                f"checks it (a spec given as JSON is first labelled, within {cmp.DEFAULT_TIMEOUT:g} s).")
     with gr.Row():
         with gr.Column(scale=1):
             image = upload_image(cfg.max_file_bytes, label="Image", sources=["upload", "clipboard"], height=300,

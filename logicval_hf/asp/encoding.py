@@ -187,6 +187,7 @@ class _Compiler:
     guard: list[str]  # literals every rule body starts with (parametric: constraint(C, id))
     head_args: list[str]  # leading head arguments (parametric: ["C"])
     scene_arg: str = ""  # batched programs: every object atom is object(S,X)
+    guards: bool = False  # comparisons of aggregates as their guards (see `compile_constraint`)
     rules: list[str] = field(default_factory=list)
     _aux: int = 0
     _fresh: int = 0
@@ -283,12 +284,22 @@ class _Compiler:
             return [f"{a} {'=' if positive else '!='} {b}"]
         if op == "cmp":
             pre: list[str] = []
-            sides = []
+            sides, parts = [], []
             for term in (node["lhs"], node["rhs"]):
-                p, expr = self.term(term, env)
+                p, expr, part = self.term(term, env)
                 pre += p
                 sides.append(expr)
-            if all(not s.startswith("#") for s in sides):
+                parts.append(part)
+            aggregates = [s.startswith("#") for s in sides]
+            if not any(aggregates):
+                return [*pre, *self.values.theta(node["theta"], sides[0], sides[1], positive)]
+            if self.guards:
+                # The comparison as the aggregate's own guard (one weight constraint for clasp), and two aggregates
+                # compared as one sum of their difference against 0, rather than assigning each to a variable.
+                if all(aggregates):
+                    (wa, ta, ca), (wb, tb, cb) = parts
+                    diff = f"#sum{{ {wa},a,{ta} : {ca} ; -{wb},b,{tb} : {cb} }}"
+                    return [*pre, *self.values.theta(node["theta"], diff, "0", positive)]
                 return [*pre, *self.values.theta(node["theta"], sides[0], sides[1], positive)]
             names = []
             for s in sides:
@@ -301,26 +312,27 @@ class _Compiler:
             return [*pre, *self.values.theta(node["theta"], names[0], names[1], positive)]
         raise ValueError(f"not an atom: {op!r}")
 
-    def term(self, node: Mapping[str, Any], env: dict[str, str]) -> tuple[list[str], str]:
+    def term(self, node: Mapping[str, Any], env: dict[str, str]) -> tuple[list[str], str, tuple[str, str, str] | None]:
+        """(literals it needs, the term's text, for an aggregate its (weight, tuple, condition) element)."""
         if node["op"] == "const":
-            return self.values.const(node["value"])
+            return (*self.values.const(node["value"]), None)
         if node["op"] == "value":  # a derived integer attribute of a bound object (a confidence rank)
             var = self._new_var("V")
             s = f"{self.scene_arg}," if self.scene_arg else ""
-            return [f"hasProperty({s}{env[node['var']]},{node['attr']},{var})"], var
+            return [f"hasProperty({s}{env[node['var']]},{node['attr']},{var})"], var, None
         if node["op"] in ("count", "sum"):
             inner, objs, dist = self._bind(node, env)
             new = [inner[v] for v in node["vars"]]
             cond = [*objs, *dist, *self.lits(nnf(node["where"]), inner)]
             if node["op"] == "count":
-                return [], f"#count{{ {','.join(new)} : {', '.join(cond)} }}"
+                return [], f"#count{{ {','.join(new)} : {', '.join(cond)} }}", ("1", ",".join(new), ", ".join(cond))
             # weights: the domain constant named by the slot, looked up by the object's value of its attribute
             pre, name = self.values.constant_name(node["weight"])
             s = f"{self.scene_arg}," if self.scene_arg else ""
             w, p, v = self._new_var("W"), self._new_var("P"), self._new_var("C")
             x = new[0]
             cond += [f"hasProperty({s}{x},{p},{v})", f"domain_constant({name},{p},{v},{w})"]
-            return pre, f"#sum{{ {w},{','.join(new)} : {', '.join(cond)} }}"
+            return pre, f"#sum{{ {w},{','.join(new)} : {', '.join(cond)} }}", (w, ",".join(new), ", ".join(cond))
         raise ValueError(f"unknown term op {node['op']!r}")
 
     # -- top level ------------------------------------------------------------------------------
@@ -346,19 +358,26 @@ def _comment(text: str) -> str:
     return "\n".join(f"% {line}" if line else "%" for line in text.splitlines())
 
 
-def compile_constraint(constraint: Constraint, index: int, prefix: str | None = None, batched: bool = False) -> str:
+def compile_constraint(constraint: Constraint, index: int, prefix: str | None = None, batched: bool = False,
+                       guards: bool = False) -> str:
     """Instantiated ASP rules for one constraint: ``violated(index)`` iff it fails (formula or anti-vacuity).
 
     With ``batched``, every scene atom carries a leading scene argument ``S`` (``object(S,X)``,
     ``hasProperty(S,X,P,V)``, ...), rules are guarded by ``scene(S)`` and the head is ``violated(S,index)``,
     so one grounding evaluates the constraint on many scenes.
+
+    With ``guards``, a count or sum compared with a number is written as the aggregate's guard
+    (``#count{ X : ... } != 2``) and two aggregates compared as one sum of their difference (``#sum{ 1,a,X : ... ;
+    -1,b,Y : ... } < 0``): one weight constraint each, which clasp propagates, where assigning each aggregate to a
+    variable (``N = #count{...}``, the paper's rendering, kept for CLEVR) grounds one constraint per value.
     """
     t = constraint.template
     if batched:
-        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params, "S"), ["scene(S)"], ["S"], "S")
+        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params, "S"), ["scene(S)"], ["S"], "S",
+                         guards)
         head = f"violated(S,{index})"
     else:
-        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params), [], [])
+        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params), [], [], "", guards)
         head = f"violated({index})"
     comp.rules.append(f"% constraint {index}: {t.id}  {_describe(constraint)}")
     comp.violation(t.formula, head)

@@ -1,4 +1,8 @@
-"""Assemble complete ASP programs for a spec from the checked-in ``asp/`` files and the compiled constraints.
+"""Assemble complete ASP programs for a spec from the checked-in ``.lp`` programs and the compiled constraints.
+
+The ``.lp`` programs (domain, vocabulary, background, templates) live once, in the repository's top-level ``asp/``
+folder, which plain ``clingo`` runs (asp/README.md); the package reads them as ``logicval_hf/asp/lp/``, a link to
+``../../asp`` in a checkout and a copy of it in an installed wheel (`program_dir`).
 
 * `solve_program(spec)`: the generative program whose answer sets are the admissible scenes of exactly n
   objects that satisfy every *active* constraint (``#external active(i)``), used for labels, witnesses and cores.
@@ -16,13 +20,17 @@ from typing import Sequence
 
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.asp.encoding import asp_term, compile_constraint, compile_template, constants_program, vocabulary_program
+from logicval_hf.asp.universe import formula_nodes, solving_values, universe_bound
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import AttrLit, RelLit, Spec
 
 #: Box placements for solving specs of a domain whose relations come from boxes (not centre orders): centres on a
 #: GRID x GRID lattice of cells, square boxes of a few sizes (fractions of the shorter image side; several only
 #: when a spec compares sizes or containment). Relations between placements are derived by the same geometry
-#: that reads perceived scenes, so a witness's boxes give back exactly the relations solved.
+#: that reads perceived scenes, so a witness's boxes give back exactly the relations solved. A SAT label is proved by
+#: its witness; an UNSAT label that rests on geometry is relative to this lattice: three columns and rows and four
+#: sizes hold no chain of four objects each left of (or larger than) the next, and boxes of one cell share a centre,
+#: so no box is both inside another and above it (known limits, the differential tests' reference shares them).
 GRID = 3
 SIZES = (0.08,)
 SIZES_COMPARED = (0.05, 0.09, 0.13, 0.17)
@@ -31,10 +39,20 @@ _SIZE_KINDS = ("box_area", "box_inside")
 
 
 
+def program_dir() -> Path:
+    """The folder of the ``.lp`` programs: the package's ``lp/`` (in a checkout a link to the repository's ``asp/``,
+    in an installed wheel a copy of it), or the repository's ``asp/`` itself where the link is not one (a checkout
+    made without symbolic links)."""
+    packaged = Path(str(resources.files("logicval_hf.asp").joinpath("lp")))
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "asp"
+
+
 @functools.lru_cache(maxsize=None)
 def read_program(name: str) -> str:
     """Text of a checked-in program, e.g. ``"background.lp"`` or ``"templates/C3.lp"``."""
-    return resources.files("logicval_hf.asp").joinpath("lp").joinpath(name).read_text(encoding="utf-8")
+    return (program_dir() / name).read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=8)
@@ -43,7 +61,10 @@ def vocabulary(domain: Domain) -> str:
 
 
 def constraint_rules(spec: Spec) -> str:
-    return "".join(compile_constraint(c, i) for i, c in enumerate(spec.constraints))
+    """The instantiated rules of every constraint; in a box-geometry domain with counts compared as aggregate
+    guards (`compile_constraint`), CLEVR's in the paper's rendering (its labels, cores and witnesses unchanged)."""
+    guards = not spec.domain.ordered
+    return "".join(compile_constraint(c, i, guards=guards) for i, c in enumerate(spec.constraints))
 
 
 def sizes_for(spec: Spec) -> tuple[float, ...]:
@@ -62,35 +83,45 @@ def placement_box(domain: Domain, cell: int, size: float) -> tuple[float, float,
 
 
 @functools.lru_cache(maxsize=16)  # the same few tables for every spec of a domain: derive them once
-def placement_tables(domain: Domain, sizes: tuple[float, ...]) -> dict[str, list[str]]:
+def placement_tables(domain: Domain, sizes: tuple[float, ...]) -> dict[str, tuple[str, list[str]]]:
     """Facts of every relation between placements, each keyed by only what decides it on this lattice:
     ``cell_rel(C,R,D)`` when the relation does not depend on the sizes, ``size_rel(S,R,T)`` when it does not
-    depend on the cells, ``place_rel(C,S,R,D,T)`` otherwise (what grounding then joins is that much smaller)."""
+    depend on the cells, ``place_rel(C,S,R,D,T)`` otherwise (what grounding then joins is that much smaller).
+    Returns relation -> (``cell`` | ``size`` | ``place``, its facts)."""
     cells = range(GRID * GRID)
     ks = range(len(sizes))
-    out: dict[str, list[str]] = {"cell": [], "size": [], "place": []}
+    out: dict[str, tuple[str, list[str]]] = {}
     for r in domain.relations:
         truth = {(c, s, d, t): domain.holds(r, placement_box(domain, c, sizes[s]), placement_box(domain, d, sizes[t]))
                  for c in cells for s in ks for d in cells for t in ks}
         by_cell = all(truth[(c, s, d, t)] == truth[(c, 0, d, 0)] for (c, s, d, t) in truth)
         by_size = all(truth[(c, s, d, t)] == truth[(0, s, 0, t)] for (c, s, d, t) in truth)
         if by_cell:
-            out["cell"] += [f"cell_rel({c},{r},{d})." for c in cells for d in cells if truth[(c, 0, d, 0)]]
+            out[r] = ("cell", [f"cell_rel({c},{r},{d})." for c in cells for d in cells if truth[(c, 0, d, 0)]])
         elif by_size:
-            out["size"] += [f"size_rel({s},{r},{t})." for s in ks for t in ks if truth[(0, s, 0, t)]]
+            out[r] = ("size", [f"size_rel({s},{r},{t})." for s in ks for t in ks if truth[(0, s, 0, t)]])
         else:
-            out["place"] += [f"place_rel({c},{s},{r},{d},{t})." for (c, s, d, t), ok in truth.items() if ok]
+            out[r] = ("place", [f"place_rel({c * len(sizes) + s},{r},{d * len(sizes) + t})."
+                                for (c, s, d, t), ok in truth.items() if ok])
     return out
 
 
-def universe_bound(spec: Spec) -> int:
-    """How many objects a spec with an open scene size is solved over: its counts and bound variables added up
-    (enough for the peers' rules, which need at most that many objects), within the domain's largest scene."""
-    need = 0
+def grounding_estimate(spec: Spec) -> int:
+    """A rough count of the ground rules `solve_program` makes (object tuples each constraint's rules range over,
+    object pairs times relation facts), to keep grounding, which cannot be interrupted, bounded: the solver
+    labels a spec above `logicval_hf.asp.solver.ISOLATE_ABOVE` in a child process.
+
+    Raises:
+        SolverLimit: an open-size spec that may need more objects than its domain allows.
+    """
+    u = spec.n if spec.n is not None else universe_bound(spec)
+    total = 0
     for c in spec.constraints:
-        need += sum(v for s_, v in zip(c.template.slots, c.params.values()) if s_.type == "count")
-        need += _variables(c.template.formula) + _variables(c.template.anti_vacuity)
-    return max(1, min(spec.domain.n_max, need))
+        total += u ** max(1, _variables(c.template.formula) + _variables(c.template.anti_vacuity))
+    if not spec.domain.ordered:
+        tables = placement_tables(spec.domain, sizes_for(spec))
+        total += u * (u - 1) * sum(len(tables[r][1]) for r in _mentioned(spec)[1])
+    return total
 
 
 def _variables(node: object) -> int:
@@ -105,8 +136,23 @@ def _objects_program(spec: Spec) -> str:
     if spec.n is not None:
         return f"object(0..{spec.n - 1}).\n"
     u = universe_bound(spec)
-    return (f"% open scene size: any number of objects up to {u}, numbered without gaps\n"
+    return (f"% open scene size: any number of objects up to {u} (logicval_hf.asp.universe), numbered without gaps\n"
             f"slot(0..{u - 1}).\n{{ object(X) }} :- slot(X).\n:- object(X), X > 0, not object(X-1).\n")
+
+
+def _rank_program(dom: Domain) -> list[str]:
+    out = []
+    for a, d in dom.derived.items():
+        if d["kind"] == "score_rank":  # objects are numbered by falling score: nothing is lost (no rule names one)
+            w = d["within"]
+            out.append(f"hasProperty(X,{a},N+1) :- object(X), hasProperty(X,{w},V), "
+                       f"N = #count{{ Y : object(Y), Y < X, hasProperty(Y,{w},V) }}.")
+    return out
+
+
+def _ranked(spec: Spec) -> bool:
+    """Whether the spec reads a confidence rank (then objects of one class keep their order: it is their rank)."""
+    return any(node["op"] == "value" for node, _ in formula_nodes(spec))
 
 
 def _geometry_program(spec: Spec, symmetry: bool = True) -> str:
@@ -116,29 +162,51 @@ def _geometry_program(spec: Spec, symmetry: bool = True) -> str:
     parts = []
     if dom.ordered:
         parts += [read_program("background.lp"), read_program("symmetry.lp") if symmetry else ""]
-    elif _mentioned(spec)[1]:
+    return "\n".join(p for p in parts + _rank_program(dom) if p) + "\n"
+
+
+def _box_program(spec: Spec, symmetry: bool = True) -> str:
+    """The generative part for a box-geometry domain: each object takes one of the values `solving_values` keeps
+    per attribute and, when the spec tests a relation, a lattice placement (a cell and a size) whose boxes decide
+    the relations the spec tests; objects are numbered in a canonical order (box_symmetry.lp)."""
+    dom = spec.domain
+    values = solving_values(spec)
+    rels = sorted(_mentioned(spec)[1])
+    parts = ["% values a solve chooses from (logicval_hf.asp.universe.solving_values: the tested ones and spares)"]
+    for a, vals in values.items():
+        parts.append(f"perceived({a}). " + " ".join(f"solving_value({a},{asp_term(v)},{i})." for i, v in enumerate(vals)))
+    parts.append("1 { hasProperty(X,P,V) : solving_value(P,V,_) } 1 :- object(X), perceived(P).")
+    levels = [dom.derived[a]["within"] for a in dom.numeric_attributes] if _ranked(spec) else list(values)
+    if rels:
         sizes = sizes_for(spec)
         tables = placement_tables(dom, sizes)
+        kinds = {tables[r][0] for r in rels}
         parts += ["% box placements (logicval_hf.asp.programs.placement_box): a grid cell and a size per object, and",
                   "% the relations their boxes give, keyed by what decides each",
                   f"cell(0..{GRID * GRID - 1}). size(0..{len(sizes) - 1}).",
-                  " ".join(tables["cell"] + tables["size"] + tables["place"]),
+                  " ".join(f for r in rels for f in tables[r][1]),
                   "1 { at(X,C) : cell(C) } 1 :- object(X).",
                   "1 { sized(X,S) : size(S) } 1 :- object(X).",
-                  "hasRelationship(X,R,Y) :- at(X,C), at(Y,D), X != Y, cell_rel(C,R,D).",
-                  "hasRelationship(X,R,Y) :- sized(X,S), sized(Y,T), X != Y, size_rel(S,R,T).",
-                  "hasRelationship(X,R,Y) :- at(X,C), sized(X,S), at(Y,D), sized(Y,T), X != Y, place_rel(C,S,R,D,T).",
-                  "#defined cell_rel/3. #defined size_rel/3. #defined place_rel/5.",
                   "#show at/2. #show sized/2."]
-    for a, d in dom.derived.items():
-        if d["kind"] == "score_rank":  # objects are numbered by falling score: nothing is lost (no rule names one)
-            w = d["within"]
-            parts.append(f"hasProperty(X,{a},N+1) :- object(X), hasProperty(X,{w},V), "
-                         f"N = #count{{ Y : object(Y), Y < X, hasProperty(Y,{w},V) }}.")
-    return "\n".join(p for p in parts if p) + "\n"
+        if "cell" in kinds:
+            parts.append("hasRelationship(X,R,Y) :- at(X,C), at(Y,D), X != Y, cell_rel(C,R,D).")
+        if "size" in kinds:
+            parts.append("hasRelationship(X,R,Y) :- sized(X,S), sized(Y,T), X != Y, size_rel(S,R,T).")
+        if "place" in kinds:
+            parts += [f"placed(X,C*{len(sizes)}+S) :- at(X,C), sized(X,S).",
+                      "hasRelationship(X,R,Y) :- placed(X,P), placed(Y,Q), X != Y, place_rel(P,R,Q)."]
+        if not _ranked(spec):
+            levels += ["@cell", "@size"]
+    parts += _rank_program(dom)
+    if symmetry:
+        parts.append(" ".join(f"sb_level({k},{a if not a.startswith('@') else a[1:]})." for k, a in enumerate(levels)))
+        parts.append(read_program("box_symmetry.lp"))
+    return "\n".join(parts) + "\n"
 
 
 def _generative_parts(spec: Spec, symmetry: bool = True) -> list[str]:
+    if not spec.domain.ordered:
+        return [vocabulary(spec.domain), _box_program(spec, symmetry), _objects_program(spec), constraint_rules(spec)]
     return [
         vocabulary(spec.domain),
         read_program("domain.lp"),
@@ -247,6 +315,8 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
     k = len(attrs)
     # Only what the spec's literals test can change a verdict: derive nothing else (grounding dominates).
     used_attrs, used_rels = _mentioned(spec)
+    if any(node["op"] == "sum" for node, _ in formula_nodes(spec)):
+        used_attrs.add(dom.noun)  # weights are looked up by the noun attribute's value, named or not
     lines = ["scene(S) :- scenes(K), S = 0..K-1.", f"object(S,I) :- o(S,I{',_' * k})."]
     for pos, a in enumerate(attrs):
         if a not in used_attrs:
@@ -267,7 +337,7 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
         lines.append(" ".join(f"relation_pair({r},{inv})." for r, inv in dom.canonical_relations()))
         lines.append("hasRelationship(S,I,R,J) :- r(S,I,R,J).")
         lines.append("hasRelationship(S,J,Q,I) :- r(S,I,R,J), relation_pair(R,Q).")
-    rules = "".join(compile_constraint(c, i, batched=True) for i, c in enumerate(spec.constraints))
+    rules = "".join(compile_constraint(c, i, batched=True, guards=not dom.ordered) for i, c in enumerate(spec.constraints))
     count_ok = ("count_ok(S) :- scene(S)." if spec.n is None
                 else f"count_ok(S) :- scene(S), #count{{ X : object(S,X) }} = {spec.n}.")
     return "\n".join([
@@ -338,14 +408,11 @@ def template_file(cls: str, catalog: Catalog | None = None) -> str:
     return head + "\n".join(compile_template(t) for t in catalog.by_class(cls))
 
 
-#: Where the checked-in programs live (package data, read by `program_text`).
-PROGRAM_DIR = Path(__file__).resolve().parent / "lp"
-
-
 def write_generated(root: str | Path | None = None, catalog: Catalog | None = None) -> list[Path]:
-    """(Re)write the generated program files under ``root`` (default: the package's `PROGRAM_DIR`)."""
+    """(Re)write the generated program files under ``root`` (default: `program_dir`, the repository's ``asp/`` in a
+    checkout)."""
     catalog = catalog or load_catalog()
-    root = Path(root) if root is not None else PROGRAM_DIR
+    root = Path(root) if root is not None else program_dir().resolve()
     (root / "templates").mkdir(parents=True, exist_ok=True)
     out = []
     files = {root / "clevr_vocabulary.lp": vocabulary_program(catalog.domain)}

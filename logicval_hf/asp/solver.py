@@ -4,6 +4,13 @@ does a given scene satisfy it.
 Grounded programs are reused: one `clingo.Control` per spec answers the label, the witness and every
 core-shrinking step through assumptions on ``active(i)``; one per (spec, universe size) verifies any number
 of scenes through assumptions on the scene's external atoms. Both caches are LRU and thread-safe.
+
+Time budgets. ``solve(spec, timeout=...)`` (or ``Solver(timeout=...)``) answers within the budget or raises
+`SolverTimeout`, never a label it has not proved. Solving is interrupted at the budget (clingo's asynchronous
+solve); grounding cannot be, so it is bounded by design: a spec whose program could take long to ground
+(`logicval_hf.asp.programs.grounding_estimate` above `ISOLATE_ABOVE`) is labelled in a child process that is
+killed at the budget (`logicval_hf.asp.isolated`); every other grounding takes a fraction of a second. A result
+is cached only when it was found within its budget.
 """
 
 from __future__ import annotations
@@ -18,14 +25,28 @@ import clingo
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.layout import layout_scene
 from logicval_hf.asp.encoding import symbol_value
-from logicval_hf.asp.programs import (GRID, batch_scene_facts, batch_verify_program, placement_box, scene_externals_program,
-                                      sizes_for, solve_program, verify_program)
+from logicval_hf.asp.budget import Deadline, check_timeout
+from logicval_hf.asp.programs import (GRID, batch_scene_facts, batch_verify_program, grounding_estimate, placement_box,
+                                      scene_externals_program, sizes_for, solve_program, verify_program)
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec, as_spec
 from logicval_hf.errors import SceneError
 
 _CLINGO_ARGS = ["--warn=none"]
 DEFAULT_IMAGE_SIZE = (480, 320)
+#: ground-size estimate above which a spec is labelled in a child process (grounding could outlast a budget);
+#: calibrated at about a microsecond of grounding per unit, so in-process grounding stays under half a second
+ISOLATE_ABOVE = 500_000
+
+
+class Default:
+    """The type of `DEFAULT`: "the solver's own budget" (None means no budget)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = Default()
 
 
 def _control(program: str) -> clingo.Control:
@@ -110,10 +131,12 @@ def check_mode(count: str, label: str | None = None) -> None:
 class _SpecSolver:
     """One grounded generative program for a spec; label, witness and core via assumptions."""
 
-    def __init__(self, spec: Spec, catalog: Catalog):
+    def __init__(self, spec: Spec, catalog: Catalog, deadline: Deadline | None = None):
         self.spec = spec
         self.catalog = catalog
+        self.deadline = deadline or Deadline(None)
         self.ctl = _control(solve_program(spec, catalog))
+        self.deadline.check("grounding")
         atoms = self.ctl.symbolic_atoms
         self.active = [atoms[clingo.Function("active", [clingo.Number(i)])].literal for i in range(spec.m)]
         self._index = {lit: i for i, lit in enumerate(self.active)}
@@ -129,7 +152,7 @@ class _SpecSolver:
             model.extend(m.symbols(shown=True))
             return False
 
-        res = self.ctl.solve(assumptions=assumptions, on_model=on_model, on_core=core.extend)
+        res = self.deadline.solve(self.ctl, assumptions, on_model, core.extend)
         if res.satisfiable:
             return True, model, None
         return False, None, sorted({self._index[lit] for lit in core if lit in self._index})
@@ -204,19 +227,42 @@ class _SpecSolver:
 
 
 class Solver:
-    """Labels specs and verifies scenes, reusing grounded programs (LRU caches keyed by the spec)."""
+    """Labels specs and verifies scenes, reusing grounded programs (LRU caches keyed by the spec).
 
-    def __init__(self, catalog: Catalog | None = None, max_specs: int = 256, max_verifiers: int = 128):
+    Args:
+        catalog: the template catalog (default: the shipped one).
+        max_specs, max_verifiers: sizes of the two caches.
+        timeout: the default budget in seconds of every label this solver computes (`solve`, and `verify` of a
+            spec given without its label); None: no budget. A call's own ``timeout`` overrides it.
+    """
+
+    def __init__(self, catalog: Catalog | None = None, max_specs: int = 256, max_verifiers: int = 128,
+                 timeout: float | None = None):
         self.catalog = catalog or load_catalog()
         self._results: collections.OrderedDict[str, SolveResult] = collections.OrderedDict()
         self._verifiers: collections.OrderedDict[tuple[str, int], _Verifier] = collections.OrderedDict()
         self._layouts: dict[tuple[Domain, int], _SceneLayout] = {}
         self.max_specs = max_specs
         self.max_verifiers = max_verifiers
+        self.timeout = check_timeout(timeout)
         self._lock = threading.RLock()
 
-    def solve(self, spec: Any, image_size: tuple[float, float] | None = None) -> SolveResult:
+    def solve(self, spec: Any, image_size: tuple[float, float] | None = None,
+              timeout: float | None | Default = DEFAULT) -> SolveResult:
+        """Label a spec: a witness scene if SAT, a minimal unsat core if UNSAT.
+
+        Args:
+            spec: a `Spec`, its dict or its JSON.
+            image_size: the witness's image size (default: the domain's).
+            timeout: budget in seconds (default: the solver's ``timeout``; None: no budget).
+        Raises:
+            SpecError: a malformed spec; `SolverLimit` (a SpecError) when an open-size spec may need more objects
+                than its domain allows.
+            SolverTimeout: no answer within the budget.
+        """
         spec = as_spec(spec, self.catalog)
+        budget = self.timeout if isinstance(timeout, Default) else check_timeout(timeout)
+        deadline = Deadline(budget)
         image_size = tuple(image_size or spec.domain.image_size)
         key = f"{spec.key()}@{image_size}"
         with self._lock:
@@ -224,18 +270,27 @@ class Solver:
             if hit is not None:
                 self._results.move_to_end(key)
                 return hit
-            result = _SpecSolver(spec, self.catalog).result(tuple(image_size))
+        # solved outside the lock: each spec has its own Control, and a caller waits for its own budget only
+        if budget is not None and grounding_estimate(spec) > ISOLATE_ABOVE:
+            from logicval_hf.asp.isolated import solve_in_child
+
+            result = solve_in_child(spec, tuple(image_size), deadline)
+        else:
+            result = _SpecSolver(spec, self.catalog, deadline).result(tuple(image_size))
+        with self._lock:
             self._results[key] = result
             if len(self._results) > self.max_specs:
                 self._results.popitem(last=False)
-            return result
+        return result
 
-    def is_satisfiable(self, spec: Any, subset: Iterable[int] | None = None) -> bool:
+    def is_satisfiable(self, spec: Any, subset: Iterable[int] | None = None,
+                       timeout: float | None | Default = DEFAULT) -> bool:
         """Whether the spec (or only the constraints in ``subset``) has a model at its n."""
         spec = as_spec(spec, self.catalog)
         if subset is None:
-            return self.solve(spec).satisfiable
-        return _SpecSolver(spec, self.catalog).check(sorted(set(subset)))[0]
+            return self.solve(spec, timeout=timeout).satisfiable
+        deadline = Deadline(self.timeout if isinstance(timeout, Default) else timeout)
+        return _SpecSolver(spec, self.catalog, deadline).check(sorted(set(subset)))[0]
 
     def is_tautology(self, constraint: Any, n: int) -> bool:
         """Whether a constraint holds in every admissible scene of n objects (its negation is UNSAT at n).
@@ -268,11 +323,13 @@ class Solver:
         count: str = "strict",
         labels: Sequence[str | None] | None = None,
         batch_size: int = 512,
+        timeout: float | None | Default = DEFAULT,
     ) -> list[Verdict]:
         """Verify many (spec, scene) pairs; scenes of the same spec share one grounding per batch.
 
         Returns verdicts in input order. Raises `SpecError`/`SceneError` on the first malformed item, naming
-        its position.
+        its position; `SolverTimeout` when labelling a spec given without its label exceeds ``timeout`` (per spec;
+        default: the solver's).
         """
         check_mode(count)
         items: list[tuple[Spec, Scene]] = []
@@ -294,7 +351,8 @@ class Solver:
                 chunk = idx[start:start + batch_size]
                 results = _verify_batch(spec, [items[k][1] for k in chunk])
                 for k, (count_ok, violated) in zip(chunk, results):
-                    label = labels[k] if labels is not None and labels[k] is not None else self.solve(spec).label
+                    label = (labels[k] if labels is not None and labels[k] is not None
+                             else self.solve(spec, timeout=timeout).label)
                     out[k] = self._verdict(label, count, len(items[k][1]), count_ok, violated)
         return out  # type: ignore[return-value]
 
@@ -307,11 +365,14 @@ class Solver:
             ok = not violated and (count_ok or count == "relaxed")
         return Verdict(ok, count_ok, tuple(violated), label, count, n_objects)
 
-    def verify(self, spec: Any, scene: Any, count: str = "strict", label: str | None = None) -> Verdict:
+    def verify(self, spec: Any, scene: Any, count: str = "strict", label: str | None = None,
+               timeout: float | None | Default = DEFAULT) -> Verdict:
+        """Check a scene against a spec (see the module-level `verify`); ``timeout`` bounds labelling the spec when
+        no label is given (default: the solver's budget)."""
         spec, scene = self.parse_pair(spec, scene)
         check_mode(count, label)
         if label is None:
-            label = self.solve(spec).label
+            label = self.solve(spec, timeout=timeout).label
         # The universe only has to hold the scene's objects; n keeps one grounding per spec in the usual case.
         universe = max(spec.n or 0, len(scene), 1)
         key = (spec.key(), universe)
@@ -329,6 +390,13 @@ class Solver:
                 self._verifiers.move_to_end(key)
             count_ok, violated = verifier.check(scene)
         return self._verdict(label, count, len(scene), count_ok, sorted(violated))
+
+
+def label_here(spec: Any, image_size: tuple[float, float], deadline: Deadline) -> SolveResult:
+    """Label a spec in this process whatever its grounding estimate (what `logicval_hf.asp.isolated`'s child
+    does), uncached."""
+    spec = as_spec(spec)
+    return _SpecSolver(spec, load_catalog(), deadline).result(tuple(image_size))
 
 
 def _verify_batch(spec: Spec, scenes: Sequence[Scene]) -> list[tuple[bool, list[int]]]:
@@ -473,12 +541,23 @@ def default_solver() -> Solver:
         return _default
 
 
-def solve(spec: Any, image_size: tuple[float, float] | None = None) -> SolveResult:
-    """Label a spec (a `Spec`, its dict or its JSON): witness scene if SAT, minimal unsat core if UNSAT."""
-    return default_solver().solve(spec, image_size)
+def solve(spec: Any, image_size: tuple[float, float] | None = None, timeout: float | None = None) -> SolveResult:
+    """Label a spec (a `Spec`, its dict or its JSON): witness scene if SAT, minimal unsat core if UNSAT.
+
+    Args:
+        spec: the specification.
+        image_size: the witness's image size (default: the domain's).
+        timeout: budget in seconds for this label (None: no budget).
+    Raises:
+        SpecError: a malformed spec, or (`SolverLimit`) an open-size spec that may need more objects than its
+            domain's ``max_objects``.
+        SolverTimeout: no answer within ``timeout`` (raised within about a second of it).
+    """
+    return default_solver().solve(spec, image_size, timeout=timeout)
 
 
-def verify(spec: Any, scene: Any, count: str = "strict", label: str | None = None) -> Verdict:
+def verify(spec: Any, scene: Any, count: str = "strict", label: str | None = None,
+           timeout: float | None = None) -> Verdict:
     """Check a scene (a `Scene`, its dict or its JSON) against a spec.
 
     Args:
@@ -486,15 +565,18 @@ def verify(spec: Any, scene: Any, count: str = "strict", label: str | None = Non
         scene: the perceived (or annotated) scene graph.
         count: ``"strict"`` (exactly n objects and every constraint) or ``"relaxed"`` (object count ignored).
         label: the spec's SAT/UNSAT label if known (saves a solver call); computed otherwise.
+        timeout: budget in seconds for computing the label (None: no budget).
     Returns:
         A `Verdict` with ``ok``, ``count_ok`` and ``violated``.
     Raises:
         SpecError / SceneError (both `ValueError`): malformed spec or scene.
+        SolverTimeout: the label was not found within ``timeout``.
     """
-    return default_solver().verify(spec, scene, count=count, label=label)
+    return default_solver().verify(spec, scene, count=count, label=label, timeout=timeout)
 
 
 def verify_many(pairs: Iterable[tuple[Any, Any]], count: str = "strict",
-                labels: Sequence[str | None] | None = None) -> list[Verdict]:
-    """Verify many (spec, scene) pairs in batches (one grounding per spec and batch); verdicts in input order."""
-    return default_solver().verify_many(pairs, count=count, labels=labels)
+                labels: Sequence[str | None] | None = None, timeout: float | None = None) -> list[Verdict]:
+    """Verify many (spec, scene) pairs in batches (one grounding per spec and batch); verdicts in input order.
+    ``timeout`` bounds labelling each spec given without its label."""
+    return default_solver().verify_many(pairs, count=count, labels=labels, timeout=timeout)

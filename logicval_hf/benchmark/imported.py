@@ -22,12 +22,14 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.programs import spec_program
 from logicval_hf.asp.solver import Solver
 from logicval_hf.common.atomic import replace_dir
 from logicval_hf.common.markdown import md_table
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import CONSTRAINT_ITEM_TEMPLATE, constraint_names, constraint_text
+from logicval_hf.errors import SolverLimit, SolverTimeout
 
 __all__ = ["IMPORT_COLUMNS", "SourceError", "import_rows", "write_import", "unsat_table"]
 
@@ -67,27 +69,39 @@ def import_rows(
     solver: Solver | None = None,
     progress: bool = False,
     total: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    skipped: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Label imported specs and make dataset rows.
 
     Args:
         items: ``(spec, source, fields)`` per prompt: the spec, where it was read from, the source's own fields
             (JSON-serialisable values; nested ones are stored as JSON strings).
-        prefix: the id prefix (``geneval`` gives ``geneval-0000``, ...).
+        prefix: the id prefix (``geneval`` gives ``geneval-0000``, ...); ids number the rows made, in order.
         solver: reused across calls (groundings are cached per spec).
         progress: show a progress bar.
+        timeout: the time budget of each label in seconds (None: no budget).
+        skipped: if given, a prompt that gets no label (past its budget, or needing more objects than the domain
+            allows) is left out and ``{"source", "why"}`` appended here; otherwise that is an error.
     Returns:
-        One dict per item with `IMPORT_COLUMNS` and then the source's fields.
+        One dict per labelled item with `IMPORT_COLUMNS` and then the source's fields.
+    Raises:
+        ValueError: a prompt got no label (naming its source and why) and ``skipped`` is None.
     """
     from tqdm.auto import tqdm
 
     solver = solver or Solver()
     rows = []
-    for k, (spec, source, fields) in enumerate(tqdm(items, total=total, disable=not progress, desc=f"import {prefix}",
-                                                      unit="prompt")):
-        result = solver.solve(spec)
+    for spec, source, fields in tqdm(items, total=total, disable=not progress, desc=f"import {prefix}", unit="prompt"):
+        try:
+            result = solver.solve(spec, timeout=timeout)
+        except (SolverTimeout, SolverLimit) as e:
+            if skipped is None:
+                raise type(e)(f"{source}: {e}") from None
+            skipped.append({"source": source, "why": str(e)})
+            continue
         row: dict[str, Any] = {
-            "id": f"{prefix}-{k:04d}",
+            "id": f"{prefix}-{len(rows):04d}",
             "source": source,
             "spec_json": spec.to_json(),
             "asp_program": spec_program(spec),

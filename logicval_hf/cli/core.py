@@ -29,7 +29,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from logicval_hf.asp.solver import solve
     from logicval_hf.contract.verbalise import constraint_names
 
-    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size) if args.image_size else None)
+    result = solve(_read_json(args.spec, "spec"), image_size=tuple(args.image_size) if args.image_size else None,
+                   timeout=args.timeout)
     if not args.witness:
         _emit(result.to_dict(), args.pretty)
         return 0
@@ -61,7 +62,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     count = "relaxed" if args.relaxed else "strict"
     if args.jsonl:
-        return _verify_jsonl(args.jsonl, count)
+        return _verify_jsonl(args.jsonl, count, timeout=args.timeout)
     if not args.spec or not args.scene:
         raise ValueError("verify needs SPEC.json and SCENE.json, or --jsonl PAIRS.jsonl")
     hint = (f"a scene graph is {_SCENE_FORMAT}; `logicval solve {args.spec} --witness > SCENE.json` writes one "
@@ -74,7 +75,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         scene = Scene.from_dict(scene_of(data, f"scene {args.scene!r}"), spec.domain)
     except SceneError as e:
         raise SceneError(f"{e}; {hint}") from None
-    _emit(solver.verify(spec, scene, count=count).to_dict(), args.pretty)
+    _emit(solver.verify(spec, scene, count=count, timeout=args.timeout).to_dict(), args.pretty)
     return 0
 
 
@@ -98,7 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     # perceived in the spec's domain (the clevr backend perceives CLEVR only: another domain is a one-line error)
     domain = None if spec.domain == solver.catalog.domain else spec.domain
     scene = extract_scene(image, backend=args.backend, domain=domain)
-    verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict")
+    verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict", timeout=args.timeout)
     out = verdict.to_dict()
     # how sure the backend is that the scene graph is right (None: it does not say): a low one is worth a look
     out.update(image=args.image, backend=args.backend, confidence=scene.confidence, scene=scene.to_dict())
@@ -109,7 +110,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
+def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | None = None) -> int:
     """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line).
 
     Lines are checked one by one, then verified in chunks so that scenes of one spec share a grounding.
@@ -134,7 +135,7 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000) -> int:
         verdicts: dict[int, dict] = {}
         for mode, items in by_mode.items():
             results = solver.verify_many([(it[0], it[1]) for _, it in items], count=mode,
-                                         labels=[it[2] for _, it in items])
+                                         labels=[it[2] for _, it in items], timeout=timeout)
             verdicts.update({k: v.to_dict() for (k, _), v in zip(items, results)})
         for k, item in pending:
             out = item if isinstance(item, dict) else verdicts[k]
@@ -207,6 +208,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timeout_option(p: argparse.ArgumentParser) -> None:
+    from logicval_hf.asp.budget import DEFAULT_TIMEOUT
+
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"time budget for labelling a spec (default {DEFAULT_TIMEOUT:g}); past it: exit 2 with a "
+                        "one-line error, never a label")
+
+
 def add_subcommands(sub: Any) -> None:
     """Register the core subcommands on the ``logicval`` subparsers."""
     s = sub.add_parser("solve", help="label a spec SAT/UNSAT with a witness scene or a minimal unsat core")
@@ -218,6 +227,7 @@ def add_subcommands(sub: Any) -> None:
                    help="print the witness scene alone (the scene graph `logicval verify` takes); for an UNSAT spec "
                         f"print its core on stderr and exit {EXIT_NO_WITNESS}")
     s.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    _timeout_option(s)
     s.set_defaults(func=cmd_solve)
 
     v = sub.add_parser("verify", help="check scene graphs against specs")
@@ -229,6 +239,7 @@ def add_subcommands(sub: Any) -> None:
                    help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out (a bad line "
                         "gets an error line; exit 2 if any)")
     v.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    _timeout_option(v)
     v.set_defaults(func=cmd_verify)
 
     c = sub.add_parser("check", help="check an image against a spec: image -> scene graph -> verdict JSON "
@@ -241,13 +252,14 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    _timeout_option(c)
     c.set_defaults(func=cmd_check)
 
     a = sub.add_parser("asp", help="print the complete ASP program of a spec")
     a.add_argument("spec", nargs="?", help="spec JSON file")
     a.add_argument("--write-templates", metavar="DIR", nargs="?", const="",
                    help="regenerate the parametric template programs and vocabulary; under DIR if given, else "
-                        "in the package's own logicval_hf/asp/lp/ (where the solver reads them)")
+                        "in the repository's asp/ folder (the package's logicval_hf/asp/lp/ links to it)")
     a.set_defaults(func=cmd_asp)
 
     r = sub.add_parser("run-asp", help="solve an untrusted ASP program safely (no #include/#script, time-bounded)")

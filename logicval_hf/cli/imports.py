@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
 
 __all__ = ["add_subcommands", "main"]
@@ -23,6 +24,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     check_output_dir(args.out, "--out")
     options = {"skip_unsupported": args.skip_unsupported} if hasattr(args, "skip_unsupported") else {}
+    options["timeout"] = args.timeout
     summary = IMPORTERS.get(args.source)(args.path, args.out, progress=not args.no_progress, **options)
     emit(summary, args.pretty)
     return 0
@@ -41,11 +43,14 @@ def add_subcommands(subparsers: Any) -> None:
                             "replaced atomically when it exists")
         s.add_argument("--no-progress", action="store_true", help="no progress bar")
         s.add_argument("--pretty", action="store_true", help="indent the JSON summary")
+        s.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                       help=f"time budget of each prompt's label (default {DEFAULT_TIMEOUT:g}); past it the import "
+                            "stops with a one-line error (imag-eval --skip-unsupported: the prompt is left out)")
         if name == "imag-eval":
             s.add_argument("--skip-unsupported", action="store_true",
                            help="leave out what the coco domain cannot express (relations boxes cannot decide: in "
-                                "front of, behind, next to; the colour gray; prompts needing more objects than the "
-                                "domain's largest scene) and record it (the row's unsupported column, the summary), "
+                                "front of, behind, next to; the colour gray; prompts that get no label within the "
+                                "solver's object limit or the time budget) and record it (the row's unsupported column, the summary), "
                                 "instead of stopping at the first")
         s.set_defaults(func=cmd_import)
 

@@ -30,7 +30,9 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.scoring import inputs
 from logicval_hf.scoring.scores import Record, aggregate
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.solver import Solver, check_mode, default_solver
+from logicval_hf.errors import SolverTimeout
 
 __all__ = ["PROBABILISTIC_SETTINGS", "compute", "images_in_folder", "parse_reference", "perceived_domain",
            "to_scenes", "verify_scenes"]
@@ -113,7 +115,7 @@ def _probabilistic_settings(probabilistic: Any) -> dict[str, Any] | None:
 
 def verify_scenes(specs: Sequence[Spec], scenes: Sequence[Scene], *, labels: Sequence[str | None] | None = None,
                   ids: Sequence[str | None] | None = None, packages: Sequence[str | None] | None = None,
-                  solver: Solver | None = None) -> list[Record]:
+                  solver: Solver | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> list[Record]:
     """Verify each (spec, scene) pair once: one `Record` per pair, with the strict verdict, the count-relaxed
     one derived from it (no second solver call) and the scene.
 
@@ -124,18 +126,26 @@ def verify_scenes(specs: Sequence[Spec], scenes: Sequence[Scene], *, labels: Seq
         ids: benchmark ids carried into the records (optional).
         packages: benchmark packages carried into the records (optional).
         solver: a `Solver` to reuse (default: the shared one); scenes of one spec share its grounding.
+        timeout: time budget in seconds for labelling each spec without a label (None: no budget).
     Returns:
         The records, in input order.
     Raises:
         ValueError: lists of different lengths; a scene in another domain than its spec (the solver's check,
         naming the item).
+        SolverTimeout: labelling spec ``k`` exceeded ``timeout`` (the message names it).
     """
     n = len(specs)
     for name, xs in (("scenes", scenes), ("labels", labels), ("ids", ids), ("packages", packages)):
         if xs is not None and len(xs) != n:
             raise ValueError(f"verify_scenes: {len(xs)} {name} for {n} specs")
     solver = solver or default_solver()
-    labels = [(labels[k] if labels is not None else None) or solver.solve(spec).label for k, spec in enumerate(specs)]
+    known = labels
+    labels = []
+    for k, spec in enumerate(specs):
+        try:
+            labels.append((known[k] if known is not None else None) or solver.solve(spec, timeout=timeout).label)
+        except SolverTimeout as e:
+            raise SolverTimeout(f"references[{k}]: {e}", e.budget) from None
     strict = solver.verify_many(list(zip(specs, scenes)), count="strict", labels=labels)
     return [Record(spec, label, v, v.with_count("relaxed"), packages[k] if packages is not None else None,
                    ids[k] if ids is not None else None, scene)
@@ -152,6 +162,7 @@ def compute(
     count: str = "strict",
     probabilistic: bool | Mapping[str, Any] = False,
     probs: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> dict[str, Any]:
     """Verdicts, scores and breakdowns for paired predictions and references.
 
@@ -170,12 +181,14 @@ def compute(
             attribute probabilities (``True``, or a dict of settings: ``max_exact``, ``samples``, ``seed``,
             ``epsilon``); adds ``probabilistic_score`` and per-sample ``probability`` fields.
         probs: keep the objects' attribute probability tables in the per-sample scene graphs.
+        timeout: time budget in seconds for labelling each spec given without its label (None: no budget).
     Returns:
         ``aggregate`` of the records (``logicval_score``, ``relaxed_score``, ``abstention_rate``, ``by_load``,
         breakdowns) plus ``per_sample`` when asked.
     Raises:
         ValueError: no samples, lengths differ, images mixed with scene graphs, or a malformed prediction /
-        reference (the message names its index).
+        reference (the message names its index); `SolverTimeout` (a ValueError) naming the reference whose label
+        exceeded ``timeout``.
     """
     predictions, references = inputs.check_lists(predictions, references)
     check_mode(count)
@@ -193,7 +206,8 @@ def compute(
     scenes = to_scenes(predictions, backend=backend, domains=[spec.domain for spec in specs],
                        **dict(backend_settings or {}))
     records = verify_scenes(specs, scenes, labels=[m.get("label") for m in metas], ids=[m.get("id") for m in metas],
-                            packages=[m.get("package") for m in metas], solver=solver)
+                            packages=[m.get("package") for m in metas], solver=solver,
+                            timeout=timeout)
     out = aggregate(records)
     results = None
     if settings is not None:

@@ -118,11 +118,11 @@ class Record:
 
 def compositional_load(spec: Spec) -> int:
     """Imag-Eval's compositional load of a spec: ``n`` (object instances) + ``m`` (constraints). A spec with an
-    open scene size counts the objects the solver considers for it (its counts and variables added up)."""
+    open scene size counts the objects a model of it may need (`logicval_hf.asp.universe.objects_needed`)."""
     if spec.n is None:
-        from logicval_hf.asp.programs import universe_bound
+        from logicval_hf.asp.universe import objects_needed
 
-        return universe_bound(spec) + spec.m
+        return objects_needed(spec) + spec.m
     return spec.n + spec.m
 
 

@@ -14,6 +14,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from logicval_hf import perception
 from logicval_hf.contract.scene import Scene
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import constraint_names, constraint_text
@@ -67,14 +68,15 @@ def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any
 
 
 def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = None,
-                   solver: Solver | None = None) -> dict[str, Any]:
+                   solver: Solver | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Verdicts (strict and count-relaxed), the failing constraints with the objects involved, the score.
 
     The scene is verified once: the count-relaxed verdict is derived from the strict one (`Verdict.with_count`;
-    only ``ok`` depends on the count mode)."""
+    only ``ok`` depends on the count mode). A spec without a label is labelled within ``timeout`` seconds, else
+    `SolverTimeout` (a ValueError: the UI shows its message)."""
     solver = solver or default_solver()
     meta = dict(meta or {})
-    label = meta.get("label") or solver.solve(spec).label
+    label = meta.get("label") or solver.solve(spec, timeout=timeout).label
     strict = solver.verify(spec, scene, count="strict", label=label)
     relaxed = strict.with_count("relaxed")
     constraints = []

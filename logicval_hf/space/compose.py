@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
 from logicval_hf.errors import SpecError
 from logicval_hf.contract.params import random_constraint, slot_choices
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.programs import spec_program
 from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.solver import Solver, default_solver
@@ -303,10 +304,15 @@ def describe_spec(spec: Spec, catalog: Catalog | None = None) -> dict[str, Any]:
     }
 
 
-def solve_spec(spec: Spec, solver: Solver | None = None) -> dict[str, Any]:
-    """The ``/solve`` answer: label, witness scene (SAT) or minimal core with the core's texts (UNSAT)."""
+def solve_spec(spec: Spec, solver: Solver | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """The ``/solve`` answer: label, witness scene (SAT) or minimal core with the core's texts (UNSAT).
+
+    Raises:
+        SolverTimeout: no label within ``timeout`` seconds (a ValueError: the UI shows its message; the worker is
+            free again within about a second of the budget).
+    """
     solver = solver or default_solver()
-    r = solver.solve(spec)
+    r = solver.solve(spec, timeout=timeout)
     texts = [constraint_text(c, spec.n, "short") for c in spec.constraints]
     return {
         "label": r.label,

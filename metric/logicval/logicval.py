@@ -10,6 +10,7 @@ perception, clingo verification, scores and the probabilistic score); the input 
 
 import evaluate
 
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.common.hub import default_repo_id
 from logicval_hf.perception import get_backend
 from logicval_hf.scoring.evaluation import compute
@@ -70,6 +71,9 @@ Args:
         its specification under the perceived attribute probabilities (default `False`); a dict passes
         settings to `logicval_hf.scoring.probabilistic.probability` (`max_exact`, `samples`, `seed`, `epsilon`).
     backend_settings (`dict`, optional): keyword settings for the perception backend.
+    timeout (`float`, optional): time budget in seconds for labelling each specification given without its
+        label (default 20; `None`: no budget). Past it the call raises `SolverTimeout` (a `ValueError`) naming
+        the reference, never a label the solver has not proved.
 
 Returns:
     logicval_score (`float` in [0, 1]): fraction of samples whose verdict is ok (strict count).
@@ -90,7 +94,8 @@ Returns:
 
 Raises:
     ValueError: no samples, unequal lengths, images mixed with scene graphs, or a malformed item (the message
-        names it, e.g. `predictions[3]: ...`).
+        names it, e.g. `predictions[3]: ...`); `SolverTimeout` (a `ValueError`): a reference's label took longer
+        than `timeout`.
 
 Examples:
 
@@ -176,6 +181,7 @@ class Logicval(evaluate.Metric):
         get_backend(self.backend)
 
     def _compute(self, predictions, references, backend=None, count="strict", per_sample=True,
-                 probabilistic=False, backend_settings=None, probs=False):
+                 probabilistic=False, backend_settings=None, probs=False, timeout=DEFAULT_TIMEOUT):
         return compute(predictions, references, backend=backend or self.backend, per_sample=per_sample,
-                       backend_settings=backend_settings, count=count, probabilistic=probabilistic, probs=probs)
+                       backend_settings=backend_settings, count=count, probabilistic=probabilistic, probs=probs,
+                       timeout=timeout)

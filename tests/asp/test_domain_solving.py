@@ -216,7 +216,8 @@ MAX_SUM = 32
 # each extension template once in the inner loop; twelve times each (two minutes of CPU) in the whole suite
 @pytest.mark.parametrize("rounds", [1, pytest.param(12, marks=pytest.mark.slow)])
 def test_extension_templates_parametric_and_instantiated_agree(rounds):
-    """The two renderings of the one compiler agree on every extension template (COCO scenes)."""
+    """The renderings of the one compiler agree on every extension template (COCO scenes): parametric, instantiated,
+    and instantiated with counts compared as aggregate guards (what box domains are solved with)."""
     from logicval_hf.asp.encoding import compile_constraint, compile_template, parameter_facts, scene_facts
     from logicval_hf.asp.programs import read_program, vocabulary
     from logicval_hf.contract.catalog import load_catalog
@@ -233,7 +234,8 @@ def test_extension_templates_parametric_and_instantiated_agree(rounds):
             facts = scene_facts(random_coco_scene(rng, rng.randint(0, 6)))
             inst = violations(vocab + facts + compile_constraint(cons, 0) + "#defined violated/1.", max_count=MAX_SUM)
             para = violations(vocab + params + templates + facts + parameter_facts(cons, 0), max_count=MAX_SUM)
-            assert inst == para, (tid, cons.to_dict())
+            guarded = violations(vocab + facts + compile_constraint(cons, 0, guards=True) + "#defined violated/1.")
+            assert inst == para == guarded, (tid, cons.to_dict())
 
 
 def test_extension_templates_read_in_english():

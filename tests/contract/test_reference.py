@@ -18,9 +18,11 @@ from helpers import examples
 from logicval_hf import Constraint, Scene, Spec, load_catalog
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.reference import (
-    AbstractWorld, BruteForceLimit, FormulaError, _compile_constraint, _Grid, _naive_search, _search,
-    brute_force_satisfiable, constraint_holds, formula_holds, is_tautology, spec_holds, violated,
+    AbstractWorld, BruteForceLimit, FormulaError, brute_force_satisfiable, constraint_holds, formula_holds,
+    is_tautology, spec_holds, violated,
 )
+from logicval_hf.contract.reference.compiled import _compile_constraint, _Grid
+from logicval_hf.contract.reference.search import _naive_search, _search
 from logicval_hf.contract.scene import SceneObject
 
 CAT = load_catalog()
@@ -633,3 +635,32 @@ def test_a_model_means_sat(tid, seed, w):
         assert sat
     if sat:
         assert constraint_holds(c, witness) and len(witness) == n and witness.is_admissible(DOM)
+
+
+def test_the_interpreter_reads_any_domain_ranks_and_weighted_sums():
+    """A COCO scene: relations from box geometry, the confidence rank within a class, legs summed per class."""
+    from logicval_hf.contract.domain import load_domain
+
+    coco = load_domain("coco")
+
+    def c(cls, colour, x, score):
+        return SceneObject({"class": cls, "color": colour}, (x, 10, x + 20, 30), score)
+
+    world = Scene((512, 512), (c("dog", "red", 10, 0.9), c("dog", "blue", 300, 0.95), c("bird", "red", 150, 0.5)),
+                  coco)
+
+    def x(template, **params):
+        return Constraint.from_dict({"template": template, "params": params}, domain=coco)
+
+    red = {"prop": "color", "value": "red", "negated": False}
+    dog = {"prop": "class", "value": "dog", "negated": False}
+    bird = {"prop": "class", "value": "bird", "negated": False}
+    assert not constraint_holds(x("X2/ranked_prop", A1=dog, K=1, B1=red), world)  # the most confident dog is blue
+    assert constraint_holds(x("X2/ranked_prop", A1=dog, K=1, B1={**red, "value": "blue"}), world)
+    left = {"rel": "left", "negated": False}
+    assert constraint_holds(x("X3/ranked_rel", A1=bird, K1=1, R1=left, B1=dog, K2=1), world)  # bird left of blue dog
+    assert not constraint_holds(x("X4/group_rel_all", A1=bird, R1=left, B1=dog), world)  # not of the red one
+    legs = x("X5/weighted_sum_or", W="legs", A1=red, A2=dog, T="=", K=10)  # red dog 4 + blue dog 4 + red bird 2
+    assert constraint_holds(legs, world)
+    with pytest.raises(FormulaError, match="needs a world whose domain has it"):
+        constraint_holds(legs, AbstractWorld(({"class": "dog", "color": "red"},)))

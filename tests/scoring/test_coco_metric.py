@@ -159,3 +159,15 @@ def test_metric_module_scores_coco_scene_graphs(tmp_path):
     metric = evaluate.load(str(METRIC), cache_dir=str(tmp_path / "cache"), experiment_id=uuid.uuid4().hex)
     with pytest.raises(ValueError, match=r"predictions\[0\]"):
         metric.compute(predictions=[json.dumps(dict(CLEVR_SCENE, domain="clevr"))], references=[json.dumps(SPEC)])
+
+
+def test_metric_module_labels_within_a_budget(tmp_path):
+    """The metric labels a spec given without its label within `timeout` (default 20 s): past it, a
+    `SolverTimeout` (a ValueError) naming the reference, never a verdict built on an unproved label."""
+    evaluate = pytest.importorskip("evaluate")
+    from logicval_hf import SolverTimeout
+
+    metric = evaluate.load(str(METRIC), cache_dir=str(tmp_path / "cache"), experiment_id=uuid.uuid4().hex)
+    hard = dict(SPEC, constraints=SPEC["constraints"] + [SPEC["constraints"][0]])  # not labelled before: no cache
+    with pytest.raises(SolverTimeout, match=r"references\[0\]: labelling the spec exceeded its time budget"):
+        metric.compute(predictions=[json.dumps(GOOD)], references=[json.dumps(hard)], timeout=1e-9)

@@ -1219,8 +1219,8 @@ class _CountingSolver:
 
         self.inner, self.calls = default_solver(), []
 
-    def solve(self, spec):
-        return self.inner.solve(spec)
+    def solve(self, spec, **kw):
+        return self.inner.solve(spec, **kw)
 
     def verify(self, spec, scene, **kw):
         self.calls.append(kw.get("count", "strict"))

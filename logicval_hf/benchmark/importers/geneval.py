@@ -43,6 +43,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.benchmark.imported import SourceError, import_rows, write_import
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.spec import Spec
@@ -239,15 +240,17 @@ def read_specs(path: str | Path, plain: bool = False) -> list[tuple[int, dict[st
     return out
 
 
-def import_source(path: str | Path, out: str | Path, progress: bool = False) -> dict[str, Any]:
+def import_source(path: str | Path, out: str | Path, progress: bool = False,
+                  timeout: float | None = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Import GenEval's ``evaluation_metadata.jsonl`` (or a file of the same shape) into the dataset folder
     ``out``: one row per line, with the source fields ``tag``, ``prompt``, ``include``, ``exclude`` (JSON
-    strings) and ``line``.
+    strings) and ``line``. ``timeout``: the time budget of each label in seconds (None: none).
 
     Returns:
         The summary of `write_import` (``folder``, ``rows``, ``labels``).
     Raises:
         SourceError: a bad line (nothing is written).
+        SolverTimeout: a line was not labelled within its budget (nothing is written; the message names it).
     """
     path = Path(path)
     parsed = read_specs(path)
@@ -255,5 +258,5 @@ def import_source(path: str | Path, out: str | Path, progress: bool = False) -> 
               {"tag": meta["tag"], "prompt": meta["prompt"], "include": json.dumps(meta["include"]),
                "exclude": json.dumps(meta.get("exclude", [])), "line": number})
              for number, meta, spec in parsed]
-    rows = import_rows(items, "geneval", progress=progress, total=len(items))
+    rows = import_rows(items, "geneval", progress=progress, total=len(items), timeout=timeout)
     return write_import(rows, out, "GenEval", ABOUT, group="tag")

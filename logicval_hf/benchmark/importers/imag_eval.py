@@ -36,11 +36,12 @@ Semantic choices (the spec says what Imag-Eval's scene asks, read strictly: ever
 * Emotion and text skills are never expressible over boxes: always left out and recorded (kinds ``emotion``,
   ``text``), with or without ``skip_unsupported``. Imag-Eval's counting scorer also expects ``len(emotion)``
   persons in an emotion prompt; that is part of the emotion skill and is not imported either.
-* Scene size. The coco domain's scenes hold at most 16 objects (``max_objects``); a prompt whose counts add up
-  to more (Imag-Eval's hard counting prompts ask for 17 to 20) has no scene in the domain. It is an error, or with
-  ``skip_unsupported`` the prompt is left out as a whole (no row; listed in the summary's ``skipped_prompts`` and
-  on the dataset card) rather than labelled UNSAT for a reason that is the domain's bound, not the prompt's (and
-  clingo's proof of that UNSAT is a pigeonhole argument that takes minutes per prompt).
+* Scene size. The specs leave the scene size open; the solver searches scenes of as many objects as the counts
+  require (`logicval_hf.asp.universe`: Imag-Eval's hard prompts ask for 17 to 20), up to the coco domain's
+  ``max_objects`` (48). A prompt that could need more, or whose label takes longer than the import's time budget,
+  gets no label: an error, or with ``skip_unsupported`` the prompt is left out as a whole (no row; listed in the
+  summary's ``skipped_prompts`` and on the dataset card), never labelled UNSAT for a reason that is a limit of
+  the solver rather than the prompt's.
 * Names. Imag-Eval uses Ultralytics' spellings; three differ from the coco domain's (GenEval's) and are mapped:
   ``mouse`` -> ``computer mouse``, ``remote`` -> ``tv remote``, ``keyboard`` -> ``computer keyboard``. Any other
   name must be a coco class.
@@ -67,6 +68,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.benchmark.imported import SourceError, import_rows, write_import
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.spec import Spec
@@ -119,7 +121,8 @@ Semantic choices (each scene read strictly, in the `coco` domain):
 * in front of, behind (need depth) and next to (needs the image width) are not coco relations: left out and
   recorded with `--skip-unsupported`, an error without it;
 * emotion and text skills are always left out and recorded in `unsupported`;
-* prompts whose counts add up to more than the coco domain's 16 objects are left out as a whole (listed below);
+* a prompt that gets no label (past the solver's object limit or the import's time budget) is left out as a whole
+  (listed below), never labelled for a limit of the solver;
 * Ultralytics names mapped: mouse -> computer mouse, remote -> tv remote, keyboard -> computer keyboard.
 
 Imag-Eval itself averages per skill over instances and pairs (partial credit); the label here is the strict,
@@ -157,10 +160,6 @@ def _load(file: Path) -> list[Any]:
     if not isinstance(prompts, list) or not prompts:
         raise SourceError(file.name, None, "prompts", "must be a non-empty list of prompts")
     return prompts
-
-
-class _TooLarge(Exception):
-    """A prompt whose objects cannot fit in one coco scene (left out as a whole with ``skip_unsupported``)."""
 
 
 class _Prompt:
@@ -308,14 +307,6 @@ def _read_prompt(p: _Prompt, raw: Any) -> tuple[Spec, dict[str, Any]]:
             raise p.error("scene.text", f"must be a JSON object, got {type(text).__name__}")
         p.leave_out("text", "scene.text", text, "rendered text is not expressible over boxes", always=True)
 
-    need = sum(o.get("count") or 1 for o in objs)
-    if need > coco.n_max:
-        why = (f"the objects add up to {need} instances; the coco domain's scenes hold at most {coco.n_max} "
-               "(max_objects), so no scene of the domain has them all")
-        if not p.skip:
-            raise p.error("scene.objects", f"{why} (pass --skip-unsupported, or skip_unsupported=True, to leave the "
-                                           "prompt out and list it in the summary)")
-        raise _TooLarge(why)
     try:
         spec = Spec.from_dict({"domain": "coco", "constraints": constraints})
     except SpecError as e:  # a count beyond what the domain allows, or a slot rule
@@ -325,13 +316,10 @@ def _read_prompt(p: _Prompt, raw: Any) -> tuple[Spec, dict[str, Any]]:
     return spec, fields
 
 
-def read_source(path: str | Path, skip_unsupported: bool = False,
-                skipped: list[dict[str, Any]] | None = None) -> list[tuple[Spec, str, dict[str, Any]]]:
+def read_source(path: str | Path, skip_unsupported: bool = False) -> list[tuple[Spec, str, dict[str, Any]]]:
     """Every prompt of a folder of ``<skills>.json`` files (in file-name order) or of one file, validated:
     ``(spec, source, fields)`` per prompt, ready for `import_rows`.
 
-    ``skipped``: with ``skip_unsupported``, receives ``{"source", "level", "why"}`` for each prompt left out as a
-    whole (its objects do not fit in one coco scene).
     Raises:
         SourceError: the first malformed or (without ``skip_unsupported``) unsupported field.
     """
@@ -339,35 +327,32 @@ def read_source(path: str | Path, skip_unsupported: bool = False,
     for file in _files(Path(path)):
         for k, raw in enumerate(_load(file)):
             p = _Prompt(file.name, k, skip_unsupported)
-            source = f"{NAME}:{file.name}:prompt[{k}]"
-            try:
-                spec, fields = _read_prompt(p, raw)
-            except _TooLarge as e:
-                if skipped is not None:
-                    skipped.append({"source": source, "level": raw.get("level"), "why": str(e)})
-                continue
-            items.append((spec, source, fields))
+            spec, fields = _read_prompt(p, raw)
+            items.append((spec, f"{NAME}:{file.name}:prompt[{k}]", fields))
     return items
 
 
 def import_source(path: str | Path, out: str | Path, progress: bool = False,
-                  skip_unsupported: bool = False) -> dict[str, Any]:
+                  skip_unsupported: bool = False, timeout: float | None = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Import Imag-Eval prompt files (a folder or one file) into the dataset folder ``out``.
 
-    Returns ``write_import``'s summary plus ``unsupported`` (rules left out, by kind) and ``skipped_prompts``
-    (prompts left out as a whole, see the module docstring).
+    ``timeout``: each label's time budget in seconds (None: none). Returns ``write_import``'s summary plus
+    ``unsupported`` (rules left out, by kind) and ``skipped_prompts`` (prompts left out as a whole, see the module
+    docstring).
     Raises:
         SourceError: malformed input or an unsupported rule without ``skip_unsupported``; nothing is written.
+        SolverTimeout, SolverLimit: without ``skip_unsupported``, a prompt that got no label (named).
     """
+    items = read_source(path, skip_unsupported)
     skipped: list[dict[str, Any]] = []
-    items = read_source(path, skip_unsupported, skipped)
-    if not items:
+    rows = import_rows(items, PREFIX, progress=progress, total=len(items), timeout=timeout,
+                       skipped=skipped if skip_unsupported else None)
+    if not rows:
         raise SourceError(path, None, "prompts", "every prompt was left out; nothing to import")
-    rows = import_rows(items, PREFIX, progress=progress, total=len(items))
     about = ABOUT
     if skipped:
-        about += (f"\n{len(skipped)} prompt(s) left out as a whole, their objects not fitting in one coco scene: "
-                  + ", ".join(f"`{s['source']}`" for s in skipped) + ".\n")
+        about += (f"\n{len(skipped)} prompt(s) left out as a whole, without a label (past the solver's object "
+                  "limit or the import's time budget): " + ", ".join(f"`{s['source']}`" for s in skipped) + ".\n")
     summary = write_import(rows, out, NAME, about, group="level")
     left_out = collections.Counter(u["kind"] for _, _, f in items for u in f["unsupported"])
     summary["unsupported"] = dict(sorted(left_out.items()))
