@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.contract.scene import Scene
 from logicval_hf.serve.items import Task
 from logicval_hf.serve.protocol import SampleResult
@@ -87,10 +88,11 @@ def geneval_partial(metadata: Mapping[str, Any], scene: Scene, threshold: float)
 
 
 def _label(solver: Any, task: Task) -> str:
-    """The spec's SAT/UNSAT label (the one place the server asks the solver to label a client's spec)."""
+    """The spec's SAT/UNSAT label (the one place the server asks the solver to label a client's spec), within the
+    default time budget: a spec past it is a `SolverTimeout`, which the worker turns into that sample's error."""
     if task.label is not None:
         return task.label
-    return solver.solve(task.spec).label
+    return solver.solve(task.spec, timeout=DEFAULT_TIMEOUT).label
 
 
 def _logicval(solver: Any, task: Task, scene: Scene, only_strict: bool) -> SampleResult:

@@ -200,7 +200,7 @@ def test_check_says_how_sure_the_backend_is(files, witness_png, capsys):
     res = json.loads(out)
     assert 0 <= res["confidence"] <= 1 and res["confidence"] == res["scene"]["confidence"]  # the clevr parser's
     # a backend registered in-process (`check --backend` offers the built-in ones, so the command's function)
-    args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test",
+    args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test", timeout=20.0,
                               relaxed=False, probs=False, pretty=False)
     register_backend("one-red-cube-test", PerceptionBackend("one-red-cube-test", _sure_of_one_red_cube))
     try:
