@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["ATTRIBUTES", "SIZES", "Record", "classes", "load_folder", "split_holdout", "numpy_render",
-           "random_layout"]
+__all__ = ["ATTRIBUTES", "SIZES", "DataFolder", "Record", "classes", "load_folder", "parse_data_folder",
+           "record_weights", "split_holdout", "numpy_render", "random_layout"]
 
 ATTRIBUTES = ("color", "shape", "material", "size")
 SIZES = ("large", "small")
@@ -154,14 +154,15 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
                   np.array(labels, int).reshape(-1, 4), objmap)
 
 
-def load_folder(folder: Path, report: list[str] | None = None) -> list[Record]:
-    """Every usable scene of a CLEVR-layout folder, sorted by image name. Problems go to ``report`` (one line
-    naming the file) and to stderr; the scene is skipped."""
+def load_folder(folder: Path, report: list[str] | None = None, first: int | None = None) -> list[Record]:
+    """Every usable scene of a CLEVR-layout folder, sorted by image name (only the ``first`` scenes by name when
+    given). Problems go to ``report`` (one line naming the file) and to stderr; the scene is skipped."""
     folder = Path(folder)
     report = [] if report is None else report
     cls = classes()
     out = []
-    for source, s in _scene_entries(folder, report):
+    entries = sorted(_scene_entries(folder, report), key=lambda e: str(e[1].get("image_filename", "")))
+    for source, s in entries[:first] if first else entries:
         try:
             out.append(_record(folder, source, s, cls))
         except ValueError as e:
@@ -212,3 +213,57 @@ def numpy_render(seed: Sequence[int], min_objects: int = 1, max_objects: int = 9
     return Record(f"numpy-{'-'.join(map(str, seed))}", np.asarray(img.convert("RGB")),
                   np.array(centres, float).reshape(-1, 2), np.array(sizes, float).reshape(-1, 2),
                   np.array(labels, int).reshape(-1, 4))
+
+
+@dataclass(frozen=True)
+class DataFolder:
+    """A ``--data`` argument: a render folder, optionally only its first ``first`` scenes by file name (a folder
+    still being rendered is then read the same way by every rerun) and a sampling ``weight`` (its share of the
+    batches' rendered images, relative to the other folders'; default: in proportion to its size)."""
+
+    path: Path
+    first: int | None = None
+    weight: float | None = None
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def parse_data_folder(text: str) -> DataFolder:
+    """``PATH``, or ``PATH#first=N,weight=W`` (either key optional).
+
+    Raises:
+        ValueError: an unknown key or a value that is not a positive number.
+    """
+    path, _, opts = str(text).partition("#")
+    first: int | None = None
+    weight: float | None = None
+    for part in filter(None, opts.split(",")):
+        key, _, value = part.partition("=")
+        try:
+            if key == "first":
+                first = int(value)
+                ok = first >= 1
+            elif key == "weight":
+                weight = float(value)
+                ok = weight > 0
+            else:
+                raise ValueError(f"--data {text!r}: unknown option {key!r} (known: first, weight)")
+        except ValueError as e:
+            if "unknown option" in str(e):
+                raise
+            ok = False
+        if not ok:
+            raise ValueError(f"--data {text!r}: {key} must be a positive number, got {value!r}")
+    return DataFolder(Path(path), first, weight)
+
+
+def record_weights(folders: Sequence[tuple[DataFolder, int]]) -> np.ndarray | None:
+    """Per training item (record or object, ``n`` per folder, in folder order), the probability of drawing it:
+    each folder's ``weight`` (1 where a folder has none; weights are relative) spread evenly over its items.
+    None when no folder has a weight: every item equally likely."""
+    if all(f.weight is None for f, _ in folders):
+        return None
+    parts = [np.full(n, (f.weight if f.weight is not None else 1.0) / n) for f, n in folders if n]
+    p = np.concatenate(parts) if parts else np.zeros(0)
+    return p / p.sum() if p.sum() > 0 else None

@@ -255,8 +255,10 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
 
 # ---- batches --------------------------------------------------------------------------------------------
 def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy_fraction: float,
-               canvas: tuple[int, int] = CANVAS, stride: int = 8, aug: Augmentation = DEFAULT):
-    """The batch of ``step``: depends on (seed, step) only, so resuming reproduces an uninterrupted run."""
+               canvas: tuple[int, int] = CANVAS, stride: int = 8, aug: Augmentation = DEFAULT,
+               weights: np.ndarray | None = None):
+    """The batch of ``step``: depends on (seed, step) only, so resuming reproduces an uninterrupted run.
+    ``weights``: each training record's probability of being drawn (default: uniform)."""
     import torch
 
     rng = np.random.default_rng([seed, step])
@@ -268,7 +270,8 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
         if not train or rng.random() < numpy_fraction:
             rec = numpy_render((seed, step, j))
         else:
-            rec = train[int(rng.integers(len(train)))]
+            k = int(rng.choice(len(train), p=weights)) if weights is not None else int(rng.integers(len(train)))
+            rec = train[k]
         v = augment(rec, rng, canvas, aug, probe)
         h, w = v.rgb.shape[0] // stride, v.rgb.shape[1] // stride
         heat, idx, reg, attr, aw, hw = targets(v.centres, v.sizes, v.labels, (h, w), stride, v.objmap, v.kept,

@@ -37,6 +37,7 @@ import numpy as np
 
 from logicval_hf.training import loop
 from logicval_hf.training.parser_augment import photometric as augment_photometric
+from logicval_hf.training.parser_data import DataFolder, parse_data_folder, record_weights
 from logicval_hf.training.train_scene_parser import (ATTRIBUTES, DEFAULT_DATA, Record, classes,
                                                      fit_temperature, load_folder, numpy_render,
                                                      split_holdout, visible_points)
@@ -112,7 +113,7 @@ def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = 
 
 
 def make_batch(records: list[Record], samples: list[ObjectSample], step: int, seed: int, batch_size: int,
-               numpy_fraction: float):
+               numpy_fraction: float, weights: np.ndarray | None = None):
     """(crops, labels, centre targets) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are
     drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
     rng = np.random.default_rng([seed, step])
@@ -127,7 +128,8 @@ def make_batch(records: list[Record], samples: list[ObjectSample], step: int, se
                 c, t, _ = crop_of(rec.rgb, s, rng)
                 crops.append(c), centres.append(t), labels.append(s.labels)
     while len(crops) < batch_size:
-        s = samples[int(rng.integers(len(samples)))]
+        k = int(rng.choice(len(samples), p=weights)) if weights is not None else int(rng.integers(len(samples)))
+        s = samples[k]
         c, t, _ = crop_of(records[s.record].rgb, s, rng)
         crops.append(c), centres.append(t), labels.append(s.labels)
     for c, t in zip(crops, centres):
@@ -244,8 +246,10 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.train_attribute_classifier",
                                  description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, action="append",
-                    help=f"a folder of renders in the CLEVR layout, with masks (repeatable; default {DEFAULT_DATA})")
+    ap.add_argument("--data", type=parse_data_folder, action="append", metavar="DIR[#first=N,weight=W]",
+                    help="a folder of renders in the CLEVR layout, with masks (repeatable; default "
+                         f"{DEFAULT_DATA}); #first=N reads its first N scenes by name, #weight=W its share of the "
+                         "batches' rendered objects (relative to the other folders')")
     loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=3000, warmup=150, seed=21)
     ap.add_argument("--export", type=Path, default=None,
                     help="write the ONNX model here at every --export-every steps and at the end (name it "
@@ -265,15 +269,19 @@ def main(argv: list[str] | None = None) -> int:
     loop.start(args)
     cls = classes()
 
-    records, train, val, data_info = [], [], [], []
-    for f in args.data or [DEFAULT_DATA]:
-        recs = load_folder(f)
+    records, train, val, data_info, sizes = [], [], [], [], []
+    for f in args.data or [DataFolder(DEFAULT_DATA)]:
+        recs = load_folder(f.path, first=f.first)
         tr, va = split_holdout(recs, args.val_fraction)
-        train += object_samples(tr, len(records))
+        samples = object_samples(tr, len(records))
+        train += samples
+        sizes.append((f, len(samples)))
         val += object_samples(va, len(records) + len(tr))
         records += tr + va
-        data_info.append({"folder": str(f), "scenes": len(recs), "train_scenes": len(tr), "held_out_scenes": len(va),
+        data_info.append({"folder": str(f.path), "first": f.first, "weight": f.weight, "scenes": len(recs),
+                          "train_scenes": len(tr), "held_out_scenes": len(va),
                           "with_masks": sum(r.mask is not None for r in recs)})
+    weights = record_weights(sizes)
     if not train and args.numpy_fraction <= 0:
         ap.error("no usable training objects and --numpy-fraction 0")
     print(f"train_attribute_classifier: {len(train)} training objects, {len(val)} held out", flush=True)
@@ -284,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
             from logicval_hf.training.onnx_init import load_onnx_weights
 
-            stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction)[0]
+            stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights)[0]
                      for k in range(4)]  # steps no run reaches
             info = load_onnx_weights(net, args.init, stats, forward=lambda x: net(x))
             ck.history.append({"init": str(args.init), "init_onnx": info})
@@ -319,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{figures['centre_error_px']}, T={figures['temperatures']}")
 
     def batch_loss(step: int):
-        x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction)
+        x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights)
         return loss_fn(*net(x), y, t, cls)
 
     loop.train(ck, batch_loss, export, "train_attribute_classifier")

@@ -37,8 +37,9 @@ from pathlib import Path
 
 from logicval_hf.training import loop
 from logicval_hf.training.parser_augment import CANVAS, DEFAULT, augment, describe
-from logicval_hf.training.parser_data import (ATTRIBUTES, SIZES, Record, classes, load_folder, numpy_render,
-                                              random_layout, split_holdout)
+from logicval_hf.training.parser_data import (ATTRIBUTES, SIZES, DataFolder, Record, classes, load_folder,
+                                              numpy_render, parse_data_folder, random_layout, record_weights,
+                                              split_holdout)
 from logicval_hf.training.parser_export import calibrate, export_onnx, fit_temperature, meta_for, write_history
 from logicval_hf.training.parser_model import (OBJECT_WEIGHT, Export, build_model, load_init, loss_fn, make_batch,
                                                mask_cells, targets, visible_points)
@@ -77,8 +78,10 @@ def do_export(net, args, cls, val: list[Record], step: int, elapsed: float, data
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.train_scene_parser",
                                  description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, action="append",
-                    help=f"a folder of renders in the CLEVR layout (repeatable; default {DEFAULT_DATA})")
+    ap.add_argument("--data", type=parse_data_folder, action="append", metavar="DIR[#first=N,weight=W]",
+                    help="a folder of renders in the CLEVR layout (repeatable; default "
+                         f"{DEFAULT_DATA}); #first=N reads only its first N scenes by name, #weight=W gives it that "
+                         "share of the batches (relative to the other folders' weights)")
     loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=6000, warmup=200, seed=14)
     ap.add_argument("--export", type=Path, default=None,
                     help="write the ONNX model here at every --export-every steps and at the end")
@@ -111,15 +114,17 @@ def main(argv: list[str] | None = None) -> int:
     loop.start(args)
     cls = classes()
 
-    folders = args.data or [DEFAULT_DATA]
-    train, val, data_info, problems = [], [], [], []
+    folders = args.data or [DataFolder(DEFAULT_DATA)]
+    train, val, data_info, problems, sizes = [], [], [], [], []
     for f in folders:
-        recs = load_folder(f, problems)
+        recs = load_folder(f.path, problems, f.first)
         tr, va = split_holdout(recs, args.val_fraction)
         train += tr
         val += va
-        data_info.append({"folder": str(f), "scenes": len(recs), "train": len(tr), "held_out": len(va),
-                          "held_out_first": va[0].name if va else None})
+        sizes.append((f, len(tr)))
+        data_info.append({"folder": str(f.path), "first": f.first, "weight": f.weight, "scenes": len(recs),
+                          "train": len(tr), "held_out": len(va), "held_out_first": va[0].name if va else None})
+    weights = record_weights(sizes)
     if not train and args.numpy_fraction <= 0:
         ap.error("no usable training scenes and --numpy-fraction 0")
     if args.numpy_val:
@@ -132,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     if not resumed and args.init and args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
         from logicval_hf.training.onnx_init import load_onnx_weights
 
-        stats = [make_batch(train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas))[0]
+        stats = [make_batch(train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas),
+                            weights=weights)[0]
                  for k in range(8)]  # steps no run reaches
         info = load_onnx_weights(net, args.init, stats)
         ck.history.append({"init": str(args.init), "init_steps": None, "init_onnx": info})
@@ -156,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def batch_loss(step: int):
         x, heat, idx, reg, attr, aw, hw = make_batch(train, step, args.seed, args.batch_size, args.numpy_fraction,
-                                                    tuple(args.canvas))
+                                                    tuple(args.canvas), weights=weights)
         return loss_fn(net(x), heat, idx, reg, attr, aw, cls, hw)
 
     loop.train(ck, batch_loss, export, "train_scene_parser")

@@ -355,3 +355,18 @@ def test_scene_confidence_parts():
     mid = scene_parser.Detection(200.0, 80.0, 30, 30, 0.9, {"color": np.array([0.9, 0.1])}, scale=1.0)
     assert scene_parser.scene_confidence([mid], [], 400, 300, meta, ["color"]) == pytest.approx(sure * 0.5, rel=1e-3)
     assert scene_parser.scene_confidence([], [], 400, 300, {**meta, "power": 2.0}, ["color"]) == 1.0
+
+
+def test_data_folders_take_their_first_scenes_and_a_weight(tmp_path):
+    from logicval_hf.training.parser_data import DataFolder, load_folder, parse_data_folder, record_weights
+
+    assert parse_data_folder("/a/b") == DataFolder(Path("/a/b"))
+    assert parse_data_folder("/a/b#first=40,weight=2.5") == DataFolder(Path("/a/b"), 40, 2.5)
+    for bad in ("/a#first=0", "/a#weight=-1", "/a#frist=3", "/a#first=x"):
+        with pytest.raises(ValueError, match="--data"):
+            parse_data_folder(bad)
+    folder = render_folder(tmp_path / "r", 4, masks=True)
+    assert [r.name for r in load_folder(folder, first=2)] == [r.name for r in load_folder(folder)][:2]
+    p = record_weights([(DataFolder(Path("a"), weight=3.0), 3), (DataFolder(Path("b")), 1)])
+    assert p.tolist() == pytest.approx([0.25, 0.25, 0.25, 0.25])  # folder a weighs 3, folder b 1
+    assert record_weights([(DataFolder(Path("a")), 3)]) is None
