@@ -252,6 +252,17 @@ def test_unknown_register_raises():
         V.constraint_text(c, 5, "medium")
 
 
+def test_a_spec_without_a_scene_size_has_no_full_prompt_nor_sub_questions():
+    """An open-size spec (COCO, n absent): a clear error rather than "None objects" or a TypeError."""
+    spec = Spec.from_dict({"domain": "coco", "constraints": [
+        {"template": "C1/1prop", "params": {"A1": {"prop": "color", "value": "red", "negated": False}}}]})
+    assert spec.n is None
+    with pytest.raises(VerbaliseError, match="a full prompt needs the spec's scene size n"):
+        V.full_prompt(spec)
+    with pytest.raises(VerbaliseError, match="sub-questions need"):
+        V.spec_subquestions(spec)
+
+
 def test_articles_and_plurals():
     assert [V.article(w) for w in ("object", "orange box", "red cube", "umbrella", "unicorn", "hour", "8", "2")] == [
         "an", "an", "a", "an", "a", "an", "an", "a"]
