@@ -216,15 +216,20 @@ class Constraint:
             c.check_counts(n, catalog, path, dom)
         return c
 
+    def count(self, name: str, path: str = "constraint") -> int:
+        """The value of the count slot ``name`` (a `SpecError` if that parameter is not an integer)."""
+        k = self.params[name]
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise _fail(f"{path}.params.{name}", f"count must be an integer, got {k!r}")
+        return k
+
     def check_counts(self, n: int, catalog: Catalog | None = None, path: str = "constraint",
                      domain: Domain | None = None) -> None:
         dom = domain or (catalog or load_catalog()).domain
         for slot in self.template.slots:
             if slot.type != "count" or not isinstance(slot.max, str):
                 continue
-            k = self.params[slot.name]
-            if isinstance(k, bool) or not isinstance(k, int):
-                raise _fail(f"{path}.params.{slot.name}", f"count must be an integer, got {k!r}")
+            k = self.count(slot.name, path)
             lo, hi = slot.count_range(n, dom.n_max)
             if not lo <= k <= hi:
                 why = "overflow 'unsat' allows up to the largest n" if slot.overflow == "unsat" else (
@@ -278,6 +283,12 @@ class Spec:
     def __post_init__(self) -> None:
         if self.domain is None:
             object.__setattr__(self, "domain", load_domain(DEFAULT_DOMAIN))
+
+    def fixed_n(self, what: str) -> int:
+        """The scene size, where ``what`` needs one: a `SpecError` naming ``what`` if this spec leaves it open."""
+        if self.n is None:
+            raise SpecError(f"{what} needs the spec's scene size n; this spec leaves it open")
+        return self.n
 
     @classmethod
     def from_dict(cls, d: Any, catalog: Catalog | None = None, allowed_m: tuple[int, ...] | None = ALLOWED_M) -> Spec:

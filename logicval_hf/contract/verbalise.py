@@ -406,13 +406,6 @@ def domain_description(domain: Domain | None = None) -> str:
     return DOMAIN_TEMPLATE.format(attributes=ATTRIBUTES_TEMPLATE.format(items=_join(items)), regions=_join(regions))
 
 
-def _scene_size(spec: Spec, what: str) -> int:
-    """The paper's prompts and sub-questions state the number of objects: a spec without n has none."""
-    if spec.n is None:
-        raise VerbaliseError(f"{what} the spec's scene size n; this spec leaves it open")
-    return spec.n
-
-
 def full_prompt(
     spec: Spec | Mapping[str, Any] | str,
     register: str = "short",
@@ -429,7 +422,7 @@ def full_prompt(
     _check_register(register)
     catalog = catalog or load_catalog()
     spec = as_spec(spec, catalog)
-    n = _scene_size(spec, "a full prompt needs")
+    n = spec.fixed_n("a full prompt")  # it states the number of objects
     texts = [constraint_text(c, n, register) for c in spec.constraints]
     if len(texts) == 1:
         lead_in, body = LEAD_IN_ONE, texts[0]
@@ -575,7 +568,7 @@ def spec_subquestions(spec: Spec | Mapping[str, Any] | str, catalog: Catalog | N
     (the 0-based index of the constraint it comes from). Bound names are scoped per constraint."""
     catalog = catalog or load_catalog()
     spec = as_spec(spec, catalog)
-    n = _scene_size(spec, "sub-questions need")
+    n = spec.fixed_n("the sub-questions")  # count questions offer 0..max(n, 10)
     out = []
     for i, c in enumerate(spec.constraints):
         for sq in subquestions(c, n, catalog):

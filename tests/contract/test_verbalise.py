@@ -28,6 +28,7 @@ from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
 from logicval_hf.contract import verbalise as V
 from logicval_hf.contract.verbalise import VerbaliseError
+from logicval_hf.errors import SpecError
 
 CAT = load_catalog()
 DOM = CAT.domain
@@ -257,9 +258,9 @@ def test_a_spec_without_a_scene_size_has_no_full_prompt_nor_sub_questions():
     spec = Spec.from_dict({"domain": "coco", "constraints": [
         {"template": "C1/1prop", "params": {"A1": {"prop": "color", "value": "red", "negated": False}}}]})
     assert spec.n is None
-    with pytest.raises(VerbaliseError, match="a full prompt needs the spec's scene size n"):
+    with pytest.raises(SpecError, match="a full prompt needs the spec's scene size n"):
         V.full_prompt(spec)
-    with pytest.raises(VerbaliseError, match="sub-questions need"):
+    with pytest.raises(SpecError, match="the sub-questions need"):
         V.spec_subquestions(spec)
 
 
