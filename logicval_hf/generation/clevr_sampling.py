@@ -20,9 +20,10 @@ Render profiles (``logicval render-clevr --profile NAME``), declared as data in 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -156,7 +157,7 @@ class RenderConfig:
     def look(self) -> RenderProfile:
         return RENDER_PROFILES.get(self.profile_name)
 
-    def validate(self) -> "RenderConfig":
+    def validate(self) -> RenderConfig:
         if self.randomise and self.profile not in ("clevr", "randomise"):
             raise ValueError(f"--randomise is the profile 'randomise'; it cannot be combined with --profile "
                              f"{self.profile}")
@@ -223,12 +224,17 @@ def _look_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed), int(index)]).spawn(3)[2])
 
 
+def _xyz(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+    x, y, z = (float(v) for v in values)
+    return x, y, z
+
+
 def plan_image(config: RenderConfig, index: int) -> ImagePlan:
     """The draws of image ``index`` that do not depend on Blender (object count, jitter, profile values)."""
     rng, _ = _rngs(config.seed, index)
     n = int(rng.integers(config.min_objects, config.max_objects + 1))
-    cam = tuple(float(v) for v in rng.uniform(-CAMERA_JITTER, CAMERA_JITTER, 3))
-    lamps = {name: tuple(float(v) for v in rng.uniform(-LAMP_JITTER, LAMP_JITTER, 3)) for name in LAMPS}
+    cam = _xyz(rng.uniform(-CAMERA_JITTER, CAMERA_JITTER, 3))
+    lamps = {name: _xyz(rng.uniform(-LAMP_JITTER, LAMP_JITTER, 3)) for name in LAMPS}
     cycles_seed = int(rng.integers(0, 2**31 - 1))
     object_seed = int(rng.integers(0, 2**63 - 1))
     width, height = config.width, config.height
@@ -251,8 +257,8 @@ def plan_image(config: RenderConfig, index: int) -> ImagePlan:
         extra["camera_distance_scale"] = round(float(rng.uniform(*DISTANCE_SCALE)), 4)
         scale = float(rng.uniform(*SIZE_SCALE))
         aspect = ASPECTS[int(rng.integers(len(ASPECTS)))]
-        width = max(8, int(round(config.width * scale)))
-        height = max(8, int(round(width / aspect)))
+        width = max(8, round(config.width * scale))
+        height = max(8, round(width / aspect))
         extra["image_size"] = [width, height]
     elif config.look.t2i is not None:
         extra = _plan_t2i(config.look.t2i, _look_rng(config.seed, index), n, config.frame_sides())
@@ -292,9 +298,9 @@ def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int,
     aspect = aspects[int(rng.choice(len(aspects), p=p / p.sum()))]
     long_side = int(rng.integers(sides[0], sides[1] + 1))
     if aspect >= 1:
-        width, height = long_side, max(8, int(round(long_side / aspect)))
+        width, height = long_side, max(8, round(long_side / aspect))
     else:
-        width, height = max(8, int(round(long_side * aspect))), long_side
+        width, height = max(8, round(long_side * aspect)), long_side
     spread_lo = max(look.spread[0], min(look.spread[1], look.spread_per_sqrt_n * math.sqrt(n) + 0.3))
     camera = {"azimuth_deg": _r(rng.uniform(0.0, 360.0), 3), "elevation_deg": _r(rng.uniform(*look.elevation_deg), 3),
               "lens_mm": _r(rng.uniform(*look.lens_mm), 3), "fill": _r(rng.uniform(*look.fill)),
@@ -361,8 +367,8 @@ def min_pixels_for(width: int, height: int, fraction: float | None = None) -> in
     """The generator's 200 visible pixels at 480x320, scaled with the image area (at least 1); or ``fraction``
     of the area."""
     if fraction is not None:
-        return max(1, int(round(fraction * width * height)))
-    return max(1, int(round(MIN_PIXELS * width * height / MIN_PIXELS_AREA)))
+        return max(1, round(fraction * width * height))
+    return max(1, round(MIN_PIXELS * width * height / MIN_PIXELS_AREA))
 
 
 def _fits(x: float, y: float, r: float, placed: Sequence[Mapping[str, Any]], directions: Mapping[str, Sequence[float]],
@@ -458,13 +464,13 @@ def frame_camera(camera: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
     jx, jy = camera["target_jitter"]
     cx, cy = (pts.mean(axis=0) if len(pts) else np.zeros(2)) + np.array([jx, jy])
     reach, top = [0.0], [0.7]
-    for o, p in zip(objects, pts):
+    for o, p in zip(objects, pts, strict=True):
         sx, sy, sz = o.get("stretch", (1.0, 1.0, 1.0))
         k = CUBE_REACH if o.get("shape") == "cube" else 1.0
         reach.append(float(np.hypot(p[0] - cx, p[1] - cy)) + float(o["r"]) * max(sx, sy) * k)
         top.append(2.0 * float(o["r"]) * sz)
     target = (float(cx), float(cy), 0.5 * max(top) * 0.6)
-    radius = max(max(reach), 0.5 * max(top))
+    radius = max(*reach, 0.5 * max(top))
     fill = min(0.98, max(0.15, float(camera["fill"]) * 0.93 ** wider * 1.1 ** closer))
     tan_long = 16.0 / float(camera["lens_mm"])
     tan_short = tan_long * min(width, height) / max(width, height)
