@@ -190,9 +190,10 @@ def add_lora(
     from peft import LoraConfig
 
     # peft annotates lora_alpha as int and init_lora_weights as a Literal; it uses alpha / r and checks the
-    # initialisation name itself, so a float alpha and a plain string are what it gets here
-    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,  # type: ignore[arg-type]
-                        init_lora_weights=init_lora_weights,  # type: ignore[arg-type]
+    # initialisation name itself, so a float alpha and a plain string are what it gets here (unused-ignore: a
+    # later peft may widen its annotations)
+    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,  # type: ignore[arg-type, unused-ignore]
+                        init_lora_weights=init_lora_weights,  # type: ignore[arg-type, unused-ignore]
                         target_modules=list(target_modules))
     transformer.add_adapter(config)
     for p in transformer.parameters():
