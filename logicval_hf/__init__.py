@@ -1,9 +1,17 @@
 """LogicVal-HF: text-to-image evaluation as constraint satisfaction (ASP specs, clingo labels, scene graphs)."""
 
+from typing import TYPE_CHECKING
+
 from logicval_hf.contract.catalog import Catalog, Domain, Slot, Template, load_catalog
-from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
+from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
+
+if TYPE_CHECKING:  # the lazy entry points below, spelled out for type checkers and editors
+    from logicval_hf.asp.solver import Solver, SolveResult, Verdict, solve, verify, verify_many
+    from logicval_hf.perception import extract_scene, extract_scenes
+    from logicval_hf.scoring.probabilistic import probability
+    from logicval_hf.training.captions import ground_captions
 
 __version__ = "0.1.0"
 
@@ -35,5 +43,7 @@ def __getattr__(name: str):
 __all__ = [
     "AttrLit", "Catalog", "Constraint", "Domain", "RelLit", "Scene", "SceneError", "SceneObject", "Slot",
     "SolverTimeout", "Spec", "SpecError", "Template", "UnsafeProgramError", "load_catalog", "__version__",
-    *_LAZY,
+    # the keys of _LAZY
+    "solve", "verify", "verify_many", "Solver", "SolveResult", "Verdict", "extract_scene", "extract_scenes",
+    "ground_captions", "probability",
 ]

@@ -9,7 +9,8 @@ The folder (`write_dataset`) is what goes to the Hub::
 
 It loads with ``datasets.load_dataset(folder, "3SAT")`` (datasets >= 4, no loading script), from the Hub with
 ``load_dataset("logicval/logicval", "3SAT")`` (the namespace is the setting `logicval_hf.common.hub.hub_namespace`).
-Every file is written to a temporary name in its directory and then renamed, so a reader never sees half a file. The same seed gives byte-identical files.
+Every file is written to a temporary name in its directory and then renamed, so a reader never sees half a file.
+The same seed gives byte-identical files.
 
 Needs the ``data`` extras (datasets, pyarrow, PyYAML via datasets, huggingface_hub for pushing).
 """
@@ -19,9 +20,10 @@ from __future__ import annotations
 import collections
 import json
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, TextIO
+from typing import Any, ClassVar, TextIO
 
 import datasets
 import pyarrow as pa
@@ -29,8 +31,6 @@ import pyarrow.parquet as pq
 import yaml
 
 from logicval_hf import __version__
-from logicval_hf.common.atomic import atomic_path, atomic_write_text
-from logicval_hf.common.markdown import md_table
 from logicval_hf.benchmark.sampler import (
     CHANCE_SCENES,
     DEFAULT_SEED,
@@ -41,8 +41,10 @@ from logicval_hf.benchmark.sampler import (
     cached_benchmark,
     unsat_causes,
 )
-from logicval_hf.contract.catalog import Domain, load_catalog
+from logicval_hf.common.atomic import atomic_path, atomic_write_text
 from logicval_hf.common.hub import check_repo_id, default_repo_id, hf_api
+from logicval_hf.common.markdown import md_table
+from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import (
     CONSTRAINT_ITEM_TEMPLATE,
@@ -141,7 +143,7 @@ def features(domain: Domain | None = None) -> datasets.Features:
     """The `datasets.Features` of every config (the witness objects carry the domain's perceived attributes)."""
     domain = domain or load_catalog().domain
     string, i32, f64 = datasets.Value("string"), datasets.Value("int32"), datasets.Value("float64")
-    obj = {a: string for a in domain.perceived_attributes}
+    obj = dict.fromkeys(domain.perceived_attributes, string)
     obj["bbox"] = datasets.List(f64)
     return datasets.Features({
         "id": string,
@@ -395,7 +397,7 @@ versions).
 ```python
 from datasets import load_dataset
 
-ds = load_dataset("{default_repo_id()}", "3SAT", split="{SPLIT}")   # a local copy: load_dataset("path/to/logicval", ...)
+ds = load_dataset("{default_repo_id()}", "3SAT", split="{SPLIT}")  # a local copy: load_dataset("path/to/logicval", ...)
 row = ds[0]
 print(row["full_prompt_white_short"])
 
@@ -562,7 +564,7 @@ class LogicValBuilder(datasets.GeneratorBasedBuilder):
     """
 
     BUILDER_CONFIG_CLASS = LogicValConfig
-    BUILDER_CONFIGS = [
+    BUILDER_CONFIGS: ClassVar[list[LogicValConfig]] = [
         LogicValConfig(name=p.name, version=datasets.Version("1.0.0"),
                        description=f"{p.size} {p.label} specifications with {p.m} constraint(s) each")
         for p in PACKAGES

@@ -19,8 +19,9 @@ import collections
 import json
 import os
 import shutil
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.programs import spec_program
@@ -133,7 +134,7 @@ def unsat_table(rows: Sequence[Mapping[str, Any]], group: str) -> str:
     for key in sorted(by):
         rs = by[key]
         unsat = [r for r in rs if r["label"] == "UNSAT"]
-        reasons = collections.Counter()
+        reasons: collections.Counter[str] = collections.Counter()
         for r in unsat:
             spec = json.loads(r["spec_json"])
             reasons[" + ".join(sorted(spec["constraints"][i]["template"] for i in r["core"]))] += 1

@@ -52,14 +52,15 @@ import functools
 import json
 import random
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
+from logicval_hf.asp.programs import spec_program
+from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, SolveResult
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.params import random_constraint
-from logicval_hf.asp.programs import spec_program
 from logicval_hf.contract.scene import Scene, SceneObject
-from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, SolveResult, Solver
 from logicval_hf.contract.spec import Constraint, Spec
 from logicval_hf.contract.verbalise import CONSTRAINT_ITEM_TEMPLATE, constraint_text, full_prompt, spec_subquestions
 
@@ -167,7 +168,8 @@ class _Sampler:
         if pkg is None or len(self.out[pkg.name]) >= pkg.size:
             stream.discarded_full += 1
             return False
-        if any(self.solver.is_tautology(c, spec.n) for c in spec.constraints):
+        n = spec.fixed_n("sampling")
+        if any(self.solver.is_tautology(c, n) for c in spec.constraints):
             # DECISIONS.md 10; also in UNSAT specs, where another constraint causes the contradiction
             stream.tautologies += 1
             return False
@@ -278,7 +280,7 @@ def chance_rates(
     # unique constraints per n; each gets a bit mask of the scenes it holds in
     by_n: dict[int, dict[str, Constraint]] = {}
     for spec in specs:
-        bucket = by_n.setdefault(spec.n, {})
+        bucket = by_n.setdefault(spec.fixed_n("chance rates"), {})
         for c in spec.constraints:
             bucket.setdefault(c.key(), c)
     masks: dict[tuple[int, str], int] = {}
@@ -301,13 +303,13 @@ def chance_rates(
                     for i in range(len(chunk)):
                         if i not in bad:
                             held[i] |= 1 << j
-                for (key, _), mask in zip(chunk, held):
+                for (key, _), mask in zip(chunk, held, strict=True):
                     masks[(n, key)] = mask
                 bar.update(len(chunk))
     out: dict[str, tuple[list[float], float]] = {}
     everything = (1 << scenes) - 1
     for spec in specs:
-        ms = [masks[(spec.n, c.key())] for c in spec.constraints]
+        ms = [masks[(spec.fixed_n("chance rates"), c.key())] for c in spec.constraints]
         joint = everything
         for mk in ms:
             joint &= mk
@@ -322,10 +324,11 @@ def unsat_causes(spec: Spec) -> list[str]:
     """Per constraint: ``"count_overflow"`` if a count slot exceeds its regular maximum at n (DECISIONS.md 6),
     else ``""`` (a single UNSAT constraint without overflow is a parity conflict such as ``#metal = #rubber``
     with n odd)."""
+    n = spec.fixed_n("unsat causes")
     out = []
     for c in spec.constraints:
         over = any(
-            s.type == "count" and c.params[s.name] > s.count_max(spec.n) for s in c.template.slots
+            s.type == "count" and c.count(s.name) > s.count_max(n) for s in c.template.slots
         )
         out.append("count_overflow" if over else "")
     return out
@@ -344,7 +347,7 @@ def _witness(scene: Scene | None, domain: Domain) -> dict[str, Any] | None:
     if scene is None:
         return None
     return {
-        "image_size": [int(round(v)) for v in scene.image_size],  # pixels: integers
+        "image_size": [round(v) for v in scene.image_size],  # pixels: integers
         "objects": [
             {**{a: o.attributes[a] for a in domain.perceived_attributes}, "bbox": [float(v) for v in o.bbox]}
             for o in scene.objects

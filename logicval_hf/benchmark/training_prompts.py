@@ -25,8 +25,9 @@ import hashlib
 import json
 import random
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, Sampled, dedup_key, sample
 from logicval_hf.common.atomic import atomic_write_jsonl, atomic_write_text

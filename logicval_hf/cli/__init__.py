@@ -6,7 +6,7 @@ logicval_hf.cli.render_clevr`` in Blender's environment, which has no clingo) pu
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["main"]
 

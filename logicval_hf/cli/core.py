@@ -1,5 +1,5 @@
-"""The core subcommands of ``logicval``: ``solve``, ``verify``, ``check``, ``asp``, ``run-asp`` and ``demo``. Every one is
-a thin call into the package; JSON in, JSON out."""
+"""The core subcommands of ``logicval``: ``solve``, ``verify``, ``check``, ``asp``, ``run-asp`` and ``demo``.
+Every one is a thin call into the package; JSON in, JSON out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
 from logicval_hf.cli.dispatch import check_output_dir
@@ -110,20 +110,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_pairs(path: str) -> TextIO:
+    """The pairs file (``-``: standard input), a one-line error when it cannot be opened."""
+    if path == "-":
+        return sys.stdin
+    try:
+        return open(path, encoding="utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read pairs file {path!r}: {e.strerror}") from None
+
+
 def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | None = None) -> int:
     """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line).
 
     Lines are checked one by one, then verified in chunks so that scenes of one spec share a grounding.
     """
-    from logicval_hf.contract.scene import Scene
     from logicval_hf.asp.solver import default_solver
+    from logicval_hf.contract.scene import Scene
     from logicval_hf.contract.spec import as_spec
 
     solver = default_solver()
-    try:
-        fh = sys.stdin if path == "-" else open(path, encoding="utf-8")
-    except OSError as e:
-        raise ValueError(f"cannot read pairs file {path!r}: {e.strerror}") from None
+    fh = _open_pairs(path)
     failures = 0
     pending: list[tuple[int, Any]] = []  # (line number, parsed item or error dict)
 
@@ -136,7 +143,7 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | Non
         for mode, items in by_mode.items():
             results = solver.verify_many([(it[0], it[1]) for _, it in items], count=mode,
                                          labels=[it[2] for _, it in items], timeout=timeout)
-            verdicts.update({k: v.to_dict() for (k, _), v in zip(items, results)})
+            verdicts.update({k: v.to_dict() for (k, _), v in zip(items, results, strict=True)})
         for k, item in pending:
             out = item if isinstance(item, dict) else verdicts[k]
             print(json.dumps(out, separators=(",", ":")))

@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import collections
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 __all__ = ["add_subcommands", "main", "dataset_stats", "format_stats", "plot_stats", "load_folder_rows"]
 
@@ -127,7 +128,7 @@ def plot_stats(stats: Mapping[str, Any], path: str | Path) -> Path:
         for pkg in packages:
             vals = [counts[pkg].get(k, 0) for k in keys]
             ax.bar(xs, vals, bottom=bottom, label=pkg)
-            bottom = [b + v for b, v in zip(bottom, vals)]
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         ax.set_title(title)
         ax.set_xticks(xs)
         ax.set_xticklabels([str(k) for k in keys], rotation=90 if len(keys) > 12 else 0,
@@ -147,8 +148,8 @@ def plot_stats(stats: Mapping[str, Any], path: str | Path) -> Path:
 def cmd_build_dataset(args: argparse.Namespace) -> int:
     import time
 
-    from logicval_hf.benchmark.sampler import DEFAULT_SEED
     from logicval_hf.benchmark.dataset import write_dataset
+    from logicval_hf.benchmark.sampler import DEFAULT_SEED
     from logicval_hf.cli.dispatch import check_output_dir
 
     check_output_dir(args.out, "--out")  # before the ~15 s of sampling

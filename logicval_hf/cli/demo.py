@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
-from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.asp.solver import solve, verify
+from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import constraint_names
 

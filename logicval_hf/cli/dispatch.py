@@ -10,8 +10,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
@@ -50,8 +51,8 @@ def add_subcommands(subparsers: Any) -> None:
             s.add_argument("--skip-unsupported", action="store_true",
                            help="leave out what the coco domain cannot express (relations boxes cannot decide: in "
                                 "front of, behind, next to; the colour gray; prompts that get no label within the "
-                                "solver's object limit or the time budget) and record it (the row's unsupported column, the summary), "
-                                "instead of stopping at the first")
+                                "solver's object limit or the time budget) and record it (the row's unsupported "
+                                "column, the summary), instead of stopping at the first")
         s.set_defaults(func=cmd_import)
 
 

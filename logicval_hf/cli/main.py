@@ -1,11 +1,12 @@
 """The ``logicval`` command: one parser, one module per command group (`core`, `dataset`, `meta`, `run`,
-`generate`, `render_clevr`, `imports`, `serve`), run through `logicval_hf.cli.dispatch` (errors, missing extras, broken pipes)."""
+`generate`, `render_clevr`, `imports`, `serve`), run through `logicval_hf.cli.dispatch` (errors, missing extras,
+broken pipes)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from logicval_hf.cli import core, dataset, generate, imports, meta, render_clevr, run, serve
 from logicval_hf.cli.dispatch import dispatch

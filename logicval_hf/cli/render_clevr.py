@@ -16,16 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["add_subcommands", "cmd_render_clevr", "main"]
 
 
 def cmd_render_clevr(args: argparse.Namespace) -> int:
+    from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.generation.blender import RenderConfig, load_assets, render_dataset, require_bpy
     from logicval_hf.generation.blender_process import blender_python, bpy_in_process, run_cli
-
-    from logicval_hf.cli.dispatch import check_output_dir
 
     if args.num_images < 1:
         raise ValueError(f"--num-images must be >= 1, got {args.num_images}")

@@ -1,6 +1,7 @@
 """``logicval run``: the whole loop offline in one command (benchmark -> images -> verdicts -> report).
 
-`add_subcommands` registers it (``logicval_hf.cli.main`` lists every group). It also runs on its own: ``python -m logicval_hf.cli.run run --limit 2``.
+`add_subcommands` registers it (``logicval_hf.cli.main`` lists every group). It also runs on its own:
+``python -m logicval_hf.cli.run run --limit 2``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import contextlib
 import logging
 import sys
 import warnings
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.cli.dispatch import positive_int as _positive_int
@@ -111,7 +113,8 @@ def add_subcommands(subparsers: Any) -> None:
     r.add_argument("--generator", action="extend", nargs="+", metavar="NAME|PATH",
                    help="oracle, naive, perturbed, or a folder of images named <id>.png/.jpg (repeatable; "
                         "default: oracle naive perturbed)")
-    r.add_argument("--backend", default="clevr", help="perception backend (default clevr: the shipped CLEVR scene parser)")
+    r.add_argument("--backend", default="clevr",
+                   help="perception backend (default clevr: the shipped CLEVR scene parser)")
     r.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"benchmark seed (default {DEFAULT_SEED})")
     r.add_argument("--no-resume", action="store_true",
                    help="regenerate and re-score every image instead of reusing the files in DIR")

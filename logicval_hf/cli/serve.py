@@ -8,9 +8,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from logicval_hf.cli.dispatch import check_output_dir, emit, positive_int as _positive_int, standalone_main
+from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
+from logicval_hf.cli.dispatch import positive_int as _positive_int
 
 __all__ = ["add_subcommands", "cmd_build_prompts", "cmd_serve", "main"]
 

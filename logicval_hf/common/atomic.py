@@ -13,8 +13,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 __all__ = [
     "TEMP_NAME", "atomic_path", "atomic_write_bytes", "atomic_write_json", "atomic_write_jsonl", "atomic_write_text",

@@ -92,7 +92,7 @@ def missing_extra(error: ImportError, what: str | None = None) -> MissingExtraEr
         return error
     name = getattr(error, "name", None)
     extra = extra_for_module(name)
-    if extra is None:
+    if extra is None or name is None:  # no extra provides an unnamed module
         return None
     what = what or "this command"
     return MissingExtraError(f'{what} needs the "{extra}" extra ({name} is not installed): {install_hint(extra)}',

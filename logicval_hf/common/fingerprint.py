@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 #: the package folder: module paths below are relative to it (``"contract/spec"``)
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]

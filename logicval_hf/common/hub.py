@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")

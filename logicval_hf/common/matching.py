@@ -66,4 +66,4 @@ def match_centres(predicted: Any, true: Any, max_distance: float | None = None, 
 
     cost = dist if assign_far or math.isinf(limit) else np.where(dist <= limit, dist, 1e6 + dist.max())
     rows, cols = linear_sum_assignment(cost)
-    return sorted((int(i), int(j)) for i, j in zip(rows, cols) if dist[i, j] <= limit)
+    return sorted((int(i), int(j)) for i, j in zip(rows, cols, strict=True) if dist[i, j] <= limit)

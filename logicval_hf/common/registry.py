@@ -14,7 +14,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import threading
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 __all__ = ["Registry", "UnknownNameError"]
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from logicval_hf.contract.domain import Domain, load_domain
 from logicval_hf.errors import SpecError
@@ -37,7 +38,7 @@ class Slot:
     overflow: str | None = None
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Slot":
+    def from_dict(cls, d: Mapping[str, Any]) -> Slot:
         return cls(
             name=d["name"],
             type=d["type"],
@@ -62,12 +63,18 @@ class Slot:
             return n - int(m[2:])
         raise ValueError(f"slot {self.name}: unreadable max {m!r}")
 
+    def count_min(self) -> int:
+        """The smallest K (every count slot of the catalog declares ``min``)."""
+        if self.min is None:
+            raise ValueError(f"slot {self.name}: a count slot needs a min")
+        return int(self.min)
+
     def count_range(self, n: int, ceiling: int) -> tuple[int, int]:
         """Valid K at scene size n, overflow included (``ceiling`` is the domain's largest n)."""
         hi = self.count_max(n)
         if self.overflow == "unsat":
             hi = max(hi, ceiling)
-        return int(self.min), hi
+        return self.count_min(), hi
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ class Template:
     note: str | None = None
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Template":
+    def from_dict(cls, d: Mapping[str, Any]) -> Template:
         return cls(
             id=d["id"],
             cls=d["class"],
@@ -118,7 +125,7 @@ class Catalog:
     extensions: Mapping[str, Template] = field(default_factory=dict)  # X1.. (`EXTENSIONS`): looked up, never sampled
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Catalog":
+    def from_dict(cls, d: Mapping[str, Any]) -> Catalog:
         templates = {t["id"]: Template.from_dict(t) for t in d["templates"]}
         extensions = {t["id"]: Template.from_dict(t) for t in d.get("extensions", ())}
         return cls(str(d.get("version", "")), Domain.from_dict(d["domain"]), templates, d, extensions)
@@ -149,7 +156,7 @@ def catalog_path() -> Path:
     return Path(str(resources.files("logicval_hf.contract").joinpath("catalog.json")))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(path: str) -> Catalog:
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)

@@ -24,10 +24,11 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract import spatial
@@ -100,7 +101,7 @@ class Domain:
 
     # ---- construction --------------------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, block: Mapping[str, Any], where: str = "domain") -> "Domain":
+    def from_dict(cls, block: Mapping[str, Any], where: str = "domain") -> Domain:
         """A domain file's JSON, or (for catalogs) a catalog's ``domain`` block: the vocabulary at top level,
         everything else taken from the CLEVR domain file."""
         if not isinstance(block, Mapping):
@@ -131,14 +132,16 @@ class Domain:
                                 float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)))
         for r, rule in rules.items():
             if rules.get(rule.inverse) is None or rules[rule.inverse].inverse != r:
-                raise _fail(f"{where}.relations.{r}.inverse", f"{rule.inverse!r} must be a relation whose inverse is {r!r}")
+                raise _fail(f"{where}.relations.{r}.inverse",
+                            f"{rule.inverse!r} must be a relation whose inverse is {r!r}")
         kinds = {rule.kind == "centre_order" for rule in rules.values()}
         if len(kinds) > 1:
             raise _fail(f"{where}.relations", "mixes centre_order with box relations; one domain uses one geometry")
         n_range = block.get("n_range")
         max_objects = int(block.get("max_objects") or (n_range[1] if n_range else 16))
         lo, hi = (int(n_range[0]), int(n_range[1])) if n_range else (1, max_objects)
-        constants = {str(c): {str(v): int(w) for v, w in table.items()} for c, table in block.get("constants", {}).items()}
+        constants = {str(c): {str(v): int(w) for v, w in table.items()}
+                     for c, table in block.get("constants", {}).items()}
         return cls(attrs, tuple(rules), tuple(block["theta"]), lo, hi, name=str(name), open_size=n_range is None,
                    derived=derived, rules=rules, noun=block.get("noun"), adjectives=tuple(block.get("adjectives", ())),
                    slot_props=block.get("slot_props"), constants=constants,
@@ -197,7 +200,8 @@ class Domain:
     def canonical_relations(self) -> list[tuple[str, str]]:
         """One (relation, inverse) pair per inverse pair, the one that runs against its axis first (left, behind,
         above, smaller): on an order, the relation from the earlier object to the later one."""
-        out, seen = [], set()
+        out: list[tuple[str, str]] = []
+        seen: set[str] = set()
         for r in self.relations:
             if r not in seen:
                 inv = self.rules[r].inverse
@@ -263,7 +267,7 @@ def domain_names() -> list[str]:
     return sorted(p.stem for p in _domain_dir().glob("*.json"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_file(path: str) -> Domain:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -273,7 +277,7 @@ def _load_file(path: str) -> Domain:
     return Domain.from_dict(data, where=f"domain file {path}")
 
 
-def load_domain(domain: "str | Path | Domain | None" = None) -> Domain:
+def load_domain(domain: str | Path | Domain | None = None) -> Domain:
     """A domain by name (``"clevr"``, ``"coco"``), from a JSON file path, or passed through.
 
     Raises:
@@ -289,6 +293,6 @@ def load_domain(domain: "str | Path | Domain | None" = None) -> Domain:
     path = _domain_dir() / f"{text}.json"
     if not path.is_file():
         names = domain_names()
-        known = Registry("domain", {n: _domain_dir() / f"{n}.json" for n in names})
+        known: Registry[Path] = Registry("domain", {n: _domain_dir() / f"{n}.json" for n in names})
         raise SpecError(str(known.unknown(text)))
     return _load_file(str(path))

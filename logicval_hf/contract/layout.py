@@ -7,7 +7,7 @@ coordinate, so regions and both orders come back exactly.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spatial import region_cell

@@ -11,8 +11,8 @@ import random
 from typing import Any
 
 from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
-from logicval_hf.errors import SpecError
 from logicval_hf.contract.spec import Constraint
+from logicval_hf.errors import SpecError
 
 _MAX_TRIES = 10_000
 

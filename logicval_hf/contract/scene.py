@@ -12,19 +12,21 @@ JSON form (the same in and out)::
 
 Optional per object: ``"score"`` (detection confidence) and ``"probs"`` (``{attribute: {value: p}}``, from
 perception). Optional per scene: ``"confidence"``, the perception backend's probability that the whole scene
-graph is right (every object found, none invented, every perceived attribute and region right). Regions and relations follow regions.md §6: the centre decides the quadrant (a centre on a
-midline goes right / front), ``left(a, b)`` iff ``cx(a) < cx(b)``, ``behind(a, b)`` iff ``cy(a) < cy(b)``;
-equal coordinates give no relation on that axis. Other domains decide their relations from boxes as their
-domain file says (`logicval_hf.contract.domain`), e.g. COCO with GenEval's size-proportional margin.
+graph is right (every object found, none invented, every perceived attribute and region right). Regions and
+relations follow regions.md §6: the centre decides the quadrant (a centre on a midline goes right / front),
+``left(a, b)`` iff ``cx(a) < cx(b)``, ``behind(a, b)`` iff ``cy(a) < cy(b)``; equal coordinates give no relation
+on that axis. Other domains decide their relations from boxes as their domain file says
+(`logicval_hf.contract.domain`), e.g. COCO with GenEval's size-proportional margin.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain, load_domain
@@ -82,7 +84,7 @@ class Scene:
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, d: Any, domain: Domain | None = None) -> "Scene":
+    def from_dict(cls, d: Any, domain: Domain | None = None) -> Scene:
         """Parse and validate scene JSON (a dict or a JSON string).
 
         ``domain``: the domain the caller expects (a spec's); a scene naming another one is an error. Without
@@ -178,23 +180,23 @@ class Scene:
             for v, p in dist.items():
                 if v not in domain.attributes[a]:
                     raise SceneError(f"{path}.{a}: {v!r} is not a {a}")
-                p = _number(f"{path}.{a}.{v}", p)
-                if not 0 <= p <= 1:
-                    raise SceneError(f"{path}.{a}.{v}: probability {p} is outside [0, 1]")
-                clean[v] = float(p)
+                prob = _number(f"{path}.{a}.{v}", p)
+                if not 0 <= prob <= 1:
+                    raise SceneError(f"{path}.{a}.{v}: probability {prob} is outside [0, 1]")
+                clean[v] = float(prob)
             out[a] = clean
         return out
 
     @classmethod
-    def load(cls, path: str | Path) -> "Scene":
+    def load(cls, path: str | Path) -> Scene:
         with open(path, encoding="utf-8") as fh:
             return cls.from_dict(json.load(fh))
 
     @classmethod
-    def empty(cls, image_size: tuple[float, float] = (480, 320), domain: Domain | None = None) -> "Scene":
-        return cls(tuple(image_size), (), domain)
+    def empty(cls, image_size: tuple[float, float] = (480, 320), domain: Domain | None = None) -> Scene:
+        return cls((image_size[0], image_size[1]), (), load_catalog().domain if domain is None else domain)
 
-    def above(self, threshold: float | None) -> "Scene":
+    def above(self, threshold: float | None) -> Scene:
         """The objects whose score is above ``threshold`` (objects without a score stay); itself if None."""
         if threshold is None or all(o.score is None or o.score > threshold for o in self.objects):
             return self

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any, TypeVar
 
 from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
 from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain, load_domain
@@ -46,7 +47,12 @@ class RelLit:
         return {"rel": self.rel, "negated": self.negated}
 
 
-ParamValue = Union[AttrLit, RelLit, int, str]
+ParamValue = AttrLit | RelLit | int | str
+_Lit = TypeVar("_Lit", AttrLit, RelLit)
+#: slot-rule kinds over attribute literals and over relation literals (dsl.md §2)
+_ATTR_RULES = frozenset({"distinct_props", "distinct_literals", "no_cover", "not_equivalent",
+                         "distinct_props_or_same_literal"})
+_REL_RULES = frozenset({"different_axis", "distinct_values"})
 
 
 def _fail(path: str, msg: str) -> SpecError:
@@ -64,6 +70,10 @@ def _check_keys(path: str, d: Any, required: tuple[str, ...], what: str) -> None
         raise _fail(path, f"{what} has unknown keys {extra} (expected keys {list(required)})")
 
 
+def _fixed_polarity(slot: Slot) -> str:
+    return f"slot {slot.name} has fixed polarity negated={str(bool(slot.negated)).lower()}"
+
+
 def _parse_param(path: str, slot: Slot, raw: Any, dom: Domain) -> ParamValue:
     if slot.type == "attr":
         _check_keys(path, raw, ("prop", "value", "negated"), "an attribute literal")
@@ -76,7 +86,7 @@ def _parse_param(path: str, slot: Slot, raw: Any, dom: Domain) -> ParamValue:
         if not isinstance(neg, bool):
             raise _fail(path + ".negated", f"must be true or false, got {neg!r}")
         if neg != bool(slot.negated):
-            raise _fail(path + ".negated", f"slot {slot.name} has fixed polarity negated={str(bool(slot.negated)).lower()}")
+            raise _fail(path + ".negated", _fixed_polarity(slot))
         return AttrLit(prop, value, neg)
     if slot.type == "rel":
         _check_keys(path, raw, ("rel", "negated"), "a relation literal")
@@ -88,12 +98,12 @@ def _parse_param(path: str, slot: Slot, raw: Any, dom: Domain) -> ParamValue:
         if not isinstance(neg, bool):
             raise _fail(path + ".negated", f"must be true or false, got {neg!r}")
         if neg != bool(slot.negated):
-            raise _fail(path + ".negated", f"slot {slot.name} has fixed polarity negated={str(bool(slot.negated)).lower()}")
+            raise _fail(path + ".negated", _fixed_polarity(slot))
         return RelLit(rel, neg)
     if slot.type == "count":
         if isinstance(raw, bool) or not isinstance(raw, int):
             raise _fail(path, f"count must be an integer, got {raw!r}")
-        lo = int(slot.min)
+        lo = slot.count_min()
         hi = slot.max if isinstance(slot.max, int) else dom.n_max
         if raw < lo or raw > hi:
             raise _fail(path, f"count {raw} is out of range {lo}..{hi}")
@@ -114,11 +124,21 @@ def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamV
         kind, names = rule["kind"], rule["slots"]
         where = f"{path}: slot rule {kind} on {names}"
         if kind == "distinct_sets":
-            a, b = ({params[s] for s in grp} for grp in names)
-            if a == b:
+            first, second = ({params[s] for s in grp} for grp in names)
+            if first == second:
                 raise SpecError(f"{where}: the two groups name the same literals")
             continue
-        lits = [params[s] for s in names]
+        if kind in _REL_RULES:
+            rels = _literals(where, [params[s] for s in names], RelLit)
+            if kind == "different_axis":
+                if dom.relation(rels[0].rel).axis_key == dom.relation(rels[1].rel).axis_key:
+                    raise SpecError(f"{where}: {rels[0].rel} and {rels[1].rel} lie on the same axis")
+            elif rels[0].rel == rels[1].rel:  # distinct_values
+                raise SpecError(f"{where}: both relations are {rels[0].rel}")
+            continue
+        if kind not in _ATTR_RULES:
+            raise SpecError(f"{where}: unknown slot-rule kind in the catalog")
+        lits = _literals(where, [params[s] for s in names], AttrLit)
         pairs = [(i, j) for i in range(len(lits)) for j in range(i + 1, len(lits))]
         if kind == "distinct_props":
             for i, j in pairs:
@@ -128,12 +148,6 @@ def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamV
             for i, j in pairs:
                 if (lits[i].prop, lits[i].value) == (lits[j].prop, lits[j].value):
                     raise SpecError(f"{where}: {names[i]} and {names[j]} are the same literal {lits[i].value}")
-        elif kind == "different_axis":
-            if dom.relation(lits[0].rel).axis_key == dom.relation(lits[1].rel).axis_key:
-                raise SpecError(f"{where}: {lits[0].rel} and {lits[1].rel} lie on the same axis")
-        elif kind == "distinct_values":
-            if lits[0].rel == lits[1].rel:
-                raise SpecError(f"{where}: both relations are {lits[0].rel}")
         elif kind == "no_cover":
             by_prop: dict[str, set[str]] = {}
             for lit in lits:
@@ -145,12 +159,18 @@ def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamV
             a, b = lits
             if a.prop == b.prop and a.denotes(dom.values(a.prop)) == b.denotes(dom.values(b.prop)):
                 raise SpecError(f"{where}: {names[0]} and {names[1]} denote the same objects")
-        elif kind == "distinct_props_or_same_literal":
+        else:  # distinct_props_or_same_literal
             a, b = lits
             if a.prop == b.prop and a.value != b.value:
                 raise SpecError(f"{where}: two different values of {a.prop} make the comparison always true")
-        else:
-            raise SpecError(f"{where}: unknown slot-rule kind in the catalog")
+
+
+def _literals(where: str, values: list[ParamValue], kind: type[_Lit]) -> list[_Lit]:
+    """The slots' values as literals of the kind the rule needs (a catalog mistake otherwise)."""
+    lits = [v for v in values if isinstance(v, kind)]
+    if len(lits) != len(values):
+        raise SpecError(f"{where}: the catalog applies it to slots that are not {kind.__name__} slots")
+    return lits
 
 
 @dataclass(frozen=True)
@@ -172,7 +192,7 @@ class Constraint:
     def from_dict(
         cls, d: Any, n: int | None = None, catalog: Catalog | None = None, path: str = "constraint",
         domain: Domain | None = None,
-    ) -> "Constraint":
+    ) -> Constraint:
         """Parse and validate one constraint in ``domain`` (default: the catalog's, CLEVR); with ``n`` given,
         counts are checked against that scene size."""
         catalog = catalog or load_catalog()
@@ -196,13 +216,20 @@ class Constraint:
             c.check_counts(n, catalog, path, dom)
         return c
 
+    def count(self, name: str, path: str = "constraint") -> int:
+        """The value of the count slot ``name`` (a `SpecError` if that parameter is not an integer)."""
+        k = self.params[name]
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise _fail(f"{path}.params.{name}", f"count must be an integer, got {k!r}")
+        return k
+
     def check_counts(self, n: int, catalog: Catalog | None = None, path: str = "constraint",
                      domain: Domain | None = None) -> None:
         dom = domain or (catalog or load_catalog()).domain
         for slot in self.template.slots:
             if slot.type != "count" or not isinstance(slot.max, str):
                 continue
-            k = self.params[slot.name]
+            k = self.count(slot.name, path)
             lo, hi = slot.count_range(n, dom.n_max)
             if not lo <= k <= hi:
                 why = "overflow 'unsat' allows up to the largest n" if slot.overflow == "unsat" else (
@@ -257,8 +284,14 @@ class Spec:
         if self.domain is None:
             object.__setattr__(self, "domain", load_domain(DEFAULT_DOMAIN))
 
+    def fixed_n(self, what: str) -> int:
+        """The scene size, where ``what`` needs one: a `SpecError` naming ``what`` if this spec leaves it open."""
+        if self.n is None:
+            raise SpecError(f"{what} needs the spec's scene size n; this spec leaves it open")
+        return self.n
+
     @classmethod
-    def from_dict(cls, d: Any, catalog: Catalog | None = None, allowed_m: tuple[int, ...] | None = ALLOWED_M) -> "Spec":
+    def from_dict(cls, d: Any, catalog: Catalog | None = None, allowed_m: tuple[int, ...] | None = ALLOWED_M) -> Spec:
         """Parse and validate a spec. ``allowed_m=None`` accepts any number of constraints from 1 to 9."""
         catalog = catalog or load_catalog()
         if isinstance(d, (str, bytes)):
@@ -267,7 +300,8 @@ class Spec:
             except json.JSONDecodeError as e:
                 raise SpecError(f"spec: not valid JSON ({e})") from None
         if not isinstance(d, Mapping):
-            raise SpecError(f"spec: a spec must be a JSON object with keys ['n', 'constraints'], got {type(d).__name__}")
+            raise SpecError("spec: a spec must be a JSON object with keys ['n', 'constraints'], "
+                            f"got {type(d).__name__}")
         if "constraints" not in d:
             raise SpecError("spec: a spec is missing ['constraints'] (expected keys ['n', 'constraints'])")
         extra = [k for k in d if k not in _SPEC_KEYS]

@@ -19,7 +19,8 @@ The full prompt (Appendix C of the paper) is assembled from the module-level str
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.domain import domain_names, load_domain
@@ -275,7 +276,7 @@ def rel_phrase(lit: RelLit) -> str:
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _ATTR_KINDS = ("np", "a", "nps", "pred", "ppred", "pos", "posp", "posnps", "mustbe", "prop", "val")
-_ALL_KINDS = _ATTR_KINDS + ("rel", "num", "theta", "flip", "K", "n")
+_ALL_KINDS = (*_ATTR_KINDS, "rel", "num", "theta", "flip", "K", "n")
 
 
 def _slot(params: Mapping[str, Any], name: str, kind: str, types: tuple[type, ...]) -> Any:
@@ -320,17 +321,18 @@ def _render_one(body: str, params: Mapping[str, Any], n: int | None) -> str:
         if kind == "nps":
             return noun_phrase(lits, plural_form=True)
         if kind == "posnps":
-            return noun_phrase([AttrLit(l.prop, l.value, False) for l in lits], plural_form=True)
+            return noun_phrase([AttrLit(lit.prop, lit.value, False) for lit in lits], plural_form=True)
         if kind == "pred":
-            return _join([predicate(l) for l in lits])
+            return _join([predicate(lit) for lit in lits])
         if kind == "ppred":
-            return _join([predicate(l, plural_form=True) for l in lits])
+            return _join([predicate(lit, plural_form=True) for lit in lits])
         if kind == "pos":
-            return _join([predicate(l, positive=True) for l in lits])
+            return _join([predicate(lit, positive=True) for lit in lits])
         if kind == "posp":
-            return _join([predicate(l, plural_form=True, positive=True) for l in lits])
+            return _join([predicate(lit, plural_form=True, positive=True) for lit in lits])
         if kind == "mustbe":
-            return _join([("must not be " if l.negated else "must be ") + predicate(l, positive=True) for l in lits])
+            return _join([("must not be " if lit.negated else "must be ") + predicate(lit, positive=True)
+                          for lit in lits])
         if kind == "prop":
             return lits[0].prop
         return lits[0].value  # val
@@ -420,7 +422,8 @@ def full_prompt(
     _check_register(register)
     catalog = catalog or load_catalog()
     spec = as_spec(spec, catalog)
-    texts = [constraint_text(c, spec.n, register) for c in spec.constraints]
+    n = spec.fixed_n("a full prompt")  # it states the number of objects
+    texts = [constraint_text(c, n, register) for c in spec.constraints]
     if len(texts) == 1:
         lead_in, body = LEAD_IN_ONE, texts[0]
     else:
@@ -428,7 +431,7 @@ def full_prompt(
         body = "\n".join(CONSTRAINT_ITEM_TEMPLATE.format(i=i, text=t) for i, t in enumerate(texts, 1))
     return PROMPT_TEMPLATE.format(
         domain=domain_description(catalog.domain),
-        objects=count_phrase(spec.n, []),
+        objects=count_phrase(n, []),
         lead_in=lead_in,
         constraints=body,
         closing=EMPTY_SCENE_INSTRUCTION_WHITE if white_background else EMPTY_SCENE_INSTRUCTION,
@@ -544,7 +547,7 @@ def subquestions(constraint: Constraint, n: int, catalog: Catalog | None = None)
         elif qtype == "count":
             expect = render(raw_expect, constraint, n).replace(" ", "")
             expect = re.sub(r"(?<![A-Za-z0-9_])n(?![A-Za-z0-9_])", str(n), expect)
-            op, rhs = parse_expect(expect)
+            _, rhs = parse_expect(expect)
             names = set(re.findall(_NAME, rhs))
             if names - bound:
                 raise VerbaliseError(f"{where}: expectation {raw_expect!r} uses {sorted(names - bound)} before any "
@@ -565,8 +568,9 @@ def spec_subquestions(spec: Spec | Mapping[str, Any] | str, catalog: Catalog | N
     (the 0-based index of the constraint it comes from). Bound names are scoped per constraint."""
     catalog = catalog or load_catalog()
     spec = as_spec(spec, catalog)
+    n = spec.fixed_n("the sub-questions")  # count questions offer 0..max(n, 10)
     out = []
     for i, c in enumerate(spec.constraints):
-        for sq in subquestions(c, spec.n, catalog):
+        for sq in subquestions(c, n, catalog):
             out.append({**sq, "constraint": i})
     return out

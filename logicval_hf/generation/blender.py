@@ -28,8 +28,9 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,10 +39,36 @@ from logicval_hf.generation.blender_oracle import BlenderLayoutError, BlenderSce
 from logicval_hf.generation.blender_session import INSTALL_HINT, BlenderUnavailable, Session, require_bpy
 from logicval_hf.generation.clevr_assets import ASSETS_HINT, AssetsError, ClevrAssets, load_assets
 from logicval_hf.generation.clevr_sampling import (
-    ASPECTS, CAMERA_JITTER, CUBE_REACH, DISTANCE_SCALE, ELEVATION_DEG, FLOOR_CHOICES, FLOOR_P, LAMP_JITTER, LAMPS,
-    LIGHT_SCALE, MARGIN, MAX_RESTARTS, MAX_RETRIES, MIN_DIST, MIN_PIXELS, MIN_PIXELS_AREA, RELATION_EPS,
-    RENDER_PROFILES, SIZE_SCALE, WHITE_GLOW, ImagePlan, RenderConfig, RenderProfile, _rngs, compute_relationships,
-    frame_camera, mask_stats, min_pixels_for, plan_image, sample_objects,
+    ASPECTS,
+    CAMERA_JITTER,
+    CUBE_REACH,
+    DISTANCE_SCALE,
+    ELEVATION_DEG,
+    FLOOR_CHOICES,
+    FLOOR_P,
+    LAMP_JITTER,
+    LAMPS,
+    LIGHT_SCALE,
+    MARGIN,
+    MAX_RESTARTS,
+    MAX_RETRIES,
+    MIN_DIST,
+    MIN_PIXELS,
+    MIN_PIXELS_AREA,
+    RELATION_EPS,
+    RENDER_PROFILES,
+    SIZE_SCALE,
+    WHITE_GLOW,
+    ImagePlan,
+    RenderConfig,
+    RenderProfile,
+    _rngs,
+    compute_relationships,
+    frame_camera,
+    mask_stats,
+    min_pixels_for,
+    plan_image,
+    sample_objects,
 )
 
 __all__ = [
@@ -49,6 +76,10 @@ __all__ = [
     "RenderProfile", "RENDER_PROFILES", "load_assets", "require_bpy", "plan_image", "sample_objects",
     "compute_relationships", "render_image", "render_dataset", "combine_scenes", "BlenderSceneRenderer",
     "render_scene_graph", "PREFIX",
+    # re-exported from the rooms (callers and tests read the sampling constants and hints here)
+    "INSTALL_HINT", "ASSETS_HINT", "ASPECTS", "CAMERA_JITTER", "CUBE_REACH", "DISTANCE_SCALE", "ELEVATION_DEG",
+    "FLOOR_CHOICES", "FLOOR_P", "LAMP_JITTER", "LAMPS", "LIGHT_SCALE", "MARGIN", "MAX_RESTARTS", "MAX_RETRIES",
+    "MIN_DIST", "MIN_PIXELS", "MIN_PIXELS_AREA", "RELATION_EPS", "SIZE_SCALE", "WHITE_GLOW",
 ]
 
 PREFIX = "CLEVRX"
@@ -76,14 +107,16 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
 
     The scene JSON is written last: its presence marks the image finished.
     """
-    from PIL import Image  # noqa: PLC0415
+    from PIL import Image
 
     plan = plan_image(config, index)
     _, obj_rng = _rngs(config.seed, index)
     sess = Session(assets, plan.width, plan.height, config.threads)
     try:
         extra = plan.randomised
-        t2i = extra.get("profile") == "t2i"
+        # the t2i look's plan (the planner draws the "t2i" profile from it, so it is set exactly then)
+        t2i_look = config.look.t2i if extra.get("profile") == "t2i" else None
+        t2i = t2i_look is not None
         if config.profile_name == "randomise":
             sess.place_camera(extra["camera_elevation_deg"], extra["camera_distance_scale"])
             sess.scale_lights(extra["light_scale"])
@@ -95,8 +128,8 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
         for name, d in plan.lamp_jitter.items():
             sess.move(name, d)
         directions = sess.directions()
-        if t2i:
-            need = min_pixels_for(plan.width, plan.height, config.look.t2i.min_pixels_fraction)
+        if t2i_look is not None:
+            need = min_pixels_for(plan.width, plan.height, t2i_look.min_pixels_fraction)
         else:
             need = min_pixels_for(plan.width, plan.height)
         framing: dict[str, Any] = {}
@@ -141,7 +174,7 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
                 obj.update({"scale": extra["objects"][i]["scale"], "stretch": list(o["stretch"]),
                             "mesh_variant": o["variant"]})
             objects.append(obj)
-        for o, st in zip(objects, mask_stats(mask, len(objects))):
+        for o, st in zip(objects, mask_stats(mask, len(objects)), strict=True):
             o.update(st)
             px, py = o["pixel_coords"][0], o["pixel_coords"][1]
             inside = 0 <= px < plan.width and 0 <= py < plan.height
@@ -194,7 +227,7 @@ def _set_t2i_stage(sess: Session, extra: Mapping[str, Any]) -> None:
 def _t2i_objects(objs: list[dict[str, Any]], draws: Sequence[Mapping[str, Any]], assets: ClevrAssets) -> None:
     """Give placed objects the t2i look's per-slot draws: radius (size x jitter), stretch, mesh variant."""
     sizes = dict(assets.sizes)
-    for o, d in zip(objs, draws):
+    for o, d in zip(objs, draws, strict=True):
         o["r"] = sizes[o["size"]] * float(d["scale"])
         o["stretch"] = tuple(float(v) for v in d["stretch"])
         variant = None
@@ -210,7 +243,7 @@ def _inside(mask: np.ndarray, n: int) -> bool:
 
 
 def _png_bytes(im) -> bytes:
-    import io  # noqa: PLC0415
+    import io
 
     b = io.BytesIO()
     im.save(b, format="PNG")
@@ -286,7 +319,7 @@ def render_dataset(out: str | os.PathLike, num_images: int, config: RenderConfig
     indices = list(range(start_index, start_index + num_images))
     todo = [i for i in indices if not _finished(out, i)]
     counts = {"rendered": 0, "skipped": len(indices) - len(todo)}
-    from tqdm.auto import tqdm  # noqa: PLC0415
+    from tqdm.auto import tqdm
 
     bar = tqdm(total=len(indices), initial=counts["skipped"], desc="render-clevr", unit="img",
                disable=not progress)

@@ -8,11 +8,13 @@ Needs ``bpy`` (see `blender_session`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import tempfile
 import zlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +67,7 @@ class BlenderSceneRenderer:
     def close(self) -> None:
         """Nothing to release in-process (the out-of-process renderer has the same interface)."""
 
-    def __enter__(self) -> "BlenderSceneRenderer":
+    def __enter__(self) -> BlenderSceneRenderer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -119,7 +121,7 @@ class BlenderSceneRenderer:
                 if any(region_of(cx, cy, W, H) != regions[i] for i, (cx, cy) in enumerate(centres)):
                     return False
                 for order, k in ((x_order, 0), (y_order, 1)):  # strict: a tie would drop a relation
-                    if any(not centres[a][k] < centres[b][k] for a, b in zip(order, order[1:])):
+                    if any(not centres[a][k] < centres[b][k] for a, b in itertools.pairwise(order)):
                         return False
                 return True
 
@@ -129,7 +131,7 @@ class BlenderSceneRenderer:
                 size_names = [fixed[i] or plan[i] for i in range(n)]
                 radii = np.array([sizes[s] for s in size_names])
                 reach = np.array([r * (CUBE_REACH if o.attributes["shape"] == "cube" else 1.0)
-                                  for r, o in zip(radii, scene.objects)])
+                                  for r, o in zip(radii, scene.objects, strict=True)])
                 for layout in range(self.max_layouts):
                     tries += 1
                     # first layouts keep away from the borders; later ones use more of the image
@@ -166,7 +168,7 @@ class BlenderSceneRenderer:
                     out = tuple(SceneObject(dict(o.attributes), (float(s["bbox_xyxy"][0]), float(s["bbox_xyxy"][1]),
                                                                  float(s["bbox_xyxy"][2] + 1),
                                                                  float(s["bbox_xyxy"][3] + 1)))
-                                for o, s in zip(scene.objects, stats))
+                                for o, s in zip(scene.objects, stats, strict=True))
                     self.last_info = {"layouts_tried": tries, "sizes": size_names,
                                       "3d_coords": [[float(c) for c in ob.location] for ob in sess.objects],
                                       "rotation": rotations}
@@ -179,7 +181,7 @@ class BlenderSceneRenderer:
 
     def _final(self, sess: Session) -> tuple[np.ndarray, np.ndarray]:
         """The full render: RGB array and instance mask."""
-        from PIL import Image  # noqa: PLC0415
+        from PIL import Image
 
         fd, tmp = tempfile.mkstemp(suffix=".png")
         os.close(fd)
@@ -190,7 +192,7 @@ class BlenderSceneRenderer:
         finally:
             os.unlink(tmp)
 
-    def _layout(self, proj: "_GroundProjector", x_order, y_order, cols, rows, radii: np.ndarray,
+    def _layout(self, proj: _GroundProjector, x_order, y_order, cols, rows, radii: np.ndarray,
                 reach: np.ndarray, wide: bool, rng: np.random.Generator, k: int = 2000) -> np.ndarray | None:
         """Target box centres (n, 2) realising the regions and orders whose ground positions keep the objects
         furthest apart (of ``k`` random order-preserving candidates); None if none keeps them apart."""
@@ -216,15 +218,16 @@ class BlenderSceneRenderer:
         pts = proj.ground(cand[..., 0], cand[..., 1], radii[None, :])
         if pts is None:
             return None
-        d = np.linalg.norm(pts[:, :, None, :] - pts[:, None, :, :], axis=-1) - reach[None, :, None] - reach[None, None, :]
+        d = (np.linalg.norm(pts[:, :, None, :] - pts[:, None, :, :], axis=-1)
+             - reach[None, :, None] - reach[None, None, :])
         d[:, np.arange(n), np.arange(n)] = np.inf
         clear = d.reshape(k, -1).min(axis=1) if n > 1 else np.full(k, np.inf)
         far = np.linalg.norm(pts, axis=-1).max(axis=1) > 12.0
         clear[~ok | far | ~np.isfinite(pts).all(axis=(1, 2))] = -np.inf
         if not wide:  # the objects' estimated image extent keeps off the borders
-            half = proj.apparent_radius(pts, radii[None, :], 1.6 * reach[None, :])
-            margin = np.minimum.reduce([cand[..., 0] - half, W - cand[..., 0] - half,
-                                        cand[..., 1] - half, H - cand[..., 1] - half])
+            extent_px = proj.apparent_radius(pts, radii[None, :], 1.6 * reach[None, :])
+            margin = np.minimum.reduce([cand[..., 0] - extent_px, W - cand[..., 0] - extent_px,
+                                        cand[..., 1] - extent_px, H - cand[..., 1] - extent_px])
             clear[~(np.nan_to_num(margin, nan=-1.0).min(axis=1) >= 1.0)] = -np.inf
         best = int(np.argmax(np.minimum(clear, 0.6) + 0.01 * rng.random(k)))
         if not clear[best] >= 0.05:

@@ -24,8 +24,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -139,7 +140,7 @@ class RemoteSceneRenderer:
                 self._proc.kill()
         self._tmp.cleanup()
 
-    def __enter__(self) -> "RemoteSceneRenderer":
+    def __enter__(self) -> RemoteSceneRenderer:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -17,8 +17,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class BlenderUnavailable(ValueError):
 def require_bpy():
     """Import and return ``bpy``, or raise `BlenderUnavailable` naming what to install."""
     try:
-        import bpy  # noqa: PLC0415
+        import bpy
     except ImportError:
         raise BlenderUnavailable(
             f"Blender renders need bpy (Blender 5.0.1 as a Python module, Python 3.11); {INSTALL_HINT}") from None
@@ -147,7 +148,7 @@ class Session:
         self.bpy.context.view_layer.update()
 
     # camera, lamps, floor
-    def move(self, name: str, delta: Sequence[float]) -> None:
+    def move(self, name: str, delta: Sequence[float] | np.ndarray) -> None:
         obj = self.bpy.data.objects[name]
         for k in range(3):
             obj.location[k] += float(delta[k])
@@ -174,7 +175,7 @@ class Session:
 
     def directions(self) -> dict[str, list[float]]:
         """The ground-plane directions of the camera axes, as CLEVR records them."""
-        from mathutils import Vector  # noqa: PLC0415
+        from mathutils import Vector
 
         self.update()
         q = self.camera.matrix_world.to_quaternion()
@@ -190,11 +191,11 @@ class Session:
 
     def project(self, point: Sequence[float]) -> list[float]:
         """CLEVR's pixel_coords: [round(x * W), round(H - y * H), depth] of a world point."""
-        from bpy_extras.object_utils import world_to_camera_view  # noqa: PLC0415
-        from mathutils import Vector  # noqa: PLC0415
+        from bpy_extras.object_utils import world_to_camera_view
+        from mathutils import Vector
 
         v = world_to_camera_view(self.scene, self.camera, Vector(tuple(float(c) for c in point)))
-        return [int(round(v.x * self.width)), int(round(self.height - v.y * self.height)), float(v.z)]
+        return [round(float(v.x) * self.width), round(self.height - float(v.y) * self.height), float(v.z)]
 
     # objects
     def clear_objects(self) -> None:
@@ -214,7 +215,7 @@ class Session:
             before = set(bpy.data.objects.keys())
             with _quiet_stdout():
                 bpy.ops.wm.append(directory=f"{self.assets.shape_file(obj_name)}/Object/", filename=obj_name)
-            new = [bpy.data.objects[k] for k in bpy.data.objects.keys() if k not in before]
+            new = [o for o in bpy.data.objects if o.name not in before]  # a bpy collection iterates its objects
             if not new:
                 raise AssetsError(f"{self.assets.shape_file(obj_name)} holds no object {obj_name!r}: {ASSETS_HINT}")
             obj = new[0]
@@ -243,7 +244,7 @@ class Session:
     def _variant_mesh(self, shape: str, bevel: float, pass_index: int) -> Any:
         """A cube (2 x 2 x 2) or cylinder (radius 1, height 2) with bevel width ``bevel``, built with bmesh:
         T2I models draw cubes and cylinders rounder or sharper than CLEVR's two meshes."""
-        import bmesh  # noqa: PLC0415
+        import bmesh
 
         bpy = self.bpy
         bm = bmesh.new()
@@ -271,7 +272,7 @@ class Session:
     # the t2i look: camera, lamps, floor and horizon drawn per image
     def aim_camera(self, location: Sequence[float], target: Sequence[float], lens_mm: float) -> None:
         """Put the camera at ``location`` looking at ``target`` (upright), with focal length ``lens_mm``."""
-        from mathutils import Vector  # noqa: PLC0415
+        from mathutils import Vector
 
         cam = self.camera
         cam.constraints.clear()  # the base scene's track-to constraint would keep it aimed at the origin
@@ -291,7 +292,7 @@ class Session:
         energy, ratio = float(lights["energy_scale"]), float(lights["key_ratio"])
         gain = {"Lamp_Key": energy * math.sqrt(ratio), "Lamp_Fill": energy / math.sqrt(ratio), "Lamp_Back": energy}
         colour = {"Lamp_Key": lights["key_rgb"], "Lamp_Fill": lights["fill_rgb"],
-                  "Lamp_Back": [0.5 * (a + b) for a, b in zip(lights["key_rgb"], lights["fill_rgb"])]}
+                  "Lamp_Back": [0.5 * (a + b) for a, b in zip(lights["key_rgb"], lights["fill_rgb"], strict=True)]}
         for name in LAMPS:
             lamp = bpy.data.objects[name]
             x, y, z = lamp.location
@@ -322,7 +323,7 @@ class Session:
     def flat_floor(self, half_side: float = HORIZON_PLANE) -> None:
         """Replace the curved backdrop (it faces the CLEVR camera only) by a flat square floor of ``half_side``;
         a small one shows its far edge against the world colour: a horizon."""
-        import bmesh  # noqa: PLC0415
+        import bmesh
 
         bpy = self.bpy
         ground = bpy.data.objects["Ground"]
@@ -387,7 +388,7 @@ class Session:
 
     # renders
     def _read_mask(self) -> np.ndarray:
-        from PIL import Image  # noqa: PLC0415
+        from PIL import Image
 
         with Image.open(self.mask_path) as im:
             return np.array(im.convert("L"), dtype=np.uint8)

@@ -42,7 +42,7 @@ def main() -> int:
             rgb, scene = renderer.render(Scene.from_dict(req["scene"]))
             Image.fromarray(rgb).save(req["out"], format="PNG")
             answer({"scene": scene.to_dict()})
-        except Exception as e:  # reported to the parent, which raises it there
+        except Exception as e:  # noqa: BLE001  reported to the parent, which raises it there
             answer({"error": str(e), "kind": type(e).__name__})
     return 0
 

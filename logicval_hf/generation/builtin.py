@@ -43,20 +43,21 @@ import abc
 import hashlib
 import json
 import random
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple, cast
 
 from PIL import Image
 
-from logicval_hf.common.registry import Registry
+from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from logicval_hf.benchmark.sampler import random_scene
+from logicval_hf.common.registry import Registry
 from logicval_hf.contract.catalog import Domain
 from logicval_hf.contract.layout import layout_scene
-from logicval_hf.generation.render import render_scene
 from logicval_hf.contract.scene import Scene, SceneObject
-from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
 from logicval_hf.contract.spatial import region_cell
 from logicval_hf.contract.spec import Spec, as_spec
+from logicval_hf.generation.render import render_scene
 
 __all__ = [
     "GENERATORS", "Generation", "Generator", "NaiveGenerator", "OracleGenerator", "PerturbedGenerator", "Plan",
@@ -115,7 +116,7 @@ class Plan:
     y_order: tuple[int, ...]
 
     @classmethod
-    def from_scene(cls, scene: Scene) -> "Plan":
+    def from_scene(cls, scene: Scene) -> Plan:
         n = len(scene)
         cent = [o.center for o in scene.objects]
         return cls(
@@ -130,15 +131,15 @@ class Plan:
 
     def to_scene(self, image_size: tuple[float, float] = DEFAULT_IMAGE_SIZE) -> Scene:
         return layout_scene(list(self.attributes), list(self.regions), list(self.x_order), list(self.y_order),
-                            tuple(image_size))
+                            (image_size[0], image_size[1]))
 
     # ---- one-step changes (each returns a valid plan: orders agree with the regions) ----------
-    def with_attribute(self, i: int, attribute: str, value: str) -> "Plan":
+    def with_attribute(self, i: int, attribute: str, value: str) -> Plan:
         attrs = [dict(a) for a in self.attributes]
         attrs[i][attribute] = value
         return Plan(tuple(attrs), self.regions, self.x_order, self.y_order)
 
-    def across(self, i: int, axis: str) -> "Plan":
+    def across(self, i: int, axis: str) -> Plan:
         """Object i moved across the vertical (``axis="x"``) or horizontal (``"y"``) midline, to the nearest
         place on the other side: it becomes the first (last) object of the other half of that order."""
         col, row = region_cell(self.regions[i])
@@ -154,7 +155,7 @@ class Plan:
             return Plan(self.attributes, tuple(regions), tuple(order), self.y_order)
         return Plan(self.attributes, tuple(regions), self.x_order, tuple(order))
 
-    def swapped(self, axis: str, pos: int) -> "Plan":
+    def swapped(self, axis: str, pos: int) -> Plan:
         """Neighbours ``pos`` and ``pos + 1`` of the x- or y-order exchanged (callers keep them in one half)."""
         order = list(self.x_order if axis == "x" else self.y_order)
         order[pos], order[pos + 1] = order[pos + 1], order[pos]
@@ -162,7 +163,7 @@ class Plan:
             return Plan(self.attributes, self.regions, tuple(order), self.y_order)
         return Plan(self.attributes, self.regions, self.x_order, tuple(order))
 
-    def without(self, i: int) -> "Plan":
+    def without(self, i: int) -> Plan:
         def renumber(order: Sequence[int]) -> tuple[int, ...]:
             return tuple(j - (j > i) for j in order if j != i)
 
@@ -173,7 +174,7 @@ class Plan:
             renumber(self.y_order),
         )
 
-    def with_object(self, attributes: Mapping[str, str], region: str, x_pos: int, y_pos: int) -> "Plan":
+    def with_object(self, attributes: Mapping[str, str], region: str, x_pos: int, y_pos: int) -> Plan:
         """A new object (index n) in ``region``, inserted at positions ``x_pos``/``y_pos`` *within its half*
         of each order (0 = first of the half)."""
         n = len(self)
@@ -241,7 +242,8 @@ class Generator(abc.ABC):
         if self._blender is None:
             from logicval_hf.generation.blender_process import scene_renderer
 
-            self._blender = scene_renderer(self.assets, width=self.image_size[0], height=self.image_size[1],
+            assets = cast(str, self.assets)  # __init__ refuses renderer 'blender' without assets
+            self._blender = scene_renderer(assets, width=self.image_size[0], height=self.image_size[1],
                                            seed=self.seed, **self.blender_settings)
         rgb, drawn = self._blender.render(planned)
         return Image.fromarray(rgb), drawn
@@ -266,7 +268,11 @@ class Generator(abc.ABC):
             if tuple(scene.image_size) != tuple(float(v) for v in self.image_size):
                 scene = Plan.from_scene(scene).to_scene(self.image_size)
         else:
-            scene = self.solver.solve(spec, image_size=self.image_size).witness
+            witness_scene = self.solver.solve(spec, image_size=self.image_size).witness
+            if witness_scene is None:
+                raise ValueError(f"the oracle has no scene to draw: the solver finds this spec unsatisfiable, "
+                                 f"but it is labelled {label}")
+            scene = witness_scene
         if self.vary_witness:
             scene = self.varied_witness(spec, scene, random.Random(f"logicval-witness/{self.seed}/{rid}"))
         return scene
@@ -284,7 +290,8 @@ class Generator(abc.ABC):
         attrs = [dict(o.attributes) for o in scene.objects]
 
         def build() -> Scene:
-            return Scene(scene.image_size, tuple(SceneObject(dict(a), o.bbox) for a, o in zip(attrs, scene.objects)),
+            return Scene(scene.image_size,
+                         tuple(SceneObject(dict(a), o.bbox) for a, o in zip(attrs, scene.objects, strict=True)),
                          scene.domain)
 
         steps = [(i, a) for i in range(len(attrs)) for a in dom.perceived_attributes]
@@ -395,10 +402,10 @@ class PerturbedGenerator(Generator):
         for axis, k in (("x", 0), ("y", 1)):
             order = plan.x_order if axis == "x" else plan.y_order
             for pos in range(n - 1):
-                a, b = order[pos], order[pos + 1]
-                if region_cell(plan.regions[a])[k] == region_cell(plan.regions[b])[k]:
+                first, second = order[pos], order[pos + 1]
+                if region_cell(plan.regions[first])[k] == region_cell(plan.regions[second])[k]:
                     by_kind["swap"].append((
-                        {"op": "swap", "axis": axis, "objects": [a, b],
+                        {"op": "swap", "axis": axis, "objects": [first, second],
                          "relation": "left" if axis == "x" else "behind"}, plan.swapped(axis, pos)))
         for i in range(n):
             by_kind["count"].append(({"op": "remove", "object": i, "attributes": dict(plan.attributes[i])},
@@ -411,7 +418,7 @@ class PerturbedGenerator(Generator):
                                      plan.with_object(attrs, region, xp, yp)))
         kinds = list(PERTURBATION_KINDS)
         rng.shuffle(kinds)
-        out = []
+        out: list[tuple[str, dict[str, Any], Plan]] = []
         for kind in kinds:
             items = by_kind[kind]
             rng.shuffle(items)

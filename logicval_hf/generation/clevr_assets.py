@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["ASSETS_HINT", "AssetsError", "ClevrAssets", "load_assets"]
 
@@ -49,7 +50,7 @@ class ClevrAssets:
 
     @property
     def colors(self) -> list[tuple[str, tuple[float, float, float]]]:
-        return [(k, tuple(float(c) for c in v)) for k, v in self.properties["colors"].items()]
+        return [(k, (float(v[0]), float(v[1]), float(v[2]))) for k, v in self.properties["colors"].items()]
 
     @property
     def materials(self) -> list[tuple[str, str]]:

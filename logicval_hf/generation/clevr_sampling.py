@@ -11,18 +11,20 @@ Render profiles (``logicval render-clevr --profile NAME``), declared as data in 
 - ``t2i``: the look of text-to-image output, for perception that must read what T2I models draw: square and
   other frames (1:1 most often; 4:3, 3:2, 16:9 and portrait) with a longer side of 256-1024 px; any camera
   azimuth, elevation 15-75 degrees, focal lengths 24-85 mm, framed so the median object is 7-42 % of the
-  frame's shorter side wide (the objects crowd closer when they are large); floors CLEVR grey, white and near-white, plain colours and mildly textured, a
-  visible horizon in some; light energy, colour temperature and direction varied, soft or hard shadows;
-  per-object scale jitter, mild non-uniform stretch, and cubes / cylinders with other bevels; 1-10 objects
-  packed closer than CLEVR's rules allow (occlusion), every object whole inside the frame.
+  frame's shorter side wide (the objects crowd closer when they are large); floors CLEVR grey, white and
+  near-white, plain colours and mildly textured, a visible horizon in some; light energy, colour temperature
+  and direction varied, soft or hard shadows; per-object scale jitter, mild non-uniform stretch, and cubes /
+  cylinders with other bevels; 1-10 objects packed closer than CLEVR's rules allow (occlusion), every object
+  whole inside the frame.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -162,7 +164,7 @@ class RenderConfig:
     def look(self) -> RenderProfile:
         return RENDER_PROFILES.get(self.profile_name)
 
-    def validate(self) -> "RenderConfig":
+    def validate(self) -> RenderConfig:
         if self.randomise and self.profile not in ("clevr", "randomise"):
             raise ValueError(f"--randomise is the profile 'randomise'; it cannot be combined with --profile "
                              f"{self.profile}")
@@ -231,12 +233,17 @@ def _look_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed), int(index)]).spawn(3)[2])
 
 
+def _xyz(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+    x, y, z = (float(v) for v in values)
+    return x, y, z
+
+
 def plan_image(config: RenderConfig, index: int) -> ImagePlan:
     """The draws of image ``index`` that do not depend on Blender (object count, jitter, profile values)."""
     rng, _ = _rngs(config.seed, index)
     n = int(rng.integers(config.min_objects, config.max_objects + 1))
-    cam = tuple(float(v) for v in rng.uniform(-CAMERA_JITTER, CAMERA_JITTER, 3))
-    lamps = {name: tuple(float(v) for v in rng.uniform(-LAMP_JITTER, LAMP_JITTER, 3)) for name in LAMPS}
+    cam = _xyz(rng.uniform(-CAMERA_JITTER, CAMERA_JITTER, 3))
+    lamps = {name: _xyz(rng.uniform(-LAMP_JITTER, LAMP_JITTER, 3)) for name in LAMPS}
     cycles_seed = int(rng.integers(0, 2**31 - 1))
     object_seed = int(rng.integers(0, 2**63 - 1))
     width, height = config.width, config.height
@@ -259,8 +266,8 @@ def plan_image(config: RenderConfig, index: int) -> ImagePlan:
         extra["camera_distance_scale"] = round(float(rng.uniform(*DISTANCE_SCALE)), 4)
         scale = float(rng.uniform(*SIZE_SCALE))
         aspect = ASPECTS[int(rng.integers(len(ASPECTS)))]
-        width = max(8, int(round(config.width * scale)))
-        height = max(8, int(round(width / aspect)))
+        width = max(8, round(config.width * scale))
+        height = max(8, round(width / aspect))
         extra["image_size"] = [width, height]
     elif config.look.t2i is not None:
         extra = _plan_t2i(config.look.t2i, _look_rng(config.seed, index), n, config.frame_sides())
@@ -300,9 +307,9 @@ def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int,
     aspect = aspects[int(rng.choice(len(aspects), p=p / p.sum()))]
     long_side = int(rng.integers(sides[0], sides[1] + 1))
     if aspect >= 1:
-        width, height = long_side, max(8, int(round(long_side / aspect)))
+        width, height = long_side, max(8, round(long_side / aspect))
     else:
-        width, height = max(8, int(round(long_side * aspect))), long_side
+        width, height = max(8, round(long_side * aspect)), long_side
     spread_lo = max(look.spread[0], min(look.spread[1], look.spread_per_sqrt_n * math.sqrt(n) + 0.3))
     size = math.exp(rng.uniform(*np.log(look.object_size)))
     spread = min(look.spread[1], max(spread_lo, look.object_size_spread / size * float(rng.uniform(0.8, 1.25))))
@@ -371,8 +378,8 @@ def min_pixels_for(width: int, height: int, fraction: float | None = None) -> in
     """The generator's 200 visible pixels at 480x320, scaled with the image area (at least 1); or ``fraction``
     of the area."""
     if fraction is not None:
-        return max(1, int(round(fraction * width * height)))
-    return max(1, int(round(MIN_PIXELS * width * height / MIN_PIXELS_AREA)))
+        return max(1, round(fraction * width * height))
+    return max(1, round(MIN_PIXELS * width * height / MIN_PIXELS_AREA))
 
 
 def _fits(x: float, y: float, r: float, placed: Sequence[Mapping[str, Any]], directions: Mapping[str, Sequence[float]],
@@ -468,13 +475,13 @@ def frame_camera(camera: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
     jx, jy = camera["target_jitter"]
     cx, cy = (pts.mean(axis=0) if len(pts) else np.zeros(2)) + np.array([jx, jy])
     reach, top = [0.0], [0.7]
-    for o, p in zip(objects, pts):
+    for o, p in zip(objects, pts, strict=True):
         sx, sy, sz = o.get("stretch", (1.0, 1.0, 1.0))
         k = CUBE_REACH if o.get("shape") == "cube" else 1.0
         reach.append(float(np.hypot(p[0] - cx, p[1] - cy)) + float(o["r"]) * max(sx, sy) * k)
         top.append(2.0 * float(o["r"]) * sz)
     target = (float(cx), float(cy), 0.5 * max(top) * 0.6)
-    radius = max(max(reach), 0.5 * max(top))
+    radius = max(*reach, 0.5 * max(top))
     tan_long = 16.0 / float(camera["lens_mm"])
     tan_short = tan_long * min(width, height) / max(width, height)
     median_r = float(np.median([float(o["r"]) for o in objects])) if len(objects) else 0.5

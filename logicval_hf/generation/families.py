@@ -23,10 +23,11 @@ Importing this module is cheap: no torch, no diffusers (the callables import the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from logicval_hf.common.registry import Registry
 

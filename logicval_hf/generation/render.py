@@ -51,8 +51,9 @@ rotations and small position jitter; the ground (including its faint noise) depe
 from __future__ import annotations
 
 import functools
+import itertools
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from PIL import Image
@@ -180,7 +181,8 @@ class _Layout:
         self.phi = rng.uniform(0.0, math.pi / 2, n)  # cube rotation about the vertical axis
         self.shrink = np.ones(n)
         # silhouette width / height per pixel of radius (all silhouette dimensions are linear in the radius)
-        kk = np.array([_dims(sh, 1.0, ph) for sh, ph in zip(self.shapes, self.phi)], dtype=np.float64).reshape(n, 2)
+        kk = np.array([_dims(sh, 1.0, ph) for sh, ph in zip(self.shapes, self.phi, strict=True)],
+                      dtype=np.float64).reshape(n, 2)
         self.kw, self.kh = kk[:, 0], kk[:, 1]
         self.x_order, self.y_order, self.cols, self.rows = _orders(scene)
         self.gx = max(2.0, round(0.012 * self.W))  # min distance of consecutive centres
@@ -490,11 +492,11 @@ def _sprite(shape: str, r: float, phi: float, rgb: np.ndarray, metal: bool):
         n = nn / np.linalg.norm(nn, axis=1, keepdims=True)
         hz = Z / hc
     else:  # cube
-        a = math.sqrt(2.0) * r
-        bev = max((0.10 if metal else 0.07) * a, 0.6)
+        edge = math.sqrt(2.0) * r
+        bev = max((0.10 if metal else 0.07) * edge, 0.6)
         cphi, sphi = math.cos(phi), math.sin(phi)
-        lo = np.array([-a / 2, -a / 2, 0.0])
-        hi = np.array([a / 2, a / 2, a])
+        lo = np.array([-edge / 2, -edge / 2, 0.0])
+        hi = np.array([edge / 2, edge / 2, edge])
         o = np.stack([cphi * ox + sphi * oy, -sphi * ox + cphi * oy, oz], axis=-1)
         d = np.array([sphi * _V[1], cphi * _V[1], _V[2]])
         d = np.where(np.abs(d) < 1e-9, 1e-9, d)
@@ -504,7 +506,7 @@ def _sprite(shape: str, r: float, phi: float, rgb: np.ndarray, metal: bool):
         tf = np.maximum(t1, t2).min(axis=-1)
         hit = tn <= tf
         p = o[hit] + tn[hit][:, None] * d[None, :]
-        hz = p[:, 2] / a
+        hz = p[:, 2] / edge
         ql = p - np.clip(p, lo + bev, hi - bev)
         ql = ql / (np.linalg.norm(ql, axis=1, keepdims=True) + 1e-12)
         n = np.stack([cphi * ql[:, 0] - sphi * ql[:, 1], sphi * ql[:, 0] + cphi * ql[:, 1], ql[:, 2]], axis=1)
@@ -533,8 +535,8 @@ def _shadow(img: np.ndarray, ax: float, ay: float, foot: float, height: float, s
     gx0, gx1 = min(0.0, sx) - reach, max(0.0, sx) + reach
     gy0, gy1 = min(0.0, sy) - reach, max(0.0, sy) + reach
     # image rows: img_y = ay - Y * sin(e)
-    xa, xb = max(int(math.floor(ax + gx0)), 0), min(int(math.ceil(ax + gx1)) + 1, W)
-    ya, yb = max(int(math.floor(ay - gy1 * _SE)), 0), min(int(math.ceil(ay - gy0 * _SE)) + 1, H)
+    xa, xb = max(math.floor(ax + gx0), 0), min(math.ceil(ax + gx1) + 1, W)
+    ya, yb = max(math.floor(ay - gy1 * _SE), 0), min(math.ceil(ay - gy0 * _SE) + 1, H)
     if xa >= xb or ya >= yb:
         return
     X = (np.arange(xa, xb, dtype=np.float32) + 0.5 - ax)[None, :]
@@ -588,11 +590,12 @@ def _draw(scene: Scene, lay: _Layout, img: np.ndarray):
         by0 = int(min(max(round(lay.Y[i] - h / 2), 0), H - h))
         sprites.append((col, cov, bx0, by0, bx0 + ax, by0 + ay))
     boxes = [(float(s[2]), float(s[3]), float(s[2] + s[1].shape[1]), float(s[3] + s[1].shape[0])) for s in sprites]
-    out = Scene((W, H), tuple(SceneObject(dict(o.attributes), b) for o, b in zip(scene.objects, boxes)), scene.domain)
+    out = Scene((W, H), tuple(SceneObject(dict(o.attributes), b) for o, b in zip(scene.objects, boxes, strict=True)),
+                scene.domain)
     if not _realises(out, lay):
         return None
     # shadows first (all on the ground), then objects from back to front
-    for i, (col, cov, bx0, by0, ax, ay) in enumerate(sprites):
+    for i, (*_, ax, ay) in enumerate(sprites):
         r = float(radius[i])
         shape = scene.objects[i].attributes["shape"]
         foot = r * (0.95 if shape != "cube" else 0.9)
@@ -627,7 +630,7 @@ def _realises(out: Scene, lay: _Layout) -> bool:
         if (k % 2, k // 2) != (lay.cols[i], lay.rows[i]):
             return False
     for order, k in ((lay.x_order, 0), (lay.y_order, 1)):
-        for a, b in zip(order, order[1:]):
-            if not cent[a][k] < cent[b][k]:
+        for u, v in itertools.pairwise(order):
+            if not cent[u][k] < cent[v][k]:
                 return False
     return True

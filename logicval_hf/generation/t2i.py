@@ -48,9 +48,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+
 from logicval_hf.common.atomic import atomic_path, atomic_write_jsonl
 from logicval_hf.generation.families import FAMILIES, detect_model_type, get_family
 
@@ -243,7 +245,7 @@ class HttpClient:
                 wait = _retry_after(e.headers, self.max_retry_after)
                 if attempt == self.retries:
                     return HttpResponse(e.code, payload, dict(e.headers or {}), attempts)
-            except (TimeoutError, socket.timeout) as e:
+            except TimeoutError as e:
                 last_error = f"timeout after {self.timeout:g} s ({e})"
             except urllib.error.URLError as e:
                 reason = e.reason
@@ -495,8 +497,8 @@ def run_generation(
     lock = threading.Lock()
     counts = {"ok": 0, "refused": 0, "failed": 0, "skipped": 0}
     todo: list[tuple[str, str]] = []
-    for item_id, prompt in items:
-        item_id = str(item_id)
+    for raw_id, prompt in items:
+        item_id = str(raw_id)
         if "/" in item_id or item_id.startswith("."):
             raise ValueError(f"unsafe id for a file name: {item_id!r}")
         if (out / f"{item_id}.png").is_file():
@@ -521,7 +523,7 @@ def run_generation(
             status, error = STATUS_REFUSED, str(e)
         except GenerationFailed as e:
             status, error, attempts = STATUS_FAILED, str(e), getattr(e, "attempts", None)
-        except Exception as e:  # a bug in a generator must not stop a 500-prompt run
+        except Exception as e:  # noqa: BLE001  a bug in a generator must not stop a 500-prompt run (logged)
             status, error = STATUS_FAILED, f"{type(e).__name__}: {e}"
         return {"id": item_id, "status": status, "error": error, "model": generator.model,
                 "seconds": round(time.perf_counter() - t0, 3), "seed": s,

@@ -8,8 +8,9 @@ intended one (`scene_diff`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.asp.solver import Verdict
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
@@ -113,7 +114,8 @@ def _confusion(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
 
 def _agreement(rows: Sequence[dict], intended: Mapping[str, dict], records: Mapping[str, Record]
                ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    strict_pairs, relaxed_pairs, by_pkg = [], [], {}
+    strict_pairs, relaxed_pairs = [], []
+    by_pkg: dict[str, list[tuple[bool, bool]]] = {}
     disagreements, exact = [], []
     for row in rows:
         rec, v = intended[row["id"]], records[row["id"]]
@@ -166,7 +168,7 @@ def confidence_summary(rows: Sequence[dict], records: Mapping[str, Record],
     """How sure the perception backend was of its scene graphs (`Scene.confidence`): their number, mean and
     lowest, and the `LEAST_CERTAIN_SHOWN` least certain images, lowest first (the ones to look at); None when
     the backend gives no confidence."""
-    rated = [(records[r["id"]].confidence, r) for r in rows if records[r["id"]].confidence is not None]
+    rated = [(c, r) for r in rows if (c := records[r["id"]].confidence) is not None]
     if not rated:
         return None
     rated.sort(key=lambda cr: (cr[0], cr[1]["id"]))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from logicval_hf import __version__
 from logicval_hf.benchmark.fingerprint import benchmark_fingerprint

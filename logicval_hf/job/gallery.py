@@ -8,8 +8,9 @@ so the report keeps its pictures whatever ``images/`` keeps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.scoring.scores import Record
@@ -85,10 +86,10 @@ def _thumbnail(image_path: Path, rec: Record) -> bytes:
 
     from PIL import Image, ImageDraw
 
-    with Image.open(image_path) as im:
-        im = im.convert("RGB")
+    with Image.open(image_path) as opened:
+        im = opened.convert("RGB")
     scale = THUMB_WIDTH / im.width
-    thumb = im.resize((THUMB_WIDTH, max(1, round(im.height * scale))), Image.BILINEAR)
+    thumb = im.resize((THUMB_WIDTH, max(1, round(im.height * scale))), Image.Resampling.BILINEAR)
     if rec.scene is not None:
         sx = THUMB_WIDTH / (rec.scene.image_size[0] or im.width)
         sy = thumb.height / (rec.scene.image_size[1] or im.height)

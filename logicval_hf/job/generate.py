@@ -11,8 +11,9 @@ import io
 import json
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.asp.solver import default_solver
 from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json
@@ -92,7 +93,7 @@ def generate(name: str, seed: int, size: tuple[int, int], rows: Sequence[dict], 
         img, meta = img_dir / f"{row['id']}.png", meta_dir / f"{row['id']}.json"
         if resume and img.is_file():
             rec = cache.read_json(meta)
-            if cache.intended_ok(rec, name, seed, size, row, renderer):
+            if rec is not None and cache.intended_ok(rec, name, seed, size, row, renderer):
                 records[row["id"]] = rec
                 continue
         tasks.append((name, seed, tuple(size), row, str(img), str(meta), dict(render or {})))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 __all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators"]
 
@@ -41,7 +41,7 @@ def resolve_generators(generators: Iterable[str] | str | None, image_folder: str
     after the folder (``custom`` when that name is empty or taken)."""
     if isinstance(generators, (str, os.PathLike)):
         generators = [generators]
-    items = list(generators or [])
+    items: list[str | os.PathLike[str]] = list(generators or [])
     if image_folder is not None:
         items.append(image_folder)
     if not items:
@@ -58,7 +58,8 @@ def resolve_generators(generators: Iterable[str] | str | None, image_folder: str
             continue
         folder = Path(g_str).expanduser()
         if not folder.is_dir():
-            raise ValueError(f"generator {g_str!r} is neither one of {list(BUILTIN_GENERATORS)} nor a folder of images")
+            raise ValueError(f"generator {g_str!r} is neither one of {list(BUILTIN_GENERATORS)} nor a folder of "
+                             "images")
         name = _safe_name(folder.resolve().name)
         if name in names or name in BUILTIN_GENERATORS:
             name = "custom"

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import html
 import io
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
@@ -89,7 +90,7 @@ class Section:
 def _verdict_rows(gens: Mapping[str, Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]]
                   ) -> list[list[str]]:
     """Table rows: per generator, the metric's verdicts then the known truth's (when there is one)."""
-    return [[g, who] + cells(agg) for g, e in gens.items()
+    return [[g, who, *cells(agg)] for g, e in gens.items()
             for who, agg in (("metric", e["metric"]), ("known truth", e["truth"])) if agg is not None]
 
 
@@ -122,13 +123,13 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                          + [_fmt(agg["logicval_score"])])
     out.append(Section("Success rate per package", "Fraction of images whose verdict is ok (paper Table 3). "
                        "Package sizes: " + ", ".join(f"{p} {summary['packages'][p]}" for p in packages) + ".",
-                       ["generator", "verdicts"] + packages + ["all"], rows, image=plots.get("by_package")))
+                       ["generator", "verdicts", *packages, "all"], rows, image=plots.get("by_package")))
 
     # 2. per class on 1SAT
     rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_class"].get(c, {}).get("score")) for c in classes])
     out.append(Section("1SAT success per constraint class",
                        "Single-constraint SAT specifications, strict verdict (paper Figure 2).",
-                       ["generator", "verdicts"] + classes, rows, image=plots.get("by_class")))
+                       ["generator", "verdicts", *classes], rows, image=plots.get("by_class")))
 
     # 3. count-relaxed
     def relaxed(agg: Mapping[str, Any]) -> list[str]:
@@ -147,7 +148,7 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
     loads = _loads(gens)
     if loads:
         rows = _verdict_rows(gens, lambda agg: [_fmt(agg.get("by_load", {}).get(k, {}).get("score")) for k in loads])
-        sizes = next((e["metric"].get("by_load", {}) for e in gens.values()), {})
+        sizes: dict[str, Any] = next((e["metric"].get("by_load", {}) for e in gens.values()), {})
         out.append(Section("Success per compositional load",
                            "SAT specifications grouped by compositional load (Imag-Eval): the number of objects n "
                            "plus the number of constraints m that must hold at once; strict verdict. Specifications "
@@ -162,7 +163,7 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
     out.append(Section("UNSAT abstention",
                        "Fraction of UNSAT specifications answered with an empty scene (paper §5.2); false "
                        "abstention: empty scenes for SAT specifications.",
-                       ["generator", "verdicts"] + unsat + ["all UNSAT", "false abstention (SAT)"], rows))
+                       ["generator", "verdicts", *unsat, "all UNSAT", "false abstention (SAT)"], rows))
 
     # 5. per operator / per class over all constraints
     ops = ["exists", "forall", "implies", "count"]
@@ -176,7 +177,7 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                                             for c in classes])
     out.append(Section("Constraint success per class (all SAT packages)",
                        "Every constraint of every SAT specification, object count ignored.",
-                       ["generator", "verdicts"] + classes, rows))
+                       ["generator", "verdicts", *classes], rows))
 
     # 6. agreement
     if builtin:
@@ -205,7 +206,7 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
             rows.append([g] + [f"{_fmt(bp[p]['accuracy'])} ({bp[p]['fp']} FP, {bp[p]['fn']} FN)" if p in bp else "–"
                                for p in packages])
         out.append(Section("Agreement per package", "Accuracy, with the false positives and negatives.",
-                           ["generator"] + packages, rows, image=plots.get("agreement")))
+                           ["generator", *packages], rows, image=plots.get("agreement")))
         for g in builtin:
             ws = worst.get(g, [])
             total = gens[g]["agreement"]["disagreements"]
@@ -272,19 +273,19 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                                ["change", "broken", "images"], rows, level=3))
     folders = [g for g, e in gens.items() if e["kind"] == "folder"]
     if folders:
-        rows = []
+        folder_rows: list[list[Any]] = []
         for g in folders:
             e = gens[g]
             miss, bad = e["missing"], e["unreadable"]
-            rows.append([g, e["folder"], e["n_images"], len(miss), ", ".join(miss[:30]) + (" ..." if len(miss) > 30
-                                                                                            else ""),
-                         ", ".join(bad[:30]), len(e.get("left_out") or ())])
+            folder_rows.append([g, e["folder"], e["n_images"], len(miss),
+                                ", ".join(miss[:30]) + (" ..." if len(miss) > 30 else ""),
+                                ", ".join(bad[:30]), len(e.get("left_out") or ())])
         out.append(Section("Failed generations",
                            "Image folders: ids without an image (or with an unreadable one) count as failed "
                            "generations, i.e. as not ok under both count modes; with `--only-present` the ids "
                            "without an image are left out of every score instead.",
                            ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids",
-                            "left out"], rows))
+                            "left out"], folder_rows))
     t, c = summary["timings"], summary.get("cpu_seconds", {})
     rows = [[k, f"{v:.1f}", f"{c[k]:.1f}" if k in c else "–"] for k, v in t.items()]
     out.append(Section("Timings", f"Seconds per stage: wall clock, and CPU time of this process and its "
@@ -394,7 +395,7 @@ def _bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float | 
         ax.bar(xs, [v if v is not None else 0.0 for v in vals], width, label=name)
         if truth and truth.get(name) is not None:
             tv = truth[name]
-            ax.scatter([x for x, v in zip(xs, tv) if v is not None], [v for v in tv if v is not None],
+            ax.scatter([x for x, v in zip(xs, tv, strict=True) if v is not None], [v for v in tv if v is not None],
                        marker="_", s=120, color="black", zorder=3,
                        label="known truth" if j == 0 else None)
     ax.set_xticks(range(len(groups)))
@@ -411,7 +412,7 @@ def _plot_by_load(ax: Any, gens: Mapping[str, Mapping[str, Any]], loads: Sequenc
     xs = [int(k) for k in loads]
 
     def points(agg: Mapping[str, Any]) -> tuple[list[int], list[float]]:
-        pts = [(x, agg.get("by_load", {}).get(k, {}).get("score")) for x, k in zip(xs, loads)]
+        pts = [(x, agg.get("by_load", {}).get(k, {}).get("score")) for x, k in zip(xs, loads, strict=True)]
         pts = [(x, y) for x, y in pts if y is not None]
         return [x for x, _ in pts], [y for _, y in pts]
 

@@ -36,8 +36,9 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from logicval_hf import __version__
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, default_solver
@@ -147,7 +148,9 @@ def run(
     try:
         for name, folder in plan:
             intended: dict[str, dict] | None = None
-            scored_rows, notes = rows, []
+            scored_rows = rows
+            notes: list[str] = []
+            items: list[tuple[dict, Path | None]]
             with timer.stage(f"generate/{name}") as stage:
                 if folder is None:
                     intended, work[name], worker_cpu = generate(name, seed, size, rows, out, resume, workers,
@@ -169,7 +172,7 @@ def run(
             gens[name].update(left_out=[r["id"] for r in rows if r["id"] not in scored_ids], warnings=notes)
             if intended is not None:
                 disagreements[name] = found_disagreements
-            shown[name] = (folder, scored_rows, dict((r["id"], p) for r, p in items), scored.records,
+            shown[name] = (folder, scored_rows, {r["id"]: p for r, p in items}, scored.records,
                            known_truth(rows, intended))
     finally:
         workers.close()

@@ -12,9 +12,10 @@ from __future__ import annotations
 import pickle
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.asp.solver import Solver, Verdict
 from logicval_hf.common.atomic import atomic_write_json
@@ -119,7 +120,7 @@ def score(name: str, items: Sequence[tuple[dict, Path | None]], specs: Mapping[s
                     stage.add_cpu(c)
             with timer.stage(f"verify/{name}"):
                 good = []
-                for (row, _, digest), (scene, error) in zip(chunk, perceived):
+                for (row, _, digest), (scene, error) in zip(chunk, perceived, strict=True):
                     spec = specs[row["id"]]
                     if scene is None:
                         result.records[row["id"]], result.failed[row["id"]] = _failed(spec, row, "unreadable",
@@ -129,7 +130,7 @@ def score(name: str, items: Sequence[tuple[dict, Path | None]], specs: Mapping[s
                 records = verify_scenes([specs[r["id"]] for r, _, _ in good], [s for _, _, s in good],
                                         labels=[r["label"] for r, _, _ in good], ids=[r["id"] for r, _, _ in good],
                                         packages=[r["package"] for r, _, _ in good], solver=solver)
-                for (row, digest, _), rec in zip(good, records):
+                for (row, digest, _), rec in zip(good, records, strict=True):
                     result.records[row["id"]] = rec
                     atomic_write_json(vdir / f"{row['id']}.json", {
                         "id": row["id"], "generator": name, "backend": backend, "backend_fingerprint": fingerprint,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from logicval_hf.common.cpu import cpu_seconds
 
@@ -14,7 +14,7 @@ __all__ = ["Stage", "StageTimer"]
 class Stage:
     """A stage being timed: `add_cpu` books CPU seconds spent elsewhere on its behalf (worker processes)."""
 
-    def __init__(self, timer: "StageTimer", name: str):
+    def __init__(self, timer: StageTimer, name: str):
         self._timer, self.name = timer, name
 
     def add_cpu(self, seconds: float) -> None:

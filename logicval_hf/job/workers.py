@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from logicval_hf.asp.solver import Solver
 
 __all__ = ["WORKER", "Workers", "use_backend"]
 
-#: per-process state of a worker (its solver, generators, started backends); empty in the main process
-WORKER: dict[str, Any] = {}
+#: per-process state of a worker (its solver and started backends by name, generators by (name, seed, size,
+#: render settings)); empty in the main process
+WORKER: dict[Any, Any] = {}
 
 
 def _worker_init() -> None:

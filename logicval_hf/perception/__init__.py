@@ -27,7 +27,8 @@ The scenes that come back are checked to be scenes, and to be in the domain aske
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract.domain import Domain
@@ -69,7 +70,8 @@ def register_backend(name: str, backend: PerceptionBackend | Callable[..., Scene
     if not (callable(backend) or isinstance(backend, (str, PerceptionBackend))):
         raise ValueError(f"perception backend {name!r} must be a PerceptionBackend, a function "
                          f"fn(rgb, **settings) -> Scene or a 'module:attribute' string, got {type(backend).__name__}")
-    BACKENDS.register(name, backend, replace=replace)
+    # a function is wrapped here rather than by the registry's adapt, so that the registry keeps its typed entries
+    BACKENDS.register(name, backend if isinstance(backend, str) else as_backend(name, backend), replace=replace)
 
 
 def get_backend(name: str) -> PerceptionBackend:

@@ -28,9 +28,10 @@ import importlib
 import importlib.util
 import inspect
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain, domain_names, load_domain
 from logicval_hf.contract.scene import Scene
@@ -184,7 +185,7 @@ class PerceptionBackend:
 
     # ---- plain functions (the form backends had before this contract) --------------------------------------
     @classmethod
-    def from_callable(cls, name: str, fn: Callable[..., Scene]) -> "PerceptionBackend":
+    def from_callable(cls, name: str, fn: Callable[..., Scene]) -> PerceptionBackend:
         """The backend of a plain function ``fn(image, **settings) -> Scene``, read as before the contract:
         attributes ``fn.takes_domain`` (then any domain), ``fn.raw_input``, ``fn.init_worker``, and beside
         ``fn`` in its module ``extract_batch`` and ``MODEL_PATHS``. A function that a module's declared

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from logicval_hf.contract.catalog import Domain
 from logicval_hf.contract.domain import load_domain
-from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.contract.scene import Scene
+from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.perception.backend import PerceptionBackend
 
 __all__ = ["BACKEND", "extract", "to_scene", "load_scenes"]
@@ -39,9 +40,7 @@ MAX_SCENE_BYTES = 5_000_000
 
 
 def _looks_like_image(x: Any) -> bool:
-    if type(x).__module__.startswith("PIL.") or hasattr(x, "__array_interface__"):
-        return True
-    return False
+    return type(x).__module__.startswith("PIL.") or hasattr(x, "__array_interface__")
 
 
 def _domain(domain: Domain | str | None, what: str) -> Domain | None:

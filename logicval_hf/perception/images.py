@@ -91,7 +91,8 @@ def open_checked(source: ImageSource, what: str) -> Any:
 def _from_pil(im: Any, what: str) -> np.ndarray:
     from PIL import Image
 
-    check_size(*im.size, what)
+    w, h = im.size
+    check_size(w, h, what)
     try:
         if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
             rgba = im.convert("RGBA")

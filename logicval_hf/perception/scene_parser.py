@@ -39,9 +39,10 @@ import json
 import math
 import os
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -178,8 +179,8 @@ def object_crops(rgb: np.ndarray, squares: Sequence[tuple[float, float, float]],
 
     out = np.zeros((len(squares), 4, crop, crop), np.float32)
     yy, xx = np.mgrid[0:crop, 0:crop].astype(np.float32) + 0.5
-    for k, ((cx, cy, side), (mx, my)) in enumerate(zip(squares, marks)):
-        n = max(2, int(round(side)))
+    for k, ((cx, cy, side), (mx, my)) in enumerate(zip(squares, marks, strict=True)):
+        n = max(2, round(float(side)))
         patch = cv2.getRectSubPix(rgb, (n, n), (float(cx), float(cy)))
         patch = cv2.resize(patch, (crop, crop), interpolation=cv2.INTER_AREA if n > crop else cv2.INTER_LINEAR)
         out[k, :3] = patch.transpose(2, 0, 1) * np.float32(1 / 255)
@@ -233,8 +234,8 @@ def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str
         vx, vy = float(cx[i]), float(cy[i])
         if vis is not None:  # an occluded object's centre may sit on its occluder: read where it shows
             gx, gy = xs[i] + vis[0, ys[i], xs[i]], ys[i] + vis[1, ys[i], xs[i]]
-            ax = min(max(int(math.floor(gx)), 0), logits.shape[2] - 1)
-            ay = min(max(int(math.floor(gy)), 0), logits.shape[1] - 1)
+            ax = min(max(math.floor(float(gx)), 0), logits.shape[2] - 1)
+            ay = min(max(math.floor(float(gy)), 0), logits.shape[1] - 1)
             vx = min(max(float(gx * stride / scale), 0.0), width - 1.0)
             vy = min(max(float(gy * stride / scale), 0.0), height - 1.0)
         probs = {a: _softmax(logits[sl, ay, ax] / float(temps.get(a, 1.0))) for a, sl in attr_slices.items()}
@@ -259,7 +260,7 @@ def _session(path: Path, threads: int | None, what: str, hint: str) -> tuple[Any
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     try:
         session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    except Exception as e:  # onnxruntime's own errors (bad protobuf, bad graph) name no file
+    except Exception as e:  # noqa: BLE001  onnxruntime's own errors (bad protobuf, bad graph) name no file
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"{path}: not a readable ONNX {what} ({reason})") from None
     raw = session.get_modelmeta().custom_metadata_map.get(META_KEY)
@@ -373,7 +374,7 @@ class SceneParser:
         probe = self._run([(im, target_scale(im.shape[1], im.shape[0], int(sm["probe_side"]))) for im in images],
                           self.threshold, 64, batch_size, False, 0.0)
         return [adaptive_scale([max(d.w, d.h) for d in dets], im.shape[1], im.shape[0], sm)
-                for im, (dets, _) in zip(images, probe)]
+                for im, (dets, _) in zip(images, probe, strict=True)]
 
     def _detect(self, images: Sequence[np.ndarray], threshold: float | None, max_objects: int, batch_size: int,
                 flip: bool | None) -> list[tuple[list[Detection], list[Detection]]]:
@@ -381,9 +382,9 @@ class SceneParser:
         thr = self.threshold if threshold is None else float(threshold)
         flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
         scales = self.scales(images, thr, batch_size)
-        out = self._run(list(zip(images, scales)), thr, max_objects, batch_size, flip, CANDIDATE_FLOOR)
+        out = self._run(list(zip(images, scales, strict=True)), thr, max_objects, batch_size, flip, CANDIDATE_FLOOR)
         if self.attributes is not None:
-            self._classify(images, [d for d, _ in out])
+            self._classify(self.attributes, images, [d for d, _ in out])
         return out
 
     def _run(self, items: Sequence[tuple[np.ndarray, float]], thr: float, max_objects: int, batch_size: int,
@@ -409,19 +410,20 @@ class SceneParser:
                     out[i] = (kept, [d for d in dets if d.score < thr])
         return out
 
-    def _classify(self, images: Sequence[np.ndarray], dets: list[list[Detection]]) -> None:
+    @staticmethod
+    def _classify(classifier: AttributeClassifier, images: Sequence[np.ndarray], dets: list[list[Detection]]) -> None:
         """Merge the second stage's attribute probabilities into every detection's (all crops in one batch).
         Centres stay the detector's: the classifier's centre head is an auxiliary training task (metadata
         ``refine_centre: false``; its centres were worse, median error 0.46 vs 0.39 px on held-out renders)."""
         crops = []
-        for im, ds in zip(images, dets):
+        for im, ds in zip(images, dets, strict=True):
             if ds:
                 long_side = max(im.shape[:2])
                 sq = [crop_square(d.cx, d.cy, d.w, d.h, d.vx, d.vy, long_side) for d in ds]
                 crops.append(object_crops(im, sq, [(d.vx, d.vy) for d in ds]))
         if not crops:
             return
-        probs, _ = self.attributes.classify(np.concatenate(crops))
+        probs, _ = classifier.classify(np.concatenate(crops))
         for k, d in enumerate(det for ds in dets for det in ds):
             # product of the two calibrated experts: the detector sees the whole scene, the classifier the
             # object up close; where one is unsure the other decides
@@ -435,14 +437,13 @@ class SceneParser:
         """`Scene` per image: attributes the project's domain perceives (colour, shape, material) with their
         calibrated probabilities, and the scene's ``confidence`` (`scene_confidence`); the network's size head
         serves training only (the domain has no size)."""
-        from logicval_hf import Scene, SceneObject
-        from logicval_hf import load_catalog
+        from logicval_hf import Scene, SceneObject, load_catalog
 
         dom = load_catalog().domain
         found = self._detect(images, settings.get("threshold"), settings.get("max_objects", 32),
                              settings.get("batch_size", 8), settings.get("flip"))
         scenes = []
-        for im, (ds, candidates) in zip(images, found):
+        for im, (ds, candidates) in zip(images, found, strict=True):
             h, w = im.shape[:2]
             objs = []
             for d in ds:
@@ -461,7 +462,7 @@ class SceneParser:
                 objs.append(SceneObject(attrs, (cx - hw, cy - hh, cx + hw, cy + hh), round(d.score, 4), probs))
             conf = scene_confidence(ds, [c.score for c in candidates], w, h, self.confidence_meta,
                                     dom.perceived_attributes)
-            scenes.append(Scene((w, h), tuple(objs), None, round(conf, 4)))
+            scenes.append(Scene((w, h), tuple(objs), dom, round(conf, 4)))
         return scenes
 
     @property
@@ -479,7 +480,7 @@ CONFIDENCE_DEFAULTS: dict[str, Any] = {"peak_calibration": [[0.0, 0.0], [1.0, 1.
 
 
 def _interp(x: float, table: Sequence[Sequence[float]]) -> float:
-    xs, ys = zip(*table)
+    xs, ys = zip(*table, strict=True)
     return float(np.interp(x, xs, ys))
 
 
@@ -531,8 +532,8 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
                        settings.pop("attribute_model", None))
     unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip"}
     if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, max_objects, "
-                        "batch_size, flip, model_path, attribute_model, threads")
+        raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, "
+                         "max_objects, batch_size, flip, model_path, attribute_model, threads")
     _check_values(settings)
     return model, settings
 

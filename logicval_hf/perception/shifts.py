@@ -14,7 +14,7 @@ refuses the image with `ShiftRefused` when every square would cut one.
 from __future__ import annotations
 
 import io
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def _square(rgb: np.ndarray, centres: Centres, radii: Sequence[float] | None = N
     best, best_margin = 0, -np.inf
     for off in range(span + 1):  # the offset that keeps every object furthest inside the frame
         margins = []
-        for c, e in zip(centres, ext):
+        for c, e in zip(centres, ext, strict=True):
             v = c[0] if horizontal else c[1]
             margins.append(min(v - e - off, off + side - v - e))
         m = min(margins) if margins else 0.0

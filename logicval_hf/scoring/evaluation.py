@@ -3,9 +3,9 @@
 ``compute(predictions, references)``: predictions are images (PIL, uint8 arrays, paths, encoded bytes) or scene
 graphs (`Scene`, dicts, JSON strings), one kind per call; references are specs (`Spec`, dicts, JSON strings) or
 benchmark rows (dicts with ``spec_json`` and optionally ``id``, ``package``, ``label``); see
-`logicval_hf.scoring.inputs`. Images go through a perception backend (default ``"clevr"``, the shipped CLEVR scene parser); scene
-graphs are used as given. Each (spec, scene) is verified once, in batches; the count-relaxed verdict is derived
-from the same result.
+`logicval_hf.scoring.inputs`. Images go through a perception backend (default ``"clevr"``, the shipped CLEVR scene
+parser); scene graphs are used as given. Each (spec, scene) is verified once, in batches; the count-relaxed verdict
+is derived from the same result.
 
 Two levels: `compute` takes what a user has (raw predictions and references) and returns scores; underneath,
 `to_scenes` turns predictions into `Scene` objects and `verify_scenes` turns parsed specs and scenes into
@@ -19,20 +19,21 @@ images of a spec in another domain than CLEVR are perceived in that domain (``do
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
+from logicval_hf.asp.solver import Solver, check_mode, default_solver
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
+from logicval_hf.errors import SolverTimeout
 from logicval_hf.scoring import inputs
 from logicval_hf.scoring.scores import Record, aggregate
-from logicval_hf.asp.budget import DEFAULT_TIMEOUT
-from logicval_hf.asp.solver import Solver, check_mode, default_solver
-from logicval_hf.errors import SolverTimeout
 
 __all__ = ["PROBABILISTIC_SETTINGS", "compute", "images_in_folder", "parse_reference", "perceived_domain",
            "to_scenes", "verify_scenes"]
@@ -83,7 +84,7 @@ def to_scenes(predictions: Sequence[Any], backend: str = "clevr", domains: Seque
                 if d is None:
                     raise
                 raise type(e)(f"predictions[{idx[0]}]: its spec is in domain {d.name!r}: {e}") from None
-            for i, s in zip(idx, extracted):
+            for i, s in zip(idx, extracted, strict=True):
                 scenes[i] = s
     return scenes  # type: ignore[return-value]
 
@@ -146,10 +147,10 @@ def verify_scenes(specs: Sequence[Spec], scenes: Sequence[Scene], *, labels: Seq
             labels.append((known[k] if known is not None else None) or solver.solve(spec, timeout=timeout).label)
         except SolverTimeout as e:
             raise SolverTimeout(f"references[{k}]: {e}", e.budget) from None
-    strict = solver.verify_many(list(zip(specs, scenes)), count="strict", labels=labels)
+    strict = solver.verify_many(list(zip(specs, scenes, strict=True)), count="strict", labels=labels)
     return [Record(spec, label, v, v.with_count("relaxed"), packages[k] if packages is not None else None,
                    ids[k] if ids is not None else None, scene)
-            for k, (spec, label, v, scene) in enumerate(zip(specs, labels, strict, scenes))]
+            for k, (spec, label, v, scene) in enumerate(zip(specs, labels, strict, scenes, strict=True))]
 
 
 def compute(

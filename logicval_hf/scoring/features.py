@@ -13,8 +13,9 @@ import io
 import json
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Optional
+from typing import Any, ClassVar
 
 import datasets
 import pyarrow as pa
@@ -38,7 +39,7 @@ class Prediction:
     """An image or a scene graph: ``{"scene": JSON text}``, ``{"path": image file}`` or ``{"bytes": image}``."""
 
     decode: bool = True
-    id: Optional[str] = field(default=None, repr=False)
+    id: str | None = field(default=None, repr=False)
     pa_type: ClassVar[Any] = pa.struct({"scene": pa.string(), "path": pa.string(), "bytes": pa.binary()})
     _type: str = field(default="LogicValPrediction", init=False, repr=False)
 
@@ -66,16 +67,18 @@ class Prediction:
             return {"scene": None, "path": None, "bytes": bytes(value)}
         if isinstance(value, Mapping) and ("bytes" in value or "path" in value):  # a `datasets.Image` cell
             b, p = value.get("bytes"), value.get("path")
-            if b is None and p is None:
+            if b is not None:
+                return {"scene": None, "path": None, "bytes": bytes(b)}
+            if p is None:
                 raise ValueError(f"{what}: an image cell needs 'bytes' or 'path'")
-            return {"scene": None, "path": None if b is not None else os.fspath(p),
-                    "bytes": bytes(b) if b is not None else None}
+            return {"scene": None, "path": os.fspath(p), "bytes": None}
         if hasattr(value, "__array_interface__") and not type(value).__module__.startswith("PIL."):
             import numpy as np
 
             return {"scene": None, "path": None, "bytes": _png(load_image(np.asarray(value), what))}
         if type(value).__module__.startswith("PIL."):
-            check_size(*value.size, what)  # before spending time on encoding
+            w, h = value.size
+            check_size(w, h, what)  # before spending time on encoding
             return {"scene": None, "path": None, "bytes": _png(load_image(value, what))}
         raise ValueError(
             f"{what}: expected an image (PIL image, uint8 array, path, encoded bytes) or a scene graph (JSON string, "
@@ -95,7 +98,7 @@ class Reference:
     """A spec or a benchmark row, as JSON text (a row keeps only id, package, label and spec_json)."""
 
     decode: bool = True
-    id: Optional[str] = field(default=None, repr=False)
+    id: str | None = field(default=None, repr=False)
     pa_type: ClassVar[Any] = pa.string()
     _type: str = field(default="LogicValReference", init=False, repr=False)
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain
 from logicval_hf.contract.scene import Scene
@@ -171,7 +172,8 @@ def normalise_prediction(x: Any, what: str = "prediction", backend: str | None =
         load_image(x, what)  # dtype, shape and size (no decoding involved)
         return x
     if type(x).__module__.startswith("PIL."):
-        check_size(*x.size, what)
+        w, h = x.size
+        check_size(w, h, what)
         return x
     raise ValueError(
         f"{what}: expected an image (PIL image, uint8 array, path, encoded bytes) or a scene graph (JSON string, "
@@ -197,7 +199,7 @@ def normalise_predictions(predictions: Sequence[Any], backend: str | None = None
                     f"predictions mix images and scene graphs: predictions[0] is {_describe(predictions[0])} but "
                     f"predictions[{i}] is {_describe(p)}; score scene graphs and images in separate calls")
     return [normalise_prediction(p, f"predictions[{i}]", backend, d)
-            for i, (p, d) in enumerate(zip(predictions, domains))]
+            for i, (p, d) in enumerate(zip(predictions, domains, strict=True))]
 
 
 def parse_reference(ref: Any, catalog: Any = None) -> tuple[Spec, dict[str, Any]]:

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.asp.solver import Solver, check_mode, default_solver
+from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import AttrLit, Spec
 
 __all__ = ["ProbResult", "probability", "probabilities", "relevant_values", "choices"]
@@ -91,7 +92,7 @@ def _normalise(dist: Mapping[str, float], epsilon: float, where: str) -> dict[st
         raise ValueError(f"{where}: the probabilities sum to 0")
     kept = {v: p / total for v, p in dist.items() if p / total >= epsilon}
     if not kept:  # every value below epsilon: keep the most likely one
-        best = max(dist, key=dist.get)
+        best = max(dist, key=dist.__getitem__)
         kept = {best: 1.0}
     s = sum(kept.values())
     return {v: p / s for v, p in kept.items()}
@@ -132,9 +133,9 @@ def _world(scene: Scene, fixed: Mapping[tuple[int, str], str], cs: Sequence[_Cho
     attrs = [dict(o.attributes) for o in scene.objects]
     for (i, a), v in fixed.items():
         attrs[i][a] = v
-    for c, k in zip(cs, pick):
+    for c, k in zip(cs, pick, strict=True):
         attrs[c.obj][c.attribute] = c.values[k]
-    objs = tuple(SceneObject(at, o.bbox, o.score, None) for at, o in zip(attrs, scene.objects))
+    objs = tuple(SceneObject(at, o.bbox, o.score, None) for at, o in zip(attrs, scene.objects, strict=True))
     return Scene(scene.image_size, objs, scene.domain)
 
 
@@ -189,7 +190,7 @@ def probability(
     n_worlds = math.prod(len(c.values) for c in cs)
     if n_worlds <= max(max_exact, 1):
         picks = list(itertools.product(*(range(len(c.values)) for c in cs)))
-        weights = np.array([math.prod(c.probs[k] for c, k in zip(cs, pick)) for pick in picks])
+        weights = np.array([math.prod(c.probs[k] for c, k in zip(cs, pick, strict=True)) for pick in picks])
         ok = _verdicts(solver, spec, [_world(scene, fixed, cs, pick) for pick in picks], count, label)
         p = float(np.dot(weights, ok) / weights.sum())
         return ProbResult(min(1.0, max(0.0, p)), True, 0.0, len(picks))
@@ -214,4 +215,4 @@ def probabilities(
     labels = list(labels) if labels is not None else [None] * len(pairs)
     if len(labels) != len(pairs):
         raise ValueError(f"labels has {len(labels)} entries for {len(pairs)} pairs")
-    return [probability(s, sc, count=count, label=lb, **kwargs) for (s, sc), lb in zip(pairs, labels)]
+    return [probability(s, sc, count=count, label=lb, **kwargs) for (s, sc), lb in zip(pairs, labels, strict=True)]

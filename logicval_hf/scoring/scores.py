@@ -19,18 +19,19 @@ entry back. `aggregate` turns records into the paper's tables:
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from logicval_hf.contract.catalog import Template, load_catalog
 from logicval_hf.asp.solver import Verdict
+from logicval_hf.contract.catalog import Template, load_catalog
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 
 OPERATORS = ("exists", "forall", "implies", "count")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def operators_of(template_id: str) -> tuple[str, ...]:
     """Logical operators a template's formula uses (∃, ∀, →, count), in a fixed order."""
     t: Template = load_catalog().template(template_id)
@@ -104,7 +105,7 @@ class Record:
         }
 
     @classmethod
-    def from_sample(cls, spec: Spec, sample: Mapping[str, Any]) -> "Record":
+    def from_sample(cls, spec: Spec, sample: Mapping[str, Any]) -> Record:
         """The record a `to_sample` entry describes, for ``spec`` (its scene read in the spec's domain). An entry
         without a scene (a failed generation) keeps its verdicts and is never an abstention."""
         scene = None if sample.get("scene") is None else Scene.from_dict(sample["scene"], spec.domain)

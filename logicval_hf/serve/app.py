@@ -17,7 +17,8 @@ import contextlib
 import hmac
 import json
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from logicval_hf import __version__
 from logicval_hf.common.extras import require
@@ -26,8 +27,16 @@ from logicval_hf.serve.config import ServeConfig
 from logicval_hf.serve.health import Health
 from logicval_hf.serve.items import resolve_ids
 from logicval_hf.serve.pool import WorkerLost, WorkerPool
-from logicval_hf.serve.protocol import (BadRequest, RewardRequest, TooLarge, check_image_headers, json_response,
-                                        parse_json_request, parse_pickle_request, pickle_response)
+from logicval_hf.serve.protocol import (
+    BadRequest,
+    RewardRequest,
+    TooLarge,
+    check_image_headers,
+    json_response,
+    parse_json_request,
+    parse_pickle_request,
+    pickle_response,
+)
 from logicval_hf.serve.worker import Sample
 
 __all__ = ["RewardServer", "create_app"]
@@ -109,7 +118,8 @@ class RewardServer:
         items = request.items
         if any(isinstance(x, dict) and "id" in x for x in items):
             items = await asyncio.to_thread(resolve_ids, items, self.config.benchmark_seed)
-        samples = [Sample(im, it, request.only_strict, request.reward) for im, it in zip(request.images, items)]
+        samples = [Sample(im, it, request.only_strict, request.reward)
+                   for im, it in zip(request.images, items, strict=True)]
         try:
             return await self.batcher.score(samples)
         except Overloaded as e:

@@ -17,8 +17,8 @@ import asyncio
 import collections
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from logicval_hf.serve.pool import WorkerPool
 from logicval_hf.serve.protocol import SampleResult

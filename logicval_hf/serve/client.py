@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from logicval_hf.serve.unpickling import restricted_loads
 
@@ -24,7 +25,8 @@ def reward_session(retries: int = 1000, backoff_factor: float = 1.0) -> Any:
     from requests.adapters import HTTPAdapter, Retry
 
     session = requests.Session()
-    retry = Retry(total=retries, backoff_factor=backoff_factor, status_forcelist=[500], allowed_methods=False)
+    # allowed_methods=None: retry any verb, POST included (Flow-GRPO writes False, which urllib3 reads the same)
+    retry = Retry(total=retries, backoff_factor=backoff_factor, status_forcelist=[500], allowed_methods=None)
     session.mount("http://", HTTPAdapter(max_retries=retry))
     return session
 

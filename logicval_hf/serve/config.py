@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from logicval_hf.serve.protocol import REWARD_MODES, Limits
 from logicval_hf.serve.worker import ScoringSettings
@@ -67,16 +68,16 @@ class ServeConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ServeConfig":
+    def from_dict(cls, d: Mapping[str, Any]) -> ServeConfig:
         d = dict(d)
         if isinstance(d.get("limits"), Mapping):
             d["limits"] = Limits(**d["limits"])
         return cls(**d)
 
-    def replace(self, **changes: Any) -> "ServeConfig":
+    def replace(self, **changes: Any) -> ServeConfig:
         return replace(self, **changes)
 
-    def sharing_cores(self, cores: float) -> "ServeConfig":
+    def sharing_cores(self, cores: float) -> ServeConfig:
         """This configuration with the clevr parser's onnxruntime threads set to ``cores`` (at least 1) when the
         settings do not name them: onnxruntime sizes its own pool to the whole machine in every process, so N
         workers (or replicas) on one machine would each spin as many threads as there are cores."""

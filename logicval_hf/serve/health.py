@@ -9,8 +9,9 @@ to answer (503) instead of returning zeros.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["Health", "model_files"]
 

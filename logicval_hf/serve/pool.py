@@ -16,9 +16,10 @@ import logging
 import multiprocessing as mp
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Sequence
+from typing import Any
 
 from logicval_hf.serve.protocol import SampleResult
 from logicval_hf.serve.worker import Sample, ScoringSettings, score_batch, start_worker, warm_up

@@ -22,8 +22,9 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.serve.unpickling import UnsafePickleError, restricted_loads
 
@@ -99,7 +100,7 @@ class SampleResult:
     error: str | None = None
 
     @classmethod
-    def failed(cls, error: str) -> "SampleResult":
+    def failed(cls, error: str) -> SampleResult:
         return cls(error=error)
 
 

@@ -69,7 +69,9 @@ def build_deployment(config: ServeConfig, replicas: int = 1, gpus_per_replica: f
 
             return create_app(self._config)
 
-    return LogicValReward.bind(settings)
+    # ray types serve.ingress as returning the class itself; serve.deployment has made it a Deployment
+    # (unused-ignore: a later ray may type it right)
+    return LogicValReward.bind(settings)  # type: ignore[attr-defined, unused-ignore]
 
 
 def start(config: ServeConfig, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica: float = 1.0,

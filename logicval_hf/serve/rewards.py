@@ -25,7 +25,8 @@ distributions (`logicval_hf.scoring.probabilistic`), a dense reward that exact v
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.contract.scene import Scene
@@ -40,18 +41,19 @@ MAX_PER_CLASS = 16
 GENEVAL_RELATIONS = {"left of": "left", "right of": "right", "above": "above", "below": "below"}
 
 
-def geneval_kept(scene: Scene, threshold: float) -> dict[str, list[int]]:
-    """Per class, the indices of the detections GenEval keeps: score above ``threshold``, most confident first
-    (equal scores in input order), at most 16."""
+def geneval_kept(scene: Scene, threshold: float | None) -> dict[str, list[int]]:
+    """Per class, the indices of the detections GenEval keeps: score above ``threshold`` (None: every one, as a
+    spec without ``score_threshold`` counts every object), most confident first (equal scores in input order),
+    at most 16."""
     by_class: dict[str, list[int]] = {}
     for i, o in enumerate(scene.objects):
-        if o.score is None or o.score > threshold:
+        if o.score is None or threshold is None or o.score > threshold:
             by_class.setdefault(o.attributes["class"], []).append(i)
     return {c: sorted(ix, key=lambda i: -(scene.objects[i].score or 0.0))[:MAX_PER_CLASS]
             for c, ix in by_class.items()}
 
 
-def geneval_partial(metadata: Mapping[str, Any], scene: Scene, threshold: float) -> tuple[float, bool]:
+def geneval_partial(metadata: Mapping[str, Any], scene: Scene, threshold: float | None) -> tuple[float, bool]:
     """The reference server's ``(partial score, strict verdict)`` for one image's detections (module docstring)."""
     kept = geneval_kept(scene, threshold)
     parts: list[float] = []
@@ -123,7 +125,7 @@ def _geneval(solver: Any, task: Task, scene: Scene, only_strict: bool) -> Sample
         # changes it. label="SAT" only skips a solver call: constraints_ok does not depend on it.
         verdict = float(solver.verify(task.spec, scene, count="relaxed", label="SAT").constraints_ok)
     strict = float(strict_ok)
-    return SampleResult(partial, verdict, strict, {g: (verdict, strict) for g in task.groups})
+    return SampleResult(partial, verdict, strict, dict.fromkeys(task.groups, (verdict, strict)))
 
 
 def score_task(task: Task, scene: Scene, only_strict: bool = False, solver: Any = None) -> SampleResult:
@@ -152,7 +154,7 @@ def score_tasks(tasks: Sequence[Task], scenes: Sequence[Scene], only_strict: boo
                 solver: Any = None) -> list[SampleResult]:
     """`score_task` over aligned lists; a sample that raises gets an error entry instead of stopping the rest."""
     out = []
-    for i, (task, scene) in enumerate(zip(tasks, scenes)):
+    for i, (task, scene) in enumerate(zip(tasks, scenes, strict=True)):
         try:
             out.append(score_task(task, scene, only_strict, solver))
         except ValueError as e:

@@ -53,10 +53,10 @@ class UnsafePickleError(ValueError):
 
 
 class _NoGlobals(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:  # noqa: D102 - the second lock; the scan refuses first
+    def find_class(self, module: str, name: str) -> Any:
         raise UnsafePickleError(f"the pickle names {module}.{name}; only plain values are admitted")
 
-    def persistent_load(self, pid: Any) -> Any:  # noqa: D102
+    def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickleError("the pickle refers to a persistent object; only plain values are admitted")
 
 
@@ -74,7 +74,7 @@ def _scan(data: bytes) -> None:
                                     "build a type outside dict, list, tuple, str, bytes, int, float, bool and None")
     except UnsafePickleError:
         raise
-    except Exception as e:  # genops' own errors on truncated or garbled bytes
+    except Exception as e:  # noqa: BLE001  genops' own errors on truncated or garbled bytes
         raise UnsafePickleError(f"not a valid pickle: {e}") from None
 
 
@@ -121,7 +121,7 @@ def restricted_loads(data: bytes) -> Any:
         value = _NoGlobals(io.BytesIO(data)).load()
     except UnsafePickleError:
         raise
-    except Exception as e:  # EOFError, UnpicklingError, MemoryError on a garbled stream
+    except Exception as e:  # noqa: BLE001  EOFError, UnpicklingError, MemoryError on a garbled stream
         raise UnsafePickleError(f"not a valid pickle: {type(e).__name__}: {e}") from None
     _check_values(value)
     return value

@@ -9,8 +9,9 @@ a bad sample: an undecodable image, a malformed item or a scene the spec cannot 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.errors import SolverTimeout
 from logicval_hf.serve.items import ItemError, Task, read_item
@@ -149,7 +150,7 @@ def score_batch(samples: Sequence[Sample], settings: ScoringSettings) -> list[Sa
                     "--backend neural)")
             continue
         scenes = _perceive(settings, [inputs[i] for i in idx], domain)
-        for i, scene in zip(idx, scenes):
+        for i, scene in zip(idx, scenes, strict=True):
             if isinstance(scene, str):
                 results[i] = SampleResult.failed(f"images[{i}]: {scene}")
                 continue

@@ -38,12 +38,13 @@ import json
 import math
 import re
 import sqlite3
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from logicval_hf import perception
-from logicval_hf.common.atomic import atomic_write_text
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+from logicval_hf.common.atomic import atomic_write_text
 from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.scene import Scene
 from logicval_hf.space import images
@@ -58,7 +59,7 @@ FLAG_LABELS = {
 }
 FIELDS = ("boxes", *FLAGS, "notes")
 #: the value of a field that was never edited (saving it is not an edit)
-DEFAULTS: dict[str, Any] = {"boxes": [], **{f: False for f in FLAGS}, "notes": ""}
+DEFAULTS: dict[str, Any] = {"boxes": [], **dict.fromkeys(FLAGS, False), "notes": ""}
 MAX_NOTES = 10_000
 MAX_BOXES = 100
 #: longest box label (the longest vocabulary label has 22 characters)
@@ -220,7 +221,7 @@ def _rgb_ok(color: Any) -> bool:
         if _HEX_RE.fullmatch(color):
             return True
         m = _RGB_RE.fullmatch(color)
-        return bool(m) and all(int(g) <= 255 for g in m.groups())
+        return m is not None and all(int(g) <= 255 for g in m.groups())
     return False
 
 
@@ -290,7 +291,7 @@ def check_boxes(boxes: Any, image_size: tuple[float, float] | None = None,
             c = min(max(v[key], 0.0), limit)
             clipped |= c != v[key]
             v[key] = c
-        x0, y0, x1, y1 = (int(round(v[key])) for key in COORDS)
+        x0, y0, x1, y1 = (round(v[key]) for key in COORDS)
         for lo, hi, a, bname, what in ((x0, x1, "xmin", "xmax", "width"), (y0, y1, "ymin", "ymax", "height")):
             if hi - lo < 1:
                 raise AnnotationError(f"box {k}, {bname}: {what} {bname} - {a} = {hi - lo} pixels ({a} {lo}, "
@@ -459,7 +460,7 @@ class AnnotationStore:
                                "WHERE model=? AND image_id=?", (model, image_id)).fetchall()
         finally:
             con.close()
-        out: dict[str, Any] = {"boxes": [], **{f: False for f in FLAGS}, "notes": ""}
+        out: dict[str, Any] = {"boxes": [], **dict.fromkeys(FLAGS, False), "notes": ""}
         meta = {}
         for field, value, by, at in rows:
             out[field] = json.loads(value)
@@ -477,7 +478,7 @@ class AnnotationStore:
             con.close()
         out: dict[str, dict[str, Any]] = {}
         for image_id, field, value, by, at in rows:
-            rec = out.setdefault(image_id, {"boxes": [], **{f: False for f in FLAGS}, "notes": "", "_meta": {}})
+            rec = out.setdefault(image_id, {"boxes": [], **dict.fromkeys(FLAGS, False), "notes": "", "_meta": {}})
             rec[field] = json.loads(value)
             rec["_meta"][field] = {"by": by, "at": at}
         return out
@@ -515,7 +516,7 @@ def is_annotated(record: Mapping[str, Any] | None) -> bool:
     """The "annotated" rule, the one place it is written: an image counts as annotated when its record has at
     least one box or is marked as an empty scene (flags or notes alone do not count). `export_model` exports
     exactly these, `progress` counts them, the Space marks them ✓ and skips them in "Next unannotated"."""
-    return bool(record) and bool(record.get("boxes") or record.get("empty_scene"))
+    return record is not None and bool(record.get("boxes") or record.get("empty_scene"))
 
 
 #: why `export_model` skips a record that is not `is_annotated`

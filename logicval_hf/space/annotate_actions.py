@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.space import annotate as ann
@@ -104,7 +105,7 @@ class AnnotationDesk:
         one; None when every image of the package is annotated."""
         todo = ann.unannotated(self.store, self.root, model, package) if model else []
         after = [i for i in todo if current is None or i > current]
-        return (after or todo or [None])[0]
+        return after[0] if after else (todo[0] if todo else None)
 
     # ---- one image -----------------------------------------------------------------------------------------
     def load(self, model: str, image_id: str, cache_dir: str | Path) -> LoadedImage:

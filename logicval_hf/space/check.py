@@ -7,22 +7,23 @@ user can act on.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from logicval_hf import perception
-from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.solver import Solver, default_solver
+from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import constraint_names, constraint_text
 from logicval_hf.space import images
 from logicval_hf.space.common import boxes_json, listed, object_label, parse_spec_input
 from logicval_hf.space.config import NEURAL_ENV_PREFIX, default_backend  # noqa: F401  (re-exported)
 from logicval_hf.space.explain import explain_constraint
-from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES  # noqa: F401  (re-exported)
+from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES
 
 
 class CheckError(ValueError):
@@ -56,7 +57,7 @@ def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any
         r = probability(spec, scene, label=label)
     except Exception as e:  # noqa: BLE001 - shown to the user, the verdicts still stand
         return {"p": None, "available": True, "note": f"n/a: {type(e).__name__}: {e}"}
-    out = r.to_dict() if hasattr(r, "to_dict") else {"p": float(r.p)}
+    out: dict[str, Any] = dict(r.to_dict()) if hasattr(r, "to_dict") else {"p": float(r.p)}
     out["p"] = float(out["p"])
     out["available"] = True
     exact = out.get("exact")
@@ -240,16 +241,16 @@ def draw_boxes(image: Any, scene: Scene, highlight: Any = (), min_width: int = 8
     im = Image.fromarray(image) if isinstance(image, np.ndarray) else image.convert("RGB")
     if im.width < min_width:
         f = min_width / im.width
-        im = im.resize((min_width, max(1, round(im.height * f))), Image.BICUBIC)
+        im = im.resize((min_width, max(1, round(im.height * f))), Image.Resampling.BICUBIC)
     else:
         im = im.copy()
     W, H = im.size
     sx, sy = W / float(scene.image_size[0]), H / float(scene.image_size[1])
     draw = ImageDraw.Draw(im)
-    fsize = max(12, int(round(min(W, 1.5 * H) / 48)))
+    fsize = max(12, round(min(W, 1.5 * H) / 48))
     font = _font(fsize)
     hl = set(highlight)
-    width = max(2, int(round(min(W, H) / 250)))
+    width = max(2, round(min(W, H) / 250))
     placed: list[tuple[float, float, float, float]] = []
     boxes = [(o.bbox[0] * sx, o.bbox[1] * sy, o.bbox[2] * sx, o.bbox[3] * sy) for o in scene.objects]
     for i, box in enumerate(boxes):
@@ -265,9 +266,9 @@ def draw_boxes(image: Any, scene: Scene, highlight: Any = (), min_width: int = 8
         cands += [(box[0], box[1] - th - k * th) for k in range(1, 4)]
         cands += [(box[0], box[3] + k * th) for k in range(1, 4)]
         best = None
-        for x, y in cands:
-            x = min(max(0.0, x), max(0.0, W - tw))
-            y = min(max(0.0, y), max(0.0, H - th))
+        for cx, cy in cands:
+            x = min(max(0.0, cx), max(0.0, W - tw))
+            y = min(max(0.0, cy), max(0.0, H - th))
             r = (x, y, x + tw, y + th)
             if not any(_overlaps(r, q) for q in placed):
                 best = r

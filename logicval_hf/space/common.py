@@ -11,18 +11,24 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, cached_benchmark
+from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.contract.catalog import Catalog, load_catalog
-from logicval_hf.errors import SpecError
 from logicval_hf.contract.scene import Scene
-from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.spatial import region_cell
-from logicval_hf.contract.verbalise import (ADJECTIVE_ORDER, NOUN_ATTRIBUTE, REGION_ATTRIBUTE, REGION_COLUMN_WORDS,
-                                           REGION_ROW_WORDS)
+from logicval_hf.contract.spec import Spec
+from logicval_hf.contract.verbalise import (
+    ADJECTIVE_ORDER,
+    NOUN_ATTRIBUTE,
+    REGION_ATTRIBUTE,
+    REGION_COLUMN_WORDS,
+    REGION_ROW_WORDS,
+)
+from logicval_hf.errors import SpecError
 
 log = logging.getLogger("logicval.space")
 
@@ -78,7 +84,7 @@ def package_ids(package: str) -> list[str]:
 
 def use_disk_cache(cache_dir: str | Path | None) -> None:
     """Keep the built benchmark under ``cache_dir`` (None: in memory only). Set by the app at start-up."""
-    global _cache_dir
+    global _cache_dir  # noqa: PLW0603  a process-wide setting the app makes once at start-up (tests patch it)
     _cache_dir = Path(cache_dir) if cache_dir is not None else None
 
 

@@ -13,18 +13,26 @@ import itertools
 import json
 import random
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
-from logicval_hf.errors import SpecError
-from logicval_hf.contract.params import random_constraint, slot_choices
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.programs import spec_program
-from logicval_hf.contract.scene import Scene
 from logicval_hf.asp.solver import Solver, default_solver
+from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
+from logicval_hf.contract.params import random_constraint, slot_choices
+from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Constraint, Spec
-from logicval_hf.contract.verbalise import (REGION_ATTRIBUTE, REL_PHRASES, constraint_names, constraint_text,
-                                            full_prompt, region_name, spec_subquestions)
+from logicval_hf.contract.verbalise import (
+    REGION_ATTRIBUTE,
+    REL_PHRASES,
+    constraint_names,
+    constraint_text,
+    full_prompt,
+    region_name,
+    spec_subquestions,
+)
+from logicval_hf.errors import SpecError
 from logicval_hf.space.common import COMPOSE_M, quote
 from logicval_hf.space.explore import core_lines, core_names
 
@@ -177,12 +185,12 @@ def default_params(template: Template, n: int, catalog: Catalog | None = None) -
     for k, combo in enumerate(itertools.product(*choices)):
         if k > 50_000:
             break
-        raw = {s.name: v for s, v in zip(template.slots, combo)}
+        raw = {s.name: v for s, v in zip(template.slots, combo, strict=True)}
         try:
             Constraint.from_dict({"template": template.id, "params": raw}, n=n, catalog=catalog)
         except SpecError:
             continue
-        return {s.name: encode_value(s, v) for s, v in zip(template.slots, combo)}
+        return {s.name: encode_value(s, v) for s, v in zip(template.slots, combo, strict=True)}
     c = random_constraint(template, n, random.Random(0), catalog)
     return {s.name: encode_value(s, c.params[s.name]) for s in template.slots}
 
@@ -221,7 +229,7 @@ def menu_rows(values: Sequence[Any], catalog: Catalog | None = None) -> list[tup
     for k in range(MAX_CONSTRAINTS):
         tid, current = values[k * per], values[k * per + 1:(k + 1) * per]
         names = [s.name for s in catalog.template(tid).slots] if tid else []
-        rows.append((tid or "", dict(zip(names, current))))
+        rows.append((tid or "", dict(zip(names, current, strict=False))))  # the template's menus; the rest unused
     return rows
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hmac
 import os
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, NoReturn, Sequence
+from typing import NoReturn
 
 from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES
 

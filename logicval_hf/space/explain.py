@@ -16,7 +16,8 @@ Every explanation also lists, for each attribute literal of the constraint, the 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from logicval_hf.contract.reference import formula_holds
 from logicval_hf.contract.scene import Scene
@@ -44,7 +45,7 @@ def _assignments(node: Mapping[str, Any], params: Mapping[str, Any], n: int, env
         if any(o in excluded for o in tup) or (distinct and len(set(tup)) != len(tup)):
             continue
         e = dict(env)
-        e.update(zip(vs, tup))
+        e.update(zip(vs, tup, strict=True))
         yield e
 
 
@@ -100,7 +101,7 @@ def _explain(f: Mapping[str, Any], params: Mapping[str, Any], scene: Scene, env:
             if not lits:
                 continue
             cands = [i for i in range(n) if all(formula_holds(lit, params, scene, {**env, v: i}) for lit in lits)]
-            desc = " and ".join(_lit_text(_val(l["lit"], params)) for l in lits)
+            desc = " and ".join(_lit_text(_val(lit["lit"], params)) for lit in lits)
             if cands:
                 objs.update(cands)
                 found.append(f"{desc}: {listed([object_label(scene, i) for i in cands])}")
@@ -149,15 +150,16 @@ def explain_constraint(constraint: Constraint, scene: Scene, n: int | None = Non
     t = constraint.template
     params = constraint.params
     formula_ok = formula_holds(t.formula, params, scene)
-    av_ok = t.anti_vacuity is None or formula_holds(t.anti_vacuity, params, scene)
+    av = t.anti_vacuity
+    av_ok = av is None or formula_holds(av, params, scene)
     reasons: list[str] = []
     objs: set[int] = set()
     if not formula_ok:
         why, o = _explain(t.formula, params, scene, {})
         reasons.append(why)
         objs |= o
-    if not av_ok:
-        why, o = _explain(t.anti_vacuity, params, scene, {})
+    if av is not None and not av_ok:
+        why, o = _explain(av, params, scene, {})
         reasons.append("the anti-vacuity clause fails: " + why)
         objs |= o
     rels = sorted({v.rel + (" (negated)" if v.negated else "") for v in params.values() if isinstance(v, RelLit)})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
@@ -61,12 +62,12 @@ def core_markdown(view: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def core_names(result: dict[str, Any]) -> str:
+def core_names(result: Mapping[str, Any]) -> str:
     """The core named as the prompt numbers its constraints: ``Constraints 1 and 3`` (``core`` stays 0-based)."""
     return constraint_names(c["index"] for c in result.get("core_constraints") or ())
 
 
-def core_lines(result: dict[str, Any]) -> list[str]:
+def core_lines(result: Mapping[str, Any]) -> list[str]:
     """One Markdown list item per core constraint: ``- **Constraint 2** (`C8/1prop_exact`): text``
     (Explore's and Compose's core)."""
     return [f"- **{constraint_names([c['index']])}** (`{c['template']}`): {c['text']}"

@@ -3,16 +3,17 @@
 Checked before anything is decoded: the file exists, its size (``max_bytes``, the same cap the server enforces
 with ``max_file_size``), that it is an image at all (PIL reads the header) and its size from the header only,
 with `logicval_hf.perception.images.open_checked` (the package's one opener and pixel cap,
-`logicval_hf.perception.MAX_PIXELS`, the same check the decoder and the metric's inputs make). `decode` then hands the opened image to
-`logicval_hf.perception.load_image`, the package's one decoder. Errors are `ImageInputError` (a `ValueError`)
-with a sentence a user can act on, naming the file (never a server path).
+`logicval_hf.perception.MAX_PIXELS`, the same check the decoder and the metric's inputs make). `decode` then hands
+the opened image to `logicval_hf.perception.load_image`, the package's one decoder. Errors are `ImageInputError`
+(a `ValueError`) with a sentence a user can act on, naming the file (never a server path).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 from PIL import Image

@@ -40,20 +40,22 @@ a class that cannot be grounded (e.g. relations in a one-object scene) is simply
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
 import random
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
-from logicval_hf.errors import SpecError
-from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.asp.solver import Solver
+from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
+from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Constraint, Spec
 from logicval_hf.contract.verbalise import constraint_text, count_phrase
+from logicval_hf.errors import SpecError
 
 __all__ = [
     "BOX_HALF", "DEFAULT_IMAGE_SIZE", "ENUMERATE_LIMIT", "MAX_CANDIDATES", "CaptionGrounder", "caption_prompt",
@@ -178,7 +180,7 @@ def _slot_values(slot: Slot, sv: _SceneValues, catalog: Catalog) -> list[Any]:
         return [{"rel": r, "negated": bool(slot.negated)} for r in slot.values]
     if slot.type == "count":
         hi = min(slot.count_max(sv.n), dom.n_max)
-        return list(range(int(slot.min), hi + 1))
+        return list(range(slot.count_min(), hi + 1))
     if slot.type == "theta":
         return list(slot.values)
     raise ValueError(f"unknown slot type {slot.type!r}")
@@ -210,7 +212,7 @@ class _Candidates:
             self.rng.shuffle(self._order)
 
     def _make(self, idx: Sequence[int]) -> Constraint | None:
-        params = {name: pool[i] for name, pool, i in zip(self.names, self.pools, idx)}
+        params = {name: pool[i] for name, pool, i in zip(self.names, self.pools, idx, strict=True)}
         try:
             return Constraint.from_dict({"template": self.template.id, "params": params}, catalog=self.catalog)
         except SpecError:
@@ -307,7 +309,7 @@ class CaptionGrounder:
         values = [_scene_values(s) for s in scenes]
         worlds: list[Any] = [None] * len(scenes)
         searches: list[_Search] = []
-        for k, (scene, seed) in enumerate(zip(scenes, seeds)):
+        for k, (scene, seed) in enumerate(zip(scenes, seeds, strict=True)):
             if len(scene) == 0:
                 continue
             for cls in classes:
@@ -328,19 +330,21 @@ class CaptionGrounder:
         return out
 
     # ---- search machinery --------------------------------------------------------------------------------
-    def _current(self, s: _Search, values: Sequence[_SceneValues]) -> bool:
-        """Make sure ``s`` points at an unchecked candidate; False when the class has no template left."""
+    def _current(self, s: _Search, values: Sequence[_SceneValues]) -> Constraint | None:
+        """The unchecked candidate ``s`` points at (moving on to the next template if need be); None when the
+        class has no template left."""
         while True:
             if s.candidates is None:
                 if s.t_pos >= len(s.templates):
                     s.done = True
-                    return False
+                    return None
                 s.candidates = _Candidates(
                     s.templates[s.t_pos], values[s.scene_index], s.seed, self.catalog, self.max_candidates
                 )
                 s.c_pos = 0
-            if s.candidates.get(s.c_pos) is not None:
-                return True
+            c = s.candidates.get(s.c_pos)
+            if c is not None:
+                return c
             s.candidates = None
             s.t_pos += 1
 
@@ -348,7 +352,7 @@ class CaptionGrounder:
         """Move ``s`` to the next candidate worth a solver check; False when the search is over."""
         if s.done or s.result is not None:
             return False
-        while self._current(s, values):
+        while (c := self._current(s, values)) is not None:
             if not self.prefilter:
                 return True
             world = worlds[s.scene_index]
@@ -360,7 +364,7 @@ class CaptionGrounder:
             from logicval_hf.contract.reference import constraint_holds
 
             self.stats["reference_checks"] += 1
-            if constraint_holds(s.candidates.get(s.c_pos), world):
+            if constraint_holds(c, world):
                 return True
             s.c_pos += 1
         return False
@@ -368,27 +372,25 @@ class CaptionGrounder:
     def _check_round(self, pending: Sequence[_Search], scenes: Sequence[Scene]) -> None:
         """One batched solver call: the current candidate of every pending search (several per search
         without the prefilter); records picks and moves the others on."""
-        items: list[tuple[_Search, int]] = []
+        items: list[tuple[_Search, int, Constraint]] = []
         for s in pending:
             k = 1 if self.prefilter else _SOLVER_CHUNK
             for j in range(s.c_pos, s.c_pos + k):
-                if s.candidates.get(j) is None:
+                c = s.candidates.get(j) if s.candidates is not None else None
+                if c is None:
                     break
-                items.append((s, j))
-        pairs = []
-        for s, j in items:
-            scene = scenes[s.scene_index]
-            pairs.append((Spec(len(scene), (s.candidates.get(j),)), scene))
+                items.append((s, j, c))
+        pairs = [(Spec(len(scenes[s.scene_index]), (c,)), scenes[s.scene_index]) for s, _, c in items]
         self.stats["solver_checks"] += len(pairs)
         verdicts = self.solver.verify_many(pairs, labels=["SAT"] * len(pairs))
-        holds: dict[int, dict[int, bool]] = {}
-        for (s, j), v in zip(items, verdicts):
-            holds.setdefault(id(s), {})[j] = v.ok
+        holds: dict[int, dict[int, tuple[bool, Constraint]]] = {}
+        for (s, j, c), v in zip(items, verdicts, strict=True):
+            holds.setdefault(id(s), {})[j] = (v.ok, c)
         for s in pending:
             results = holds[id(s)]
             for j in sorted(results):
-                if results[j]:
-                    c = s.candidates.get(j)
+                ok, c = results[j]
+                if ok:
                     n = len(scenes[s.scene_index])
                     if self.reject_tautologies and self._is_tautology(c, n):
                         self.stats["tautologies_skipped"] += 1
@@ -435,7 +437,10 @@ class CaptionGrounder:
                 "prompt": caption_prompt(n, text)}
 
 
-_default_grounder: CaptionGrounder | None = None
+@functools.cache
+def _default_grounder() -> CaptionGrounder:
+    """The grounder `ground_captions` uses when given none: built on first use, then shared."""
+    return CaptionGrounder()
 
 
 def ground_captions(
@@ -450,10 +455,7 @@ def ground_captions(
     Each caption is ``{"class", "template", "n", "constraint", "prompt"}`` (module docstring); ``seed`` fixes
     every choice. ``image_size`` (W, H) is used when neither ``image_path`` nor the scene gives the size.
     """
-    global _default_grounder
     if grounder is None:
-        if _default_grounder is None:
-            _default_grounder = CaptionGrounder()
-        grounder = _default_grounder
+        grounder = _default_grounder()
     scene = clevr_scene_to_scene(clevr_scene, image_size, image_path, grounder.catalog)
     return grounder.ground(scene, seed)

@@ -13,8 +13,9 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from logicval_hf.common.atomic import atomic_path
 
@@ -64,7 +65,8 @@ class Checkpoint:
     def __init__(self, out: Path, net, opt, args):
         self.path = Path(out) / "last.pt"
         self.net, self.opt, self.args = net, opt, args
-        self.step, self.elapsed, self.history = 0, 0.0, []
+        self.step, self.elapsed = 0, 0.0
+        self.history: list[dict[str, Any]] = []
 
     def resume(self) -> bool:
         """Load ``last.pt`` when there is one (True), so the run continues where it stopped."""

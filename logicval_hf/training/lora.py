@@ -40,15 +40,23 @@ import math
 import random
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
+
 from logicval_hf.common.atomic import atomic_write_json, replace_dir
-from logicval_hf.generation.families import (FAMILIES, PEFT_PREFIX, ModelFamily, detect_model_type, get_family,
-                                             pipeline_class)
+from logicval_hf.generation.families import (
+    FAMILIES,
+    PEFT_PREFIX,
+    ModelFamily,
+    detect_model_type,
+    get_family,
+    pipeline_class,
+)
 
 __all__ = [
     "MODEL_TYPES", "DEFAULT_RANK", "DEFAULT_ALPHA", "DEFAULT_LEARNING_RATE", "DEFAULT_TRAIN_BATCH_SIZE",
@@ -82,14 +90,20 @@ TRAINER_STATE = "trainer_state.json"
 # ---------------------------------------------------------------------------------------------------------
 # Components
 # ---------------------------------------------------------------------------------------------------------
+#: a diffusers model of the family's classes (FluxTransformer2DModel, AutoencoderKL, ...), possibly wrapped by
+#: accelerate or torch.compile. Typed Any rather than torch.nn.Module: mypy types a Module's unknown attributes
+#: as Tensor | Module, and these models' own (.device, .dtype, .config, .encode, add_adapter) are neither.
+DiffusersModel = Any
+
+
 @dataclass
 class Components:
     """What training needs: the transformer (gets the LoRA), the VAE, a fresh training noise scheduler and a
     text-only pipeline (tokenizers + text encoders) for ``encode_prompt``."""
 
     model_type: str
-    transformer: torch.nn.Module
-    vae: torch.nn.Module
+    transformer: DiffusersModel
+    vae: DiffusersModel
     scheduler: Any
     text_pipeline: Any
 
@@ -162,7 +176,7 @@ def components_from_pipeline(pipe: Any, model_type: str | None = None) -> Compon
 
 
 def add_lora(
-    transformer: torch.nn.Module,
+    transformer: DiffusersModel,
     rank: int = DEFAULT_RANK,
     alpha: float = DEFAULT_ALPHA,
     target_modules: Sequence[str] = TARGET_MODULES,
@@ -175,7 +189,11 @@ def add_lora(
     """
     from peft import LoraConfig
 
-    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, init_lora_weights=init_lora_weights,
+    # peft annotates lora_alpha as int and init_lora_weights as a Literal; it uses alpha / r and checks the
+    # initialisation name itself, so a float alpha and a plain string are what it gets here (unused-ignore: a
+    # later peft may widen its annotations)
+    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,  # type: ignore[arg-type, unused-ignore]
+                        init_lora_weights=init_lora_weights,  # type: ignore[arg-type, unused-ignore]
                         target_modules=list(target_modules))
     transformer.add_adapter(config)
     for p in transformer.parameters():
@@ -226,7 +244,7 @@ def encode_images(comp: Components, pixel_values: torch.Tensor, sample: bool = T
     return z.float()
 
 
-def predict(comp: Components, transformer: torch.nn.Module, noisy: torch.Tensor, timesteps: torch.Tensor,
+def predict(comp: Components, transformer: DiffusersModel, noisy: torch.Tensor, timesteps: torch.Tensor,
             cond: Mapping[str, torch.Tensor | None], guidance_scale: float = DEFAULT_GUIDANCE_SCALE) -> torch.Tensor:
     """The transformer's velocity prediction for noisy latents ``(B, C, h, w)``, unpacked to the same shape.
 
@@ -311,14 +329,14 @@ def load_image(path: str | Path, width: int, height: int) -> torch.Tensor:
 
     from logicval_hf.perception.images import open_checked
 
-    with open_checked(path, f"training image {str(path)!r}") as im:
-        im = im.convert("RGB")
-        scale = max(width / im.width, height / im.height)
-        size = (max(width, round(im.width * scale)), max(height, round(im.height * scale)))
-        im = im.resize(size, Image.BICUBIC)
-        left, top = (im.width - width) // 2, (im.height - height) // 2
-        im = im.crop((left, top, left + width, top + height))
-        arr = np.asarray(im, dtype=np.float32) / 127.5 - 1.0
+    with open_checked(path, f"training image {str(path)!r}") as opened:
+        rgb = opened.convert("RGB")
+        scale = max(width / rgb.width, height / rgb.height)
+        size = (max(width, round(rgb.width * scale)), max(height, round(rgb.height * scale)))
+        rgb = rgb.resize(size, Image.Resampling.BICUBIC)
+        left, top = (rgb.width - width) // 2, (rgb.height - height) // 2
+        rgb = rgb.crop((left, top, left + width, top + height))
+        arr = np.asarray(rgb, dtype=np.float32) / 127.5 - 1.0
     return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
 
 
@@ -413,12 +431,12 @@ def heldout_loss(comp: Components, transformer: torch.nn.Module, held: HeldoutSe
     was_training = transformer.training
     transformer.eval()
     losses = []
-    for z, c, e, idx in zip(held.latents, held.conds, held.noise, held.indices):
+    for z, c, e, idx in zip(held.latents, held.conds, held.noise, held.indices, strict=True):
         losses.append(float(flow_matching_loss(comp, transformer, z, c, e, idx, weighting_scheme, guidance_scale)))
     if was_training:
         transformer.train()
     per_class: dict[str, list[float]] = {}
-    for cls, v in zip(held.classes, losses):
+    for cls, v in zip(held.classes, losses, strict=True):
         per_class.setdefault(cls, []).append(v)
     return {"loss": float(np.mean(losses)) if losses else float("nan"),
             "per_class": {k: float(np.mean(v)) for k, v in sorted(per_class.items())}}
@@ -469,23 +487,26 @@ class SelectionTracker:
         return {"criterion": self.CRITERION, **self.info, "best": self.best, "history": self.history}
 
     def save(self, path: str | Path | None = None) -> None:
-        target = Path(path or self.path)
+        where = path or self.path
+        if where is None:
+            raise ValueError("SelectionTracker.save: no path given and the tracker has none")
+        target = Path(where)
         atomic_write_json(target, self.to_dict(), indent=2)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str | Path | None = None) -> "SelectionTracker":
+    def from_dict(cls, d: Mapping[str, Any], path: str | Path | None = None) -> SelectionTracker:
         info = {k: v for k, v in d.items() if k not in ("criterion", "best", "history")}
         return cls(Path(path) if path else None, info, list(d.get("history", [])), d.get("best"))
 
     @classmethod
-    def load(cls, path: str | Path) -> "SelectionTracker":
+    def load(cls, path: str | Path) -> SelectionTracker:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), path)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Saving and loading
 # ---------------------------------------------------------------------------------------------------------
-def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
+def _unwrap(model: torch.nn.Module) -> DiffusersModel:
     model = getattr(model, "module", model)
     return getattr(model, "_orig_mod", model)
 

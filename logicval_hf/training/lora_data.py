@@ -28,9 +28,10 @@ import collections
 import json
 import random
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from logicval_hf.common.atomic import atomic_write_text
 from logicval_hf.training.captions import CaptionGrounder, clevr_scene_to_scene, load_clevr_scenes, scene_seed
@@ -66,7 +67,7 @@ class Pair:
                 "template": self.template, "n": self.n, "constraint": dict(self.constraint), "prompt": self.prompt}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Pair":
+    def from_dict(cls, d: Mapping[str, Any]) -> Pair:
         return cls(d["image"], d["image_filename"], d["class"], d["template"], int(d["n"]), d["constraint"],
                    d["prompt"])
 
@@ -100,7 +101,7 @@ def build_pairs(
             objs = [clevr_scene_to_scene(scenes[i], image_size, paths[i] if image_dir is not None else None,
                                          grounder.catalog) for i in idx]
             caps = grounder.ground_many(objs, [scene_seed(seed, names[i]) for i in idx])
-            for i, cs in zip(idx, caps):
+            for i, cs in zip(idx, caps, strict=True):
                 for c in cs:
                     out.append(Pair(paths[i], names[i], c["class"], c["template"], c["n"], c["constraint"],
                                     c["prompt"]))
@@ -164,8 +165,8 @@ def _choose_heldout(pairs: Sequence[Pair], per_class: int, rng: random.Random) -
                 f"held-out set: only {len(got)} distinct images can carry a {cls} caption, {per_class} needed "
                 "(use more scenes or a smaller heldout_per_class)")
         heldout.extend(got)
-    order = {c: i for i, c in enumerate(sorted(by_class, key=lambda c: int(c[1:])))}
-    heldout.sort(key=lambda p: (order[p.cls], p.template, p.image_filename))
+    class_rank = {c: i for i, c in enumerate(sorted(by_class, key=lambda c: int(c[1:])))}
+    heldout.sort(key=lambda p: (class_rank[p.cls], p.template, p.image_filename))
     return heldout
 
 
@@ -183,7 +184,7 @@ def _fill_batch(
     slots = [k for k in sorted(keys, key=lambda k: (len(remaining[k]), k)) for _ in range(quota)]
     slot_img: list[str | None] = [None] * len(slots)
     img_slot: dict[str, int] = {}
-    cursor = {k: 0 for k in keys}
+    cursor = dict.fromkeys(keys, 0)
     unfilled = []
     for s, k in enumerate(slots):  # greedy pass
         lst, c = cands[k], cursor[k]
@@ -216,14 +217,17 @@ def _fill_batch(
         if free is None:
             return None
         cur, img = free
-        while cur is not None:
+        while True:  # shift the images along the path back to s0, which had none
             old = slot_img[cur]
             slot_img[cur] = img
             img_slot[img] = cur
-            img, cur = old, parent[cur]
+            prev = parent[cur]
+            if prev is None or old is None:
+                break
+            img, cur = old, prev
     out: dict[tuple[str, str], list[int]] = collections.defaultdict(list)
-    for s, img in enumerate(slot_img):
-        out[slots[s]].append(index[slots[s]][img])  # type: ignore[index]
+    for s, filled in enumerate(slot_img):
+        out[slots[s]].append(index[slots[s]][cast(str, filled)])  # every slot holds an image by now
     return out
 
 
@@ -311,9 +315,11 @@ def read_split(folder: str | Path) -> LoraSplit:
     """Read a folder written by `write_split`."""
     folder = Path(folder)
     if not (folder / "heldout.jsonl").is_file():
-        raise ValueError(f"{folder}: no heldout.jsonl; build the data with `python -m logicval_hf.training.lora_data`")
+        raise ValueError(f"{folder}: no heldout.jsonl; build the data with "
+                         "`python -m logicval_hf.training.lora_data`")
     batches = [_read_jsonl(p) for p in sorted(folder.glob("batch_*.jsonl"))]
-    summary = json.loads((folder / "split.json").read_text(encoding="utf-8")) if (folder / "split.json").is_file() else {}
+    split_file = folder / "split.json"
+    summary = json.loads(split_file.read_text(encoding="utf-8")) if split_file.is_file() else {}
     templates = [tuple(s.split("|", 1)) for s in summary.get("templates", [])]
     return LoraSplit(_read_jsonl(folder / "heldout.jsonl"), batches, summary.get("settings", {}),
                      templates, summary.get("quota_per_template", 0), summary.get("pool_pairs", 0),

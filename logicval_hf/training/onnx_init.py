@@ -10,8 +10,10 @@ pass, and every pair's shape is checked.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -38,21 +40,30 @@ def _onnx_convs(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
     return out
 
 
+def _running_stats(bn: Any, path: Path) -> tuple[Any, Any]:
+    """A BatchNorm2d's running mean and variance (a ValueError for one built without them)."""
+    if bn.running_mean is None or bn.running_var is None:
+        raise ValueError(f"{path}: a BatchNorm2d without running statistics cannot take a folded bias")
+    return bn.running_mean, bn.running_var
+
+
 def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Callable[[Any], Any] | None = None
                       ) -> dict[str, Any]:
     """Load the weights of the ONNX model at ``path`` into ``net`` (a torch module whose convolutions are each
-    either followed by a BatchNorm2d or carry their own bias; fully connected layers load as they are). ``batches`` (network inputs) give the BatchNorm
-    statistics; ``forward(x)`` runs the network (default ``net(x)``). Returns a summary.
+    either followed by a BatchNorm2d or carry their own bias; fully connected layers load as they are).
+    ``batches`` (network inputs) give the BatchNorm statistics; ``forward(x)`` runs the network (default
+    ``net(x)``). Returns a summary.
 
     Raises:
-        ValueError: the graph's convolutions do not match the network's, in number or shape.
+        ValueError: the graph's convolutions do not match the network's, in number or shape; a BatchNorm2d to
+            fold into keeps no running statistics.
     """
     import torch
     from torch import nn
 
     path = Path(path)
     convs = _onnx_convs(path)
-    order: list[nn.Module] = []
+    order: list[nn.Conv2d | nn.Linear] = []
     hooks = [m.register_forward_hook(lambda mod, i, o: order.append(mod)) for m in net.modules()
              if isinstance(m, (nn.Conv2d, nn.Linear))]
     forward = forward or net
@@ -69,12 +80,12 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
     bn_after: dict[nn.Conv2d, nn.BatchNorm2d] = {}
     for seq in net.modules():
         children = list(seq.children())
-        for a, b in zip(children, children[1:]):
+        for a, b in itertools.pairwise(children):
             if isinstance(a, nn.Conv2d) and isinstance(b, nn.BatchNorm2d):
                 bn_after[a] = b
     folded_bias: dict[nn.Conv2d, torch.Tensor] = {}
     with torch.no_grad():
-        for conv, (w, b) in zip(order, convs):
+        for conv, (w, b) in zip(order, convs, strict=True):
             if tuple(conv.weight.shape) != w.shape:
                 raise ValueError(f"{path}: a convolution of shape {w.shape} where the network has "
                                  f"{tuple(conv.weight.shape)}")
@@ -83,14 +94,15 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
             if conv in bn_after:
                 folded_bias[conv] = bias
                 bn = bn_after[conv]
-                bn.running_mean.zero_(), bn.running_var.fill_(1.0 - bn.eps)
+                running_mean, running_var = _running_stats(bn, path)
+                running_mean.zero_(), running_var.fill_(1.0 - bn.eps)
                 bn.weight.fill_(1.0), bn.bias.copy_(bias)
             elif conv.bias is not None:
                 conv.bias.copy_(bias)
             elif b is not None and np.abs(b).max() > 0:
                 raise ValueError(f"{path}: a convolution with a bias where the network has none")
     # statistics of every folded convolution's raw output on real batches (the function is unchanged by them)
-    sums = {c: [0.0, 0.0, 0] for c in folded_bias}
+    sums: dict[nn.Module, list[Any]] = {c: [0.0, 0.0, 0] for c in folded_bias}  # sum, sum of squares, count
 
     def stat(mod, inp, out):
         x = out.detach().double()
@@ -111,8 +123,9 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
             mean = total / n
             var = (sq / n - mean * mean).clamp(min=1e-6)
             bn = bn_after[conv]
-            bn.running_mean.copy_(mean.float())
-            bn.running_var.copy_(var.float())
+            running_mean, running_var = _running_stats(bn, path)
+            running_mean.copy_(mean.float())
+            running_var.copy_(var.float())
             bn.weight.copy_(torch.sqrt(var + bn.eps).float())
             bn.bias.copy_(bias + mean.float())
     net.train()

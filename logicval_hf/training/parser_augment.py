@@ -218,8 +218,12 @@ def photometric(img: np.ndarray, rng: np.random.Generator, aug: Augmentation = D
         x = x + rng.normal(0, rng.uniform(*aug.noise_sigma), size=x.shape).astype(np.float32)
     out = np.clip(x + 0.5, 0, 255).astype(np.uint8)
     if rng.random() < aug.jpeg_p:
-        ok, buf = cv2.imencode(".jpg", out[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(*aug.jpeg_quality))])
-        out = cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1]
+        quality = int(rng.integers(*aug.jpeg_quality))
+        ok, buf = cv2.imencode(".jpg", out[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
+        decoded = cv2.imdecode(buf, cv2.IMREAD_COLOR) if ok else None
+        if decoded is None:
+            raise RuntimeError(f"OpenCV could not round-trip a {out.shape} image through JPEG (quality {quality})")
+        out = decoded[:, :, ::-1]
     return np.ascontiguousarray(out)
 
 

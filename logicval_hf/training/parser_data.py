@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -174,7 +175,7 @@ def load_folder(folder: Path, report: list[str] | None = None, first: int | None
 
 def split_holdout(records: list[Record], fraction: float) -> tuple[list[Record], list[Record]]:
     """The last ``fraction`` of a folder's records (by name) are held out; at least one when there are two."""
-    k = int(round(len(records) * fraction))
+    k = round(len(records) * fraction)
     if fraction > 0 and k == 0 and len(records) >= 2:
         k = 1
     return (records[:len(records) - k], records[len(records) - k:]) if k else (records, [])

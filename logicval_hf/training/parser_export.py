@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,8 @@ def _exact(dets, rec: Record, pairs, attributes: Sequence[str]) -> bool:
             if int(np.argmax(d.probs[a])) != rec.labels[j, k]:
                 return False
         cx, cy = math.floor(d.cx + 0.5), math.floor(d.cy + 0.5)  # as the parser emits box centres
-        if region_of(cx, cy, W, H) != region_of(*rec.centres[j], W, H):
+        rx, ry = rec.centres[j]
+        if region_of(cx, cy, W, H) != region_of(rx, ry, W, H):
             return False
     return True
 
@@ -99,7 +101,7 @@ def evaluate(model_path: Path, records: Sequence[Record], flip: bool, attribute_
     labels: dict[str, list] = {a: [] for a in ATTRIBUTES}
     errors, peaks, images = [], [], []
     attrs3 = ("color", "shape", "material")
-    for rec, (dets, cands) in zip(records, found):
+    for rec, (dets, cands) in zip(records, found, strict=True):
         W = rec.rgb.shape[1]
         for t in thresholds:
             dt = [d for d in dets if d.score >= t]
@@ -168,7 +170,7 @@ def isotonic_table(pairs: Sequence[tuple[float, bool]], knots: int = 12) -> list
             means.pop(), weights.pop(), ends.pop()
     fitted = np.empty(len(xs))
     start = 0
-    for m, e in zip(means, ends):
+    for m, e in zip(means, ends, strict=True):
         fitted[start:e + 1] = m
         start = e + 1
     qs = np.unique(np.quantile(xs, np.linspace(0, 1, knots)))
@@ -222,7 +224,7 @@ def calibrate(net, cls, records: Sequence[Record], flip: bool, provenance: dict[
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "parser.onnx"
-        ones = {a: 1.0 for a in ATTRIBUTES}
+        ones = dict.fromkeys(ATTRIBUTES, 1.0)
         export_onnx(net, path, meta_for(cls, ones, 0.35, {}, flip, (0.0, 0.0)))
         v = evaluate(path, records, flip)
         temps = {a: fit_temperature(np.log(np.clip(v["probs"][a][0], 1e-9, 1)), v["probs"][a][1])

@@ -40,7 +40,7 @@ def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
     flat, dflat = m.ravel(), dist.ravel()
     order = np.lexsort((-dflat, flat))  # by object, deepest first
     objs, first = np.unique(flat[order], return_index=True)
-    for k, i0 in zip(objs, first):
+    for k, i0 in zip(objs, first, strict=True):
         if 0 <= k < n:
             y, x = divmod(int(order[i0]), m.shape[1])
             out[k] = (x + 0.5, y + 0.5)
@@ -84,15 +84,17 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
     but is not labelled. Returns heat, rows' cells, rows, attribute labels, attribute weights and the heat
     weights (0 on ignored cells)."""
     gh, gw = grid
+    if objmap is not None and (kept is None or all_labels is None):
+        raise ValueError("targets: an object map needs kept and all_labels")
     vis = None
-    if objmap is not None:
+    if objmap is not None and all_labels is not None:
         vis = visible_points(objmap, len(all_labels))[kept]
     heat = np.zeros((gh, gw), np.float32)
     attr = np.full((len(ATTRIBUTES), gh, gw), -1, np.int64)
     aw = np.zeros((gh, gw), np.float32)
     idx, reg, peaks = [], [], []
     yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
-    for k, ((cx, cy), (bw, bh), lab) in enumerate(zip(centres, sizes, labels)):
+    for k, ((cx, cy), (bw, bh), lab) in enumerate(zip(centres, sizes, labels, strict=True)):
         c = np.array([cx, cy]) / stride
         ix, iy = min(int(c[0]), gw - 1), min(int(c[1]), gh - 1)
         sig = max(0.5, 0.12 * math.sqrt(max(bw * bh, 1.0)) / stride)
@@ -119,7 +121,7 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
                     reg.append([c[0] - jx, c[1] - jy, lw, lh, 1.0 if dx == dy == 0 else 0.5, v[0] - jx, v[1] - jy])
     for i in peaks:  # overlapping Gaussians: keep the exact peaks at 1
         heat.flat[i] = 1.0
-    if objmap is not None:
+    if objmap is not None and all_labels is not None:
         owner, cover = mask_cells(objmap, grid, stride, len(all_labels))
         on = owner >= 0
         attr[:, on] = all_labels[owner[on]].T
@@ -158,11 +160,13 @@ def build_model(width: int = 1):
             self.fuse16 = cbr(c4, c4)
             self.lat8 = nn.Conv2d(c4, c3, 1)
             self.fuse8 = cbr(c3, c3)
-            self.head = nn.Sequential(cbr(c3, 96), nn.Conv2d(96, n_out, 1))
+            head_in = cbr(c3, 96)  # built before the output layer: a seed gives the weights it always gave
+            out_conv = nn.Conv2d(96, n_out, 1)
+            prior = torch.zeros(n_out)
+            prior[0] = -2.19  # heat prior 0.1 (CenterNet)
+            out_conv.bias = nn.Parameter(prior)
+            self.head = nn.Sequential(head_in, out_conv)
             self.up = nn.Upsample(scale_factor=2, mode="nearest")
-            with torch.no_grad():
-                self.head[-1].bias.zero_()
-                self.head[-1].bias[0] = -2.19  # heat prior 0.1 (CenterNet)
 
         def forward(self, x):
             x = (x - 0.5) / 0.25

@@ -29,18 +29,27 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from logicval_hf.training import loop
 from logicval_hf.training.parser_augment import photometric as augment_photometric
 from logicval_hf.training.parser_data import DataFolder, parse_data_folder, record_weights
-from logicval_hf.training.train_scene_parser import (ATTRIBUTES, DEFAULT_DATA, Record, classes,
-                                                     fit_temperature, load_folder, numpy_render,
-                                                     split_holdout, visible_points)
+from logicval_hf.training.train_scene_parser import (
+    ATTRIBUTES,
+    DEFAULT_DATA,
+    Record,
+    classes,
+    fit_temperature,
+    load_folder,
+    numpy_render,
+    split_holdout,
+    visible_points,
+)
 
 DEFAULT_OUT = Path("~/.cache/logicval/attribute_classifier").expanduser()
 
@@ -94,7 +103,7 @@ def photometric(crop: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     x = crop.transpose(1, 2, 0) * 255
     if rng.random() < 0.3:  # resolution loss
         n = x.shape[0]
-        m = max(8, int(round(n * rng.uniform(0.4, 0.85))))
+        m = max(8, round(n * rng.uniform(0.4, 0.85)))
         x = cv2.resize(cv2.resize(x, (m, m), interpolation=cv2.INTER_AREA), (n, n), interpolation=cv2.INTER_LINEAR)
     img = augment_photometric(np.clip(x + 0.5, 0, 255).astype(np.uint8), rng)
     return img.transpose(2, 0, 1).astype(np.float32) / 255
@@ -117,8 +126,10 @@ def make_batch(records: list[Record], samples: list[ObjectSample], step: int, se
     """(crops, labels, centre targets) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are
     drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
     rng = np.random.default_rng([seed, step])
-    crops, labels, centres = [], [], []
-    n_numpy = int(round(batch_size * numpy_fraction)) if samples else batch_size
+    crops: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
+    centres: list[np.ndarray] = []
+    n_numpy = round(batch_size * numpy_fraction) if samples else batch_size
     j = 0
     while len(crops) < n_numpy:  # whole numpy scenes, a few objects each
         rec = numpy_render((seed, step, j))
@@ -126,13 +137,17 @@ def make_batch(records: list[Record], samples: list[ObjectSample], step: int, se
         for s in object_samples([rec]):
             if len(crops) < n_numpy:
                 c, t, _ = crop_of(rec.rgb, s, rng)
-                crops.append(c), centres.append(t), labels.append(s.labels)
+                crops.append(c)
+                centres.append(t)
+                labels.append(s.labels)
     while len(crops) < batch_size:
         k = int(rng.choice(len(samples), p=weights)) if weights is not None else int(rng.integers(len(samples)))
         s = samples[k]
         c, t, _ = crop_of(records[s.record].rgb, s, rng)
-        crops.append(c), centres.append(t), labels.append(s.labels)
-    for c, t in zip(crops, centres):
+        crops.append(c)
+        centres.append(t)
+        labels.append(s.labels)
+    for c, t in zip(crops, centres, strict=True):
         c[:3] = photometric(c[:3], rng)
         if rng.random() < 0.5:
             c[:] = c[:, :, ::-1]
@@ -209,7 +224,7 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed:
             pairs = [crop_of(records[s.record].rgb, s, rng) for s in chunk]
             z, c = net(torch.from_numpy(np.stack([p[0] for p in pairs])))
             logits.append(z.numpy())
-            for (_, t, side), pred in zip(pairs, c.numpy()):
+            for (_, t, side), pred in zip(pairs, c.numpy(), strict=True):
                 before.append(np.abs(t) * side / CROP)
                 after.append(np.abs(t - pred) * side / CROP)
     net.train()
@@ -226,7 +241,8 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed:
             all_ok &= ~known | (pred == labels[:, k])
         rows[a] = (z[known, start:start + m], labels[known, k])
         start += m
-    return {"objects": len(samples), "accuracy": acc, "all_perceived_right": float(all_ok.mean()) if len(samples) else 0.0,
+    return {"objects": len(samples), "accuracy": acc,
+            "all_perceived_right": float(all_ok.mean()) if len(samples) else 0.0,
             "centre_error_px": {"jittered": float(np.median(before)) if before else 0.0,
                                 "refined": float(np.median(after)) if after else 0.0},
             "_logits": rows}
@@ -294,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
 
             stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights)[0]
                      for k in range(4)]  # steps no run reaches
-            info = load_onnx_weights(net, args.init, stats, forward=lambda x: net(x))
+            info = load_onnx_weights(net, args.init, stats, forward=net)
             ck.history.append({"init": str(args.init), "init_onnx": info})
         else:
             init = torch.load(args.init, map_location="cpu", weights_only=False)
@@ -315,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             from logicval_hf.perception.scene_parser import CONTEXT, CROP, MARK_SIGMA, MIN_SIDE
 
             # the centre head trains as an auxiliary task; the parser keeps the detector's centres
-            meta = {"version": 1, "refine_centre": False, "attributes": list(ATTRIBUTES), "classes": {a: list(c) for a, c in cls.items()},
+            meta = {"version": 1, "refine_centre": False, "attributes": list(ATTRIBUTES),
+                    "classes": {a: list(c) for a, c in cls.items()},
                     "temperatures": temps, "input": "float32 N x 4 x CROP x CROP: RGB in [0, 1], mark",
                     "crop": {"size": CROP, "context": CONTEXT, "min_side": MIN_SIDE, "mark_sigma": MARK_SIGMA},
                     "provenance": {"trained_steps": step, "train_seconds": round(elapsed), "seed": args.seed,

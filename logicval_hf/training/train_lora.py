@@ -39,8 +39,9 @@ import json
 import math
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["check_images", "main", "parse_args"]
 

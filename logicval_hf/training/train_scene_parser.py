@@ -37,12 +37,31 @@ from pathlib import Path
 
 from logicval_hf.training import loop
 from logicval_hf.training.parser_augment import CANVAS, DEFAULT, augment, describe
-from logicval_hf.training.parser_data import (ATTRIBUTES, SIZES, DataFolder, Record, classes, load_folder,
-                                              numpy_render, parse_data_folder, random_layout, record_weights,
-                                              split_holdout)
+from logicval_hf.training.parser_data import (
+    ATTRIBUTES,
+    SIZES,
+    DataFolder,
+    Record,
+    classes,
+    load_folder,
+    numpy_render,
+    parse_data_folder,
+    random_layout,
+    record_weights,
+    split_holdout,
+)
 from logicval_hf.training.parser_export import calibrate, export_onnx, fit_temperature, meta_for, write_history
-from logicval_hf.training.parser_model import (OBJECT_WEIGHT, Export, build_model, load_init, loss_fn, make_batch,
-                                               mask_cells, targets, visible_points)
+from logicval_hf.training.parser_model import (
+    OBJECT_WEIGHT,
+    Export,
+    build_model,
+    load_init,
+    loss_fn,
+    make_batch,
+    mask_cells,
+    targets,
+    visible_points,
+)
 
 __all__ = ["ATTRIBUTES", "CANVAS", "OBJECT_WEIGHT", "SIZES", "Export", "Record", "augment", "build_model",
            "classes", "export_onnx", "fit_temperature", "load_folder", "load_init", "loss_fn", "main", "make_batch",

@@ -28,6 +28,7 @@ from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
 from logicval_hf.contract import verbalise as V
 from logicval_hf.contract.verbalise import VerbaliseError
+from logicval_hf.errors import SpecError
 
 CAT = load_catalog()
 DOM = CAT.domain
@@ -250,6 +251,17 @@ def test_unknown_register_raises():
     c = random_constraint("C1/1prop", 5, random.Random(0))
     with pytest.raises(VerbaliseError):
         V.constraint_text(c, 5, "medium")
+
+
+def test_a_spec_without_a_scene_size_has_no_full_prompt_nor_sub_questions():
+    """An open-size spec (COCO, n absent): a clear error rather than "None objects" or a TypeError."""
+    spec = Spec.from_dict({"domain": "coco", "constraints": [
+        {"template": "C1/1prop", "params": {"A1": {"prop": "color", "value": "red", "negated": False}}}]})
+    assert spec.n is None
+    with pytest.raises(SpecError, match="a full prompt needs the spec's scene size n"):
+        V.full_prompt(spec)
+    with pytest.raises(SpecError, match="the sub-questions need"):
+        V.spec_subquestions(spec)
 
 
 def test_articles_and_plurals():

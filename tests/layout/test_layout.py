@@ -173,6 +173,16 @@ def test_a_checkout_solves_without_being_installed(tmp_path):
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
+def test_every_exported_name_resolves_the_lazy_ones_included():
+    """``__all__`` is written out for static tools; it must name every lazy entry point and nothing missing."""
+    import logicval_hf
+
+    assert set(logicval_hf._LAZY) <= set(logicval_hf.__all__)
+    assert len(set(logicval_hf.__all__)) == len(logicval_hf.__all__)
+    missing = [name for name in logicval_hf.__all__ if getattr(logicval_hf, name, None) is None]
+    assert not missing, missing
+
+
 @pytest.mark.slow
 def test_the_space_builds_from_a_checkout(tmp_path):
     """Hugging Face runs ``space/app.py`` from the repository: its app must build without an install."""

@@ -69,6 +69,17 @@ def test_only_strict_zeroes_the_lenient_verdict_as_the_reference_server(solver):
     assert (strict_only.score, strict_only.reward, strict_only.strict) == (1.0, 0.0, 1.0)
 
 
+def test_a_geneval_item_without_a_score_threshold_counts_every_detection(solver):
+    """GenEval's items carry its 0.3 threshold; a spec without one counts every object, as specs do elsewhere."""
+    meta = {"tag": "single_object", "include": [{"class": "dog", "count": 1}], "prompt": "a photo of a dog"}
+    scene = Scene.from_dict({"image_size": [512, 512], "domain": "coco", "objects": [
+        {"class": "dog", "color": "brown", "bbox": [10, 10, 100, 100], "score": 0.2}]}, COCO)
+    task = read_item(meta)
+    assert score_task(task, scene, solver=solver).strict == 0.0  # below GenEval's 0.3
+    open_task = replace(task, spec=replace(task.spec, score_threshold=None))
+    assert score_task(open_task, scene, solver=solver).strict == 1.0
+
+
 def _scene(objects, size=(480, 320)):
     return Scene.from_dict({"image_size": list(size), "objects": objects})
 

@@ -1,6 +1,7 @@
 """Importers of other benchmarks' prompt files, one module per source, each with ``import_source(path, out,
-progress=False, timeout=DEFAULT_TIMEOUT) -> dict`` (``timeout``: each label's budget in seconds; the summary of `logicval_hf.benchmark.imported.write_import`) and a module docstring
-that documents its semantic choices. `IMPORTERS` maps the CLI's source names to them."""
+progress=False, timeout=DEFAULT_TIMEOUT) -> dict`` (``timeout``: each label's budget in seconds; returns the
+summary of `logicval_hf.benchmark.imported.write_import`) and a module docstring that documents its semantic
+choices. `IMPORTERS` maps the CLI's source names to them."""
 
 from __future__ import annotations
 

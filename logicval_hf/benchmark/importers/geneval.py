@@ -40,8 +40,9 @@ Every line is validated, and every spec built, before anything is labelled or wr
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.benchmark.imported import SourceError, import_rows, write_import

@@ -14,10 +14,19 @@ tests against the ASP encoding. One job per module:
   with the compiled semantics.
 """
 
-from logicval_hf.contract.reference.interpreter import (FormulaError, constraint_holds, formula_holds, spec_holds,
-                                                        violated)
-from logicval_hf.contract.reference.search import (DEFAULT_MAX_WORLDS, BruteForceLimit, brute_force_satisfiable,
-                                                   is_tautology)
+from logicval_hf.contract.reference.interpreter import (
+                                                        FormulaError,
+                                                        constraint_holds,
+                                                        formula_holds,
+                                                        spec_holds,
+                                                        violated,
+)
+from logicval_hf.contract.reference.search import (
+                                                        DEFAULT_MAX_WORLDS,
+                                                        BruteForceLimit,
+                                                        brute_force_satisfiable,
+                                                        is_tautology,
+)
 from logicval_hf.contract.reference.worlds import AbstractWorld, World
 
 __all__ = [

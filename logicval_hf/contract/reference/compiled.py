@@ -5,10 +5,20 @@ for the exhaustive search (`logicval_hf.contract.reference.search`); tested agai
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
-from logicval_hf.contract.reference.interpreter import (_THETA, FormulaError, _attr_lit, _block, _const, _op,
-                                                        _rel_lit, _resolve, _theta)
+from logicval_hf.contract.reference.interpreter import (
+    _THETA,
+    FormulaError,
+    _attr_lit,
+    _block,
+    _const,
+    _op,
+    _rel_lit,
+    _resolve,
+    _theta,
+)
 from logicval_hf.contract.reference.worlds import _REGION, _REL_AXIS, World
 from logicval_hf.contract.spec import Constraint
 
@@ -20,14 +30,14 @@ from logicval_hf.contract.spec import Constraint
 class _Grid:
     """A flat world for the search: ``cols[prop][i]`` attribute values, ``region[i]`` and ``rel[r][a][b]``."""
 
-    __slots__ = ("n", "cols", "region", "rel")
+    __slots__ = ("cols", "n", "region", "rel")
 
     def __init__(self, n: int, cols: Mapping[str, Sequence[str]], region: Sequence[str],
                  rel: Mapping[str, Sequence[Sequence[bool]]]) -> None:
         self.n, self.cols, self.region, self.rel = n, cols, region, rel
 
     @classmethod
-    def from_world(cls, world: World, props: Iterable[str]) -> "_Grid":
+    def from_world(cls, world: World, props: Iterable[str]) -> _Grid:
         n = len(world)
         cols = {p: [world.attribute(i, p) for i in range(n)] for p in props if p != _REGION}
         region = [world.attribute(i, _REGION) for i in range(n)] if _REGION in props else []
@@ -127,7 +137,7 @@ class _Compiler:
             def values(g: _Grid, e: list) -> Iterator[Any]:
                 objs = list(free(g, e))
                 for tup in (itertools.permutations(objs, k) if distinct else itertools.product(objs, repeat=k)):
-                    for p, o in zip(pos, tup):
+                    for p, o in zip(pos, tup, strict=True):
                         e[p] = o
                     yield body(g, e)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import itertools
 import operator
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from logicval_hf.contract.reference.worlds import World
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
@@ -133,7 +134,7 @@ def _assignments(node: Mapping[str, Any], params: Mapping[str, Any], n: int, env
         if distinct and len(set(tup)) != len(tup):
             continue
         inner = dict(env)
-        inner.update(zip(vs, tup))
+        inner.update(zip(vs, tup, strict=True))
         yield inner
 
 

@@ -5,15 +5,23 @@ feasible by exact reductions (symmetry breaking, attribute abstraction), with th
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.reference.compiled import _compile_constraint, _Grid
-from logicval_hf.contract.reference.interpreter import (FormulaError, _attr_lit, _constraint, _op, _rel_lit, _spec,
-                                                        constraint_holds, formula_holds)
-from logicval_hf.contract.reference.worlds import (_CELL_REGION, _REGION, _REL_AXIS, AbstractWorld, _order_facts,
-                                                   _ranks)
+from logicval_hf.contract.reference.interpreter import (
+    FormulaError,
+    _attr_lit,
+    _constraint,
+    _op,
+    _rel_lit,
+    _spec,
+    constraint_holds,
+    formula_holds,
+)
+from logicval_hf.contract.reference.worlds import _CELL_REGION, _REGION, _REL_AXIS, AbstractWorld, _order_facts, _ranks
 from logicval_hf.contract.spec import Constraint, Spec
 
 __all__ = ["BruteForceLimit", "DEFAULT_MAX_WORLDS", "brute_force_satisfiable", "is_tautology"]
@@ -190,7 +198,7 @@ def _search(
     # Region is not abstracted: it is derived from the layout, which is enumerated in full.
     props = list(domain.perceived_attributes)
     choices = _abstract_values(domain, usage)
-    types = [dict(zip(props, t)) for t in itertools.product(*(choices[p] for p in props))]
+    types = [dict(zip(props, t, strict=True)) for t in itertools.product(*(choices[p] for p in props))]
 
     # Exact pruning: a (non-negated) constraint ``forall x. B(x)`` with B over x's own perceived attributes
     # forces every object to satisfy B; other objects types can never occur in a model.
@@ -277,7 +285,7 @@ def _naive_search(
     usage = _spec_usage(items)
     choices = _abstract_values(domain, usage, spare)
     props = list(choices)
-    types = [dict(zip(props, t)) for t in itertools.product(*(choices[p] for p in props))]
+    types = [dict(zip(props, t, strict=True)) for t in itertools.product(*(choices[p] for p in props))]
     perms = list(itertools.permutations(range(n)))
     d = (n + 1) // 2
     splits = [(c, r) for c in range(n + 1) for r in range(n + 1)] if _REGION in usage.values else [(d, d)]

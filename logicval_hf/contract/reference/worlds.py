@@ -6,8 +6,9 @@ The vocabulary of regions.md is kept here on purpose: this package must not shar
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from logicval_hf.contract.catalog import Domain, load_catalog
 
@@ -60,7 +61,7 @@ class AbstractWorld:
     def from_orders(
         cls, objects: Sequence[Mapping[str, str]], x_order: Sequence[int] | None = None,
         y_order: Sequence[int] | None = None,
-    ) -> "AbstractWorld":
+    ) -> AbstractWorld:
         """Facts of two strict total orders: ``x_order`` lists objects left to right, ``y_order`` back to front
         (default: by index). Regions are not derived; put them in ``objects`` yourself."""
         n = len(objects)
@@ -71,7 +72,7 @@ class AbstractWorld:
         return cls(tuple(dict(o) for o in objects), _order_facts({"x": _ranks(xs), "y": _ranks(ys)}))
 
     @classmethod
-    def from_world(cls, world: World, attributes: Iterable[str]) -> "AbstractWorld":
+    def from_world(cls, world: World, attributes: Iterable[str]) -> AbstractWorld:
         """Snapshot any world (e.g. a `Scene`): the listed attributes of every object and all relation facts."""
         n = len(world)
         attrs = list(attributes)

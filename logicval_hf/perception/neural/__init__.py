@@ -62,7 +62,8 @@ from hub ids or paths, the pipeline cache); this module holds the backend's entr
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from logicval_hf.common.extras import BACKEND_EXTRAS
 from logicval_hf.contract.scene import Scene
@@ -72,7 +73,12 @@ from logicval_hf.perception.neural.detector import Detection
 from logicval_hf.perception.neural.loading import clear_cache, load_clip, load_detector, load_pipeline
 from logicval_hf.perception.neural.pipeline import NeuralPipeline, build_pipeline
 from logicval_hf.perception.neural.prompts import (
-    GENEVAL_LOGIT_SCALE, GENEVAL_TEMPLATES, SOURCES, TEMPLATES, VIEW_DOMAINS, attribute_sources,
+    GENEVAL_LOGIT_SCALE,
+    GENEVAL_TEMPLATES,
+    SOURCES,
+    TEMPLATES,
+    VIEW_DOMAINS,
+    attribute_sources,
     default_detector_prompt,
 )
 from logicval_hf.perception.neural.settings import DEFAULTS, MODEL_SETTINGS

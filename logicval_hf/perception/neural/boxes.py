@@ -56,8 +56,7 @@ def suppress_duplicates(boxes: Any, scores: Any, iou_threshold: float = 0.5,
     iou = box_iou(boxes, boxes)
     cont = containment(boxes, boxes)
     kept: list[int] = []
-    for i in order:
-        i = int(i)
+    for i in (int(k) for k in order):
         dup = False
         for j in kept:
             if iou_threshold is not None and iou[i, j] > iou_threshold:

@@ -5,7 +5,8 @@ embeddings cached per pipeline."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,17 +24,13 @@ def clip_preprocess_cfg(clip: Any) -> dict[str, Any]:
         import open_clip
 
         cfg = dict(open_clip.get_model_preprocess_cfg(clip))
-    except Exception:  # not an open_clip model, or an old open_clip
+    except Exception:  # noqa: BLE001  not an open_clip model, or an old open_clip: CLIP's defaults below
         cfg = {}
-    size = cfg.get("size")
+    size: Any = cfg.get("size")
     if size is None:
         size = getattr(getattr(clip, "visual", None), "image_size", 224)
-    if isinstance(size, (tuple, list)):
-        size = tuple(int(s) for s in size)
-    else:
-        size = (int(size), int(size))
     return {
-        "size": size,
+        "size": tuple(int(s) for s in size) if isinstance(size, (tuple, list)) else (int(size), int(size)),
         "mean": tuple(cfg.get("mean") or _OPENAI_MEAN),
         "std": tuple(cfg.get("std") or _OPENAI_STD),
     }
@@ -152,7 +149,7 @@ class ClipAttributes:
         from PIL import Image
 
         w, h = self.clip_preprocess["size"][1], self.clip_preprocess["size"][0]
-        arr = np.stack([np.asarray(Image.fromarray(c).resize((w, h), Image.BICUBIC)) for c in canvases])
+        arr = np.stack([np.asarray(Image.fromarray(c).resize((w, h), Image.Resampling.BICUBIC)) for c in canvases])
         x = torch.from_numpy(arr).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
         mean = torch.tensor(self.clip_preprocess["mean"], device=self.device).view(1, 3, 1, 1)
         std = torch.tensor(self.clip_preprocess["std"], device=self.device).view(1, 3, 1, 1)
@@ -190,7 +187,7 @@ class ClipAttributes:
         scales = {**VIEW_SCALES, **(s["view_scales"] or {})}
         needed = sorted({v for vs in views.values() for v in vs})
         slot = {v: i for i, v in enumerate(needed)}
-        jobs = [(rgb, b) for rgb, bxs in zip(images, boxes) for b in bxs]
+        jobs = [(rgb, b) for rgb, bxs in zip(images, boxes, strict=True) for b in bxs]
         canvases = (render_view(rgb, b, scales[size], bg, s["grey"]) for rgb, b in jobs for size, bg in needed)
         n_obj = len(jobs)
         result: list[list[dict[str, dict[str, float]]]] = [[] for _ in images]
@@ -210,7 +207,7 @@ class ClipAttributes:
         k = 0
         for i, bxs in enumerate(boxes):
             for _ in bxs:
-                result[i].append({a: {v: float(p) for v, p in zip(dom.attributes[a], per_attr[a][k])}
+                result[i].append({a: {v: float(p) for v, p in zip(dom.attributes[a], per_attr[a][k], strict=True)}
                                   for a in views})
                 k += 1
         return result
@@ -233,11 +230,11 @@ class ClipAttributes:
         if not (len(images) == len(boxes) == len(classnames)):
             raise ValueError(f"{len(images)} images, {len(boxes)} box lists and {len(classnames)} class lists")
         names = dict((s["class_names"] or {}).get(noun, {}))
-        jobs = []
-        for rgb, bxs, cls in zip(images, boxes, classnames):
+        jobs: list[tuple[np.ndarray, Sequence[float], str]] = []
+        for rgb, bxs, cls in zip(images, boxes, classnames, strict=True):
             if len(bxs) != len(cls):
                 raise ValueError(f"{len(bxs)} boxes but {len(cls)} class names")
-            jobs.extend((rgb, b, str(names.get(c, c))) for b, c in zip(bxs, cls))
+            jobs.extend((rgb, b, str(names.get(c, c))) for b, c in zip(bxs, cls, strict=True))
         result: list[list[dict[str, dict[str, float]]]] = [[{} for _ in bxs] for bxs in boxes]
         if not jobs or not attributes:
             return result
@@ -252,8 +249,8 @@ class ClipAttributes:
             for c, ks in by_class.items():
                 clf = self.geneval_classifier(a, c, **overrides)  # [V, D]
                 p = torch.softmax((scale * feats[ks] @ clf.T).double(), -1).cpu().numpy()
-                for k, row in zip(ks, p):
-                    flat[k][a] = {v: float(x) for v, x in zip(dom.attributes[a], row)}
+                for k, row in zip(ks, p, strict=True):
+                    flat[k][a] = {v: float(x) for v, x in zip(dom.attributes[a], row, strict=True)}
         k = 0
         for i, bxs in enumerate(boxes):
             for j in range(len(bxs)):

@@ -4,8 +4,9 @@ and each box's score per value."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,11 @@ class Detection:
     score: float
     label: str = ""
     probs: Mapping[str, float] | None = None
+
+
+def _xyxy(row: Sequence[float]) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = (float(v) for v in row)
+    return x0, y0, x1, y1
 
 
 class GroundingDetection:
@@ -67,7 +73,7 @@ class GroundingDetection:
             results = self.detector_processor.post_process_grounded_object_detection(
                 outputs, inputs["input_ids"], threshold=float(s["box_threshold"]),
                 text_threshold=float(s["text_threshold"]), target_sizes=sizes)
-            for r, res in zip(chunk, results):
+            for r, res in zip(chunk, results, strict=True):
                 out.append(self._postprocess(r, res, s))
         return out
 
@@ -84,8 +90,7 @@ class GroundingDetection:
         ok &= np.isfinite(boxes).all(1) & np.isfinite(scores) & (scores >= s["box_threshold"])
         idx = np.flatnonzero(ok)
         keep = suppress_duplicates(boxes[idx], scores[idx], s["nms_iou"], s["containment"])[: s["max_objects"]]
-        return [Detection(tuple(float(v) for v in boxes[idx[k]]), float(scores[idx[k]]), labels[idx[k]])
-                for k in keep]
+        return [Detection(_xyxy(boxes[idx[k]]), float(scores[idx[k]]), labels[idx[k]]) for k in keep]
 
     # ---- detection with the noun as the detector's label ----------------------------------------
     def class_prompts(self, **overrides: Any) -> list[tuple[str, tuple[str, ...], tuple[tuple[int, ...], ...]]]:
@@ -127,7 +132,7 @@ class GroundingDetection:
         import torch
 
         chunks = self._class_prompts(s)
-        cands: list[list[tuple[np.ndarray, float, str, dict[str, float]]]] = [[] for _ in rgbs]
+        cands: list[list[tuple[np.ndarray, float, str, dict[str, float] | None]]] = [[] for _ in rgbs]
         bs = s["detector_batch_size"]
         for start in range(0, len(rgbs), bs):
             batch = rgbs[start:start + bs]
@@ -147,15 +152,16 @@ class GroundingDetection:
                 for b, rgb in enumerate(batch):
                     H, W = rgb.shape[:2]
                     cx, cy, w, h = boxes[b].unbind(-1)
-                    xyxy = torch.stack([(cx - w / 2) * W, (cy - h / 2) * H, (cx + w / 2) * W, (cy + h / 2) * H], -1)
-                    xyxy = xyxy.cpu().numpy()
+                    xyxy = torch.stack([(cx - w / 2) * W, (cy - h / 2) * H, (cx + w / 2) * W, (cy + h / 2) * H],
+                                       -1).cpu().numpy()
                     pc = per_class[b].double().cpu().numpy()
                     best = pc.argmax(-1)
                     for q in range(pc.shape[0]):
                         total = float(pc[q].sum())
-                        dist = {v: float(p) / total for v, p in zip(values, pc[q])} if total > 0 else None
+                        dist = ({v: float(p) / total for v, p in zip(values, pc[q], strict=True)} if total > 0
+                                else None)
                         cands[start + b].append((xyxy[q], float(pc[q, best[q]]), values[best[q]], dist))
-        return [self._suppress_labelled(rgb, c, s) for rgb, c in zip(rgbs, cands)]
+        return [self._suppress_labelled(rgb, c, s) for rgb, c in zip(rgbs, cands, strict=True)]
 
     def _suppress_labelled(self, rgb: np.ndarray, cands: list, s: Mapping[str, Any]) -> list[Detection]:
         H, W = rgb.shape[:2]
@@ -174,5 +180,5 @@ class GroundingDetection:
             kept.extend(int(idx[k]) for k in suppress_duplicates(boxes[idx], scores[idx], s["nms_iou"],
                                                                  s["containment"]))
         kept.sort(key=lambda i: (-scores[i], i))
-        return [Detection(tuple(float(v) for v in boxes[i]), float(scores[i]), labels[i], cands[i][3])
+        return [Detection(_xyxy(boxes[i]), float(scores[i]), labels[i], cands[i][3])
                 for i in kept[: s["max_objects"]]]

@@ -4,7 +4,8 @@ make together (see `logicval_hf.perception.neural`)."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.domain import load_domain
@@ -73,20 +74,20 @@ class NeuralPipeline(GroundingDetection, ClipAttributes):
             boxes = [[d.bbox for d in ds] for ds in dets]
             probs = self.classify_batch(rgbs, boxes, **overrides)
             if sources.get(noun) == "detector":
-                for ds, ps in zip(dets, probs):
-                    for d, p in zip(ds, ps):
+                for ds, ps in zip(dets, probs, strict=True):
+                    for d, p in zip(ds, ps, strict=True):
                         p[noun] = dict(d.probs) if d.probs else {d.label: 1.0}
             if "geneval" in sources.values():
-                classes = [[max(p[noun], key=p[noun].get) for p in ps] for ps in probs]
+                classes = [[max(p[noun], key=p[noun].__getitem__) for p in ps] for ps in probs]
                 extra = self.classify_geneval(rgbs, boxes, classes, **overrides)
-                for ps, es in zip(probs, extra):
-                    for p, e in zip(ps, es):
+                for ps, es in zip(probs, extra, strict=True):
+                    for p, e in zip(ps, es, strict=True):
                         p.update(e)
-            for rgb, ds, ps in zip(rgbs, dets, probs):
+            for rgb, ds, ps in zip(rgbs, dets, probs, strict=True):
                 objs = []
-                for d, p in zip(ds, ps):
-                    p = {a: p[a] for a in dom.perceived_attributes if a in p}
-                    attrs = {a: max(dist, key=dist.get) for a, dist in p.items()}
+                for d, all_probs in zip(ds, ps, strict=True):
+                    p = {a: all_probs[a] for a in dom.perceived_attributes if a in all_probs}
+                    attrs = {a: max(dist, key=dist.__getitem__) for a, dist in p.items()}
                     if sources.get(noun) == "detector":
                         attrs[noun] = d.label
                         attrs = {a: attrs[a] for a in dom.perceived_attributes}

@@ -4,7 +4,8 @@ CLIP's prompt templates per attribute and GenEval's colour prompts."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.domain import DEFAULT_DOMAIN
@@ -92,7 +93,7 @@ def attribute_sources(domain: Domain, overrides: Mapping[str, str] | None = None
     noun = noun_of(domain)
     perceived = domain.perceived_attributes
     if domain.name in VIEW_DOMAINS:
-        out = {a: "views" for a in perceived}
+        out = dict.fromkeys(perceived, "views")
     else:
         out = {a: "detector" if a == noun else "geneval" if a == "color" and noun in perceived else "views"
                for a in perceived}

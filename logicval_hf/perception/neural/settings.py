@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from logicval_hf.contract.catalog import Domain
 from logicval_hf.contract.domain import load_domain

@@ -4,7 +4,8 @@ the image checks every half shares."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +32,9 @@ def view_window(bbox: Sequence[float], scale: float) -> tuple[int, int, int]:
     one pixel), rounded to whole pixels. It may reach outside the image (that part is grey).
     """
     x0, y0, x1, y1 = (float(v) for v in bbox)
-    side = max(1, int(math.ceil(scale * max(x1 - x0, y1 - y0) - 1e-9)))
+    side = max(1, math.ceil(scale * max(x1 - x0, y1 - y0) - 1e-9))
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    return int(math.floor(cx - side / 2 + 0.5)), int(math.floor(cy - side / 2 + 0.5)), side
+    return math.floor(cx - side / 2 + 0.5), math.floor(cy - side / 2 + 0.5), side
 
 
 def render_view(rgb: np.ndarray, bbox: Sequence[float], scale: float, background: str,
@@ -51,9 +52,9 @@ def render_view(rgb: np.ndarray, bbox: Sequence[float], scale: float, background
     # source region in the image
     sx0, sy0, sx1, sy1 = ox, oy, ox + side, oy + side
     if background == "grey":
-        bx0, by0, bx1, by1 = bbox
-        sx0, sy0 = max(sx0, int(math.floor(bx0))), max(sy0, int(math.floor(by0)))
-        sx1, sy1 = min(sx1, int(math.ceil(bx1))), min(sy1, int(math.ceil(by1)))
+        bx0, by0, bx1, by1 = (float(v) for v in bbox)
+        sx0, sy0 = max(sx0, math.floor(bx0)), max(sy0, math.floor(by0))
+        sx1, sy1 = min(sx1, math.ceil(bx1)), min(sy1, math.ceil(by1))
     sx0, sy0, sx1, sy1 = max(sx0, 0), max(sy0, 0), min(sx1, W), min(sy1, H)
     if sx1 > sx0 and sy1 > sy0:
         canvas[sy0 - oy: sy1 - oy, sx0 - ox: sx1 - ox] = rgb[sy0:sy1, sx0:sx1]
@@ -66,7 +67,7 @@ def geneval_crop(rgb: np.ndarray, bbox: Sequence[float], size: tuple[int, int]) 
     evaluation transform does."""
     from PIL import Image
 
-    x0, y0, x1, y1 = (int(round(float(v))) for v in bbox)  # PIL's own rounding of a float box
+    x0, y0, x1, y1 = (round(float(v)) for v in bbox)  # PIL's own rounding of a float box
     im = as_pil(rgb).crop((x0, y0, max(x1, x0 + 1), max(y1, y0 + 1)))
     w, h = im.size
     th, tw = int(size[0]), int(size[1])
@@ -76,8 +77,8 @@ def geneval_crop(rgb: np.ndarray, bbox: Sequence[float], size: tuple[int, int]) 
     else:
         nw, nh = int(side * w / h), side
     if (nw, nh) != (w, h):
-        im = im.resize((nw, nh), Image.BICUBIC)
-    top, left = int(round((nh - th) / 2.0)), int(round((nw - tw) / 2.0))
+        im = im.resize((nw, nh), Image.Resampling.BICUBIC)
+    top, left = round((nh - th) / 2.0), round((nw - tw) / 2.0)
     return np.asarray(im.crop((left, top, left + tw, top + th)))
 
 

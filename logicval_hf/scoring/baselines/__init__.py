@@ -18,7 +18,13 @@ from logicval_hf.scoring.baselines.base import BaselineError, BaselineMetric, Ba
 from logicval_hf.scoring.baselines.clipscore import CLIPScore, convert_longclip_state_dict
 from logicval_hf.scoring.baselines.registry import BASELINES
 from logicval_hf.scoring.baselines.soft_tifa import QUESTION_TEMPLATE, SoftTIFA, candidate_probs, score_subquestions
-from logicval_hf.scoring.baselines.vlm import OpenAIChatVLM, TransformersVLM, VLMBackend, VLMRequestError, VLMResponseError
+from logicval_hf.scoring.baselines.vlm import (
+    OpenAIChatVLM,
+    TransformersVLM,
+    VLMBackend,
+    VLMRequestError,
+    VLMResponseError,
+)
 from logicval_hf.scoring.baselines.vlm_judge import JUDGE_PROMPT, VLMJudge, parse_judge_answer
 
 __all__ = [

@@ -15,8 +15,9 @@ is ``None`` only when no honest score exists (an unparseable judge answer, a fai
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 __all__ = ["BaselineError", "BaselineMetric", "BaselineResult", "prompt_text", "to_pil", "check_pairs"]
 

@@ -20,11 +20,20 @@ Models:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from logicval_hf.common.extras import require
-from logicval_hf.scoring.baselines.base import DEFAULT_PROMPT_FIELD, BaselineError, BaselineMetric, BaselineResult, check_pairs, prompt_text, to_pil
+from logicval_hf.scoring.baselines.base import (
+    DEFAULT_PROMPT_FIELD,
+    BaselineError,
+    BaselineMetric,
+    BaselineResult,
+    check_pairs,
+    prompt_text,
+    to_pil,
+)
 
 __all__ = ["CLIPScore", "DEFAULT_LONGCLIP", "LONGCLIP_KEEP", "convert_longclip_state_dict",
            "checkpoint_context_length", "read_state_dict"]
@@ -98,7 +107,9 @@ class _OpenClipEncoder:
         ctx = context_length or getattr(model, "context_length", None)
         if ctx is None and hasattr(model, "positional_embedding"):
             ctx = int(model.positional_embedding.shape[0])
-        self.context_length = int(ctx or getattr(tokenizer, "context_length", 77))
+        if not ctx:
+            ctx = getattr(tokenizer, "context_length", 77)
+        self.context_length = int(ctx)
 
     def count_tokens(self, text: str) -> int:
         tok = self.tokenizer
@@ -182,7 +193,7 @@ class CLIPScore(BaselineMetric):
     # ---- construction --------------------------------------------------------------------------
     @classmethod
     def from_models(cls, model: Any, tokenizer_or_processor: Any, preprocess: Callable[[Any], Any] | None = None, *,
-                    context_length: int | None = None, **kwargs: Any) -> "CLIPScore":
+                    context_length: int | None = None, **kwargs: Any) -> CLIPScore:
         """From constructed objects: an open_clip model + tokenizer + image transform, or a ``transformers``
         CLIP model + processor (``preprocess`` omitted)."""
         if hasattr(model, "get_text_features"):
@@ -195,7 +206,7 @@ class CLIPScore(BaselineMetric):
 
     @classmethod
     def from_open_clip(cls, name: str = "ViT-L-14", pretrained: str | None = "openai", *,
-                       quick_gelu: bool | None = None, device: str | None = None, **kwargs: Any) -> "CLIPScore":
+                       quick_gelu: bool | None = None, device: str | None = None, **kwargs: Any) -> CLIPScore:
         """An open_clip model: ``pretrained`` is an open_clip tag, a local checkpoint file or None (random)."""
         open_clip = require("open_clip", "neural", "the CLIPScore baseline (open_clip)")
 
@@ -226,7 +237,7 @@ class CLIPScore(BaselineMetric):
 
     @classmethod
     def from_transformers(cls, model_id_or_path: str = DEFAULT_LONGCLIP, *, device: str | None = None,
-                          **kwargs: Any) -> "CLIPScore":
+                          **kwargs: Any) -> CLIPScore:
         """A ``transformers`` CLIP model + processor from a hub id or a local directory."""
         require("transformers", "neural", "the CLIPScore baseline (transformers)")
         from transformers import AutoModel, AutoProcessor
@@ -261,6 +272,6 @@ class CLIPScore(BaselineMetric):
                 fi = torch.nn.functional.normalize(self.encoder.encode_image(ims, self.device).float(), dim=-1)
                 ft = torch.nn.functional.normalize(self.encoder.encode_text(tx, self.device).float(), dim=-1)
             cos = (fi * ft).sum(-1).tolist()
-            for c, t in zip(cos, tx):
+            for c, t in zip(cos, tx, strict=True):
                 out.append(BaselineResult(float(c), {"prompt": t, **self.truncation(t)}))
         return out

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.verbalise import check_expect, parse_expect
 from logicval_hf.scoring.baselines.base import BaselineError, BaselineMetric, BaselineResult, check_pairs
@@ -92,7 +93,7 @@ def candidate_probs(top: Iterable[tuple[str, float]], candidates: Sequence[Any],
     for c, vs in variants.items():
         for v in vs:
             exact.setdefault(v, c)
-    out = {c: 0.0 for c in cands}
+    out = dict.fromkeys(cands, 0.0)
     seen: set[str] = set()
     for token, logprob in top:
         if token in seen:  # the same token twice in one list: count it once
@@ -101,23 +102,20 @@ def candidate_probs(top: Iterable[tuple[str, float]], candidates: Sequence[Any],
         t = normalise_token(token)
         if not t:
             continue
-        c = exact.get(t)
-        if c is None and prefix_match and len(t) >= 2 and t.isalpha():
-            owners = {c2 for c2, vs in variants.items() if any(v.startswith(t) for v in vs)}
+        owner = exact.get(t)
+        if owner is None and prefix_match and len(t) >= 2 and t.isalpha():
+            owners = {c for c, vs in variants.items() if any(v.startswith(t) for v in vs)}
             if len(owners) == 1:
-                c = owners.pop()
-        if c is not None:
-            out[c] += math.exp(float(logprob))
+                owner = owners.pop()
+        if owner is not None:
+            out[owner] += math.exp(float(logprob))
     return out
 
 
 def question_prompt(sq: Mapping[str, Any], binary: tuple[str, str] = ("yes", "no"),
                     template: str = QUESTION_TEMPLATE) -> str:
     """The text asked for one sub-question."""
-    if sq["type"] == "yes_no":
-        cands = list(binary)
-    else:
-        cands = [str(c) for c in sq["candidates"]]
+    cands = list(binary) if sq["type"] == "yes_no" else [str(c) for c in sq["candidates"]]
     return template.replace("{question}", str(sq["question"])).replace("{candidates}", ", ".join(cands))
 
 
@@ -138,7 +136,7 @@ def score_subquestions(subqs: Sequence[Mapping[str, Any]], tops: Sequence[Sequen
         raise ValueError(f"{len(subqs)} sub-questions but {len(tops)} answers")
     bindings: dict[Any, dict[str, int | None]] = {}
     per = []
-    for sq, top in zip(subqs, tops):
+    for sq, top in zip(subqs, tops, strict=True):
         kind = sq["type"]
         cands = [str(c) for c in (sq["candidates"] if kind != "yes_no" else ("yes", "no"))]
         probs = candidate_probs(top, cands, kind, binary=binary, prefix_match=prefix_match)
@@ -240,13 +238,13 @@ class SoftTIFA(BaselineMetric):
             raise ValueError("aggregate must be 'am' or 'gm'")
         if on_error not in ("raise", "record"):
             raise ValueError("on_error must be 'raise' or 'record'")
-        binary = tuple(str(b).lower() for b in binary)
-        if len(binary) != 2:
+        pair = tuple(str(b).lower() for b in binary)
+        if len(pair) != 2:
             raise ValueError("binary must be a (positive, negative) pair such as ('yes', 'no')")
         self.backend = backend
         self.aggregate = aggregate
         self.top_k = int(top_k)
-        self.binary = binary
+        self.binary: tuple[str, str] = (pair[0], pair[1])
         self.normalize = normalize
         self.prefix_match = prefix_match
         self.template = template
@@ -256,7 +254,7 @@ class SoftTIFA(BaselineMetric):
         images, items = check_pairs(images, items)
         per_image = [subquestions_of(it) for it in items]
         flat_images, flat_prompts, owner = [], [], []
-        for i, (im, subqs) in enumerate(zip(images, per_image)):
+        for i, (im, subqs) in enumerate(zip(images, per_image, strict=True)):
             for sq in subqs:
                 flat_images.append(im)
                 flat_prompts.append(question_prompt(sq, self.binary, self.template))
@@ -264,10 +262,10 @@ class SoftTIFA(BaselineMetric):
         answers = self.backend.top_logprobs(flat_images, flat_prompts, k=self.top_k,
                                             return_exceptions=self.on_error == "record") if flat_prompts else []
         grouped: list[list[Any]] = [[] for _ in images]
-        for i, a in zip(owner, answers):
+        for i, a in zip(owner, answers, strict=True):
             grouped[i].append(a)
         out = []
-        for subqs, tops in zip(per_image, grouped):
+        for subqs, tops in zip(per_image, grouped, strict=True):
             errors = [a for a in tops if isinstance(a, Exception)]
             if errors:
                 out.append(BaselineResult(None, {"reason": f"request failed: {errors[0]}", "subquestions": subqs}))
@@ -278,7 +276,7 @@ class SoftTIFA(BaselineMetric):
                 continue
             res = score_subquestions(subqs, tops, binary=self.binary, normalize=self.normalize,
                                      prefix_match=self.prefix_match)
-            for e, t in zip(res["subquestions"], tops):
+            for e, t in zip(res["subquestions"], tops, strict=True):
                 e["top_logprobs"] = list(t)
             out.append(BaselineResult(res[self.aggregate], res))
         return out

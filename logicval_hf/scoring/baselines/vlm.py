@@ -31,13 +31,13 @@ import base64
 import io
 import json
 import os
-import socket
 import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from logicval_hf.common.extras import require
 from logicval_hf.scoring.baselines.base import BaselineError
@@ -90,7 +90,7 @@ class TransformersVLM(VLMBackend):
 
     @classmethod
     def from_pretrained(cls, model_id_or_path: str, *, device: str | None = None, dtype: Any = None,
-                        batch_size: int = 8, **kwargs: Any) -> "TransformersVLM":
+                        batch_size: int = 8, **kwargs: Any) -> TransformersVLM:
         """Load with ``AutoModelForImageTextToText`` / ``AutoProcessor`` from a hub id or a local directory."""
         require("transformers", "neural", "the local transformers VLM")
         from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -130,10 +130,10 @@ class TransformersVLM(VLMBackend):
         out = {}
         for k, v in batch.items():
             if hasattr(v, "to"):
-                v = v.to(self.device)
-                if v.is_floating_point():
-                    v = v.to(dtype)
-            out[k] = v
+                moved = v.to(self.device)
+                out[k] = moved.to(dtype) if moved.is_floating_point() else moved
+            else:
+                out[k] = v
         return out
 
     def _chunks(self, n: int):
@@ -152,8 +152,8 @@ class TransformersVLM(VLMBackend):
                 logits = self.model(**inputs).logits[:, -1, :].float()
             lp = torch.log_softmax(logits, -1)
             vals, ids = lp.topk(min(k, lp.shape[-1]), dim=-1)
-            for v_row, i_row in zip(vals.tolist(), ids.tolist()):
-                out.append([(self.tokenizer.decode([i]), float(v)) for i, v in zip(i_row, v_row)])
+            for v_row, i_row in zip(vals.tolist(), ids.tolist(), strict=True):
+                out.append([(self.tokenizer.decode([i]), float(v)) for i, v in zip(i_row, v_row, strict=True)])
         return out
 
     def generate(self, images: Sequence[Any], prompts: Sequence[str], max_new_tokens: int = 128,
@@ -276,7 +276,7 @@ class OpenAIChatVLM(VLMBackend):
                     hint = " (check the API key)" if e.code in (401, 403) else ""
                     raise VLMRequestError(f"{self.url}: {last}{hint}") from None
                 retry_after = e.headers.get("Retry-After") if e.headers else None
-            except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError) as e:
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
                 reason = getattr(e, "reason", e)
                 last = f"{type(reason).__name__}: {reason}"
             if attempt < self.max_retries:

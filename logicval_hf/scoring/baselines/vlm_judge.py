@@ -12,9 +12,16 @@ tolerated); anything else gives ``score=None`` with ``details["reason"]``, never
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from logicval_hf.scoring.baselines.base import DEFAULT_PROMPT_FIELD, BaselineMetric, BaselineResult, check_pairs, prompt_text
+from logicval_hf.scoring.baselines.base import (
+    DEFAULT_PROMPT_FIELD,
+    BaselineMetric,
+    BaselineResult,
+    check_pairs,
+    prompt_text,
+)
 from logicval_hf.scoring.baselines.vlm import VLMBackend
 
 __all__ = ["JUDGE_PROMPT", "VLMJudge", "judge_prompt", "parse_judge_answer", "rescale"]
@@ -100,7 +107,7 @@ class VLMJudge(BaselineMetric):
         answers = self.backend.generate(images, instructions, max_new_tokens=self.max_new_tokens,
                                         return_exceptions=self.on_error == "record")
         out = []
-        for prompt, answer in zip(prompts, answers):
+        for prompt, answer in zip(prompts, answers, strict=True):
             if isinstance(answer, Exception):
                 out.append(BaselineResult(None, {"prompt": prompt, "answer": None, "raw_score": None,
                                                  "rationale": None, "reason": f"request failed: {answer}"}))

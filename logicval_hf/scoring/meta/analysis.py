@@ -3,7 +3,8 @@ the annotation flags' summary."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def _derive_human(records: Sequence[MetaRecord]) -> int:
     from logicval_hf.asp.solver import default_solver
 
     verdicts = default_solver().verify_many([(r.spec_json, r.annotated_scene) for r in todo], count="strict")
-    for r, v in zip(todo, verdicts):
+    for r, v in zip(todo, verdicts, strict=True):
         r.human = int(v.ok)
     return len(todo)
 
@@ -45,7 +46,8 @@ def meta_evaluate(records: Sequence[MetaRecord], matching: str = "hungarian",
     result: dict[str, Any] = {
         "n_records": len(records), "n_without_human": len(records) - len(usable), "n_human_derived": derived,
         "models": list(groups), "metrics": metrics,
-        "images": {m: {"n": len(rs), "human_correct": sum(r.human for r in rs) / len(rs) if rs else None}
+        "images": {m: {"n": len(rs),
+                       "human_correct": sum(r.human for r in rs if r.human is not None) / len(rs) if rs else None}
                    for m, rs in groups.items()},
         "by_metric": {},
         "scene_graph_accuracy": {},
@@ -54,7 +56,7 @@ def meta_evaluate(records: Sequence[MetaRecord], matching: str = "hungarian",
     for name in metrics:
         per_model = {}
         for m, rs in groups.items():
-            pairs = [(r.scores[name], r.human) for r in rs if name in r.scores]
+            pairs = [(r.scores[name], r.human) for r in rs if name in r.scores and r.human is not None]
             if not pairs:
                 continue
             s, h = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -72,10 +74,10 @@ def meta_evaluate(records: Sequence[MetaRecord], matching: str = "hungarian",
             per_model[m] = entry
         result["by_metric"][name] = per_model
     for m, rs in groups.items():
-        pairs = [(r.predicted_scene, r.annotated_scene) for r in rs
-                 if r.predicted_scene is not None and r.annotated_scene is not None]
-        if pairs:
-            result["scene_graph_accuracy"][m] = scene_graph_accuracy(pairs, matching, max_distance)
+        scenes = [(r.predicted_scene, r.annotated_scene) for r in rs
+                  if r.predicted_scene is not None and r.annotated_scene is not None]
+        if scenes:
+            result["scene_graph_accuracy"][m] = scene_graph_accuracy(scenes, matching, max_distance)
     flagged = {m: flag_summary(rs, metrics) for m, rs in groups.items() if any(r.flags for r in rs)}
     result["flags"] = flagged
     return result

@@ -8,9 +8,10 @@ import io
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.scene import Scene
 
@@ -219,11 +220,11 @@ def load_records(path: str | Path, annotations: str | Path | None = None,
 def _join_annotations(records: list[MetaRecord], path: Path) -> None:
     rows = _read_rows(path)
     by_key: dict[tuple[str | None, str], dict[str, Any]] = {}
-    for k, r in enumerate(rows):
-        if _missing(r.get("id")):
+    for k, row in enumerate(rows):
+        if _missing(row.get("id")):
             raise ValueError(f"{path} row {k + 1}: missing 'id'")
-        model = None if _missing(r.get("model")) else str(r["model"])
-        by_key[(model, str(r["id"]))] = r
+        model = None if _missing(row.get("model")) else str(row["model"])
+        by_key[(model, str(row["id"]))] = row
     for rec in records:
         r = by_key.get((rec.model, rec.id)) or by_key.get((None, rec.id))
         if r is None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def match_objects(predicted: Scene, annotated: Scene, method: str = "hungarian",
 
 def _object_keys(scene: Scene, attributes: Sequence[str]) -> Counter:
     regions = scene.regions()
-    return Counter(tuple([*(o.attributes[a] for a in attributes), regions[i]]) for i, o in enumerate(scene.objects))
+    return Counter((*(o.attributes[a] for a in attributes), regions[i]) for i, o in enumerate(scene.objects))
 
 
 def scene_graph_accuracy(pairs: Iterable[tuple[Scene, Scene]], method: str = "hungarian",
@@ -55,7 +56,7 @@ def scene_graph_accuracy(pairs: Iterable[tuple[Scene, Scene]], method: str = "hu
         return {"n": 0}
     attributes = pairs[0][1].domain.perceived_attributes
     exact = count = 0
-    correct = Counter()
+    correct: Counter[str] = Counter()
     matched = n_pred = n_ann = 0
     for pred, ann in pairs:
         exact += _object_keys(pred, attributes) == _object_keys(ann, attributes)

@@ -4,7 +4,8 @@ the ROC curve, and the exact agreement of a binary metric (paper Tables 5 and 6,
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
