@@ -7,7 +7,7 @@ core-shrinking step). Past it the answer is `SolverTimeout`, never a label the s
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import clingo
 
@@ -33,6 +33,7 @@ class Deadline:
 
     def __init__(self, timeout: float | None, end: float | None = None):
         self.timeout = check_timeout(timeout)
+        self.end: float | None
         if end is not None:  # a deadline set elsewhere (a parent process: the monotonic clock is system-wide)
             self.end = end
         else:

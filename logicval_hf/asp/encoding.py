@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from logicval_hf.contract.catalog import Domain, Template
 from logicval_hf.contract.spatial import region_cell
@@ -209,24 +210,23 @@ class _Compiler:
         self.rules.append(f"{head} :- {', '.join(body)}." if body else f"{head}.")
 
     # -- blocks -------------------------------------------------------------------------------
-    def _bind(self, node: Mapping[str, Any], env: dict[str, str]) -> tuple[dict[str, str], list[str], list[str]]:
+    def _bind(self, node: Mapping[str, Any], env: Mapping[str, str]) -> tuple[dict[str, str], list[str], list[str]]:
         """Bind a quantifier block's variables: new env, object/1 literals and distinctness literals."""
-        outer = dict(env)
-        env = dict(env)
+        inner = dict(env)
         new = []
         for v in node["vars"]:
-            name = v.upper() if v.upper() not in env.values() else self._new_var(v)
-            env[v] = name
+            name = v.upper() if v.upper() not in inner.values() else self._new_var(v)
+            inner[v] = name
             new.append(name)
         objs = [self.obj(v) for v in new]
         dist = []
         if node.get("distinct"):
             dist += [f"{a} != {b}" for a, b in itertools.combinations(new, 2)]
         for u in node.get("distinct_from", []):
-            if u not in outer:
+            if u not in env:
                 raise ValueError(f"distinct_from names {u!r}, which is not bound by an outer block")
-            dist += [f"{v} != {outer[u]}" for v in new]
-        return env, objs, dist
+            dist += [f"{v} != {env[u]}" for v in new]
+        return inner, objs, dist
 
     def _bound_objs(self, env: Mapping[str, str]) -> list[str]:
         return [self.obj(v) for v in env.values()]
@@ -235,7 +235,7 @@ class _Compiler:
         return f"object({self.scene_arg},{var})" if self.scene_arg else f"object({var})"
 
     # -- formulas (NNF) -> body literals --------------------------------------------------------
-    def lits(self, node: Mapping[str, Any], env: dict[str, str]) -> list[str]:
+    def lits(self, node: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
         op = node["op"]
         if op == "true":
             return []
@@ -297,7 +297,8 @@ class _Compiler:
                 # The comparison as the aggregate's own guard (one weight constraint for clasp), and two aggregates
                 # compared as one sum of their difference against 0, rather than assigning each to a variable.
                 if all(aggregates):
-                    (wa, ta, ca), (wb, tb, cb) = parts
+                    # only an aggregate term has an element, so both are there
+                    (wa, ta, ca), (wb, tb, cb) = [part for part in parts if part is not None]
                     diff = f"#sum{{ {wa},a,{ta} : {ca} ; -{wb},b,{tb} : {cb} }}"
                     return [*pre, *self.values.theta(node["theta"], diff, "0", positive)]
                 return [*pre, *self.values.theta(node["theta"], sides[0], sides[1], positive)]
@@ -312,7 +313,8 @@ class _Compiler:
             return [*pre, *self.values.theta(node["theta"], names[0], names[1], positive)]
         raise ValueError(f"not an atom: {op!r}")
 
-    def term(self, node: Mapping[str, Any], env: dict[str, str]) -> tuple[list[str], str, tuple[str, str, str] | None]:
+    def term(self, node: Mapping[str, Any],
+             env: Mapping[str, str]) -> tuple[list[str], str, tuple[str, str, str] | None]:
         """(literals it needs, the term's text, for an aggregate its (weight, tuple, condition) element)."""
         if node["op"] == "const":
             return (*self.values.const(node["value"]), None)

@@ -44,7 +44,7 @@ def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadlin
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
     try:
         proc = subprocess.run([sys.executable, "-m", "logicval_hf.asp.isolated"], input=request, capture_output=True,
-                              text=True, timeout=left + START_UP, env=env)
+                              text=True, timeout=left + START_UP, env=env, check=False)
     except subprocess.TimeoutExpired:  # subprocess.run kills the child before raising
         raise deadline.expired("grounding") from None
     try:

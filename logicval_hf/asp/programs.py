@@ -14,13 +14,19 @@ folder, which plain ``clingo`` runs (asp/README.md); the package reads them as `
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
-from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
-from logicval_hf.asp.encoding import asp_term, compile_constraint, compile_template, constants_program, vocabulary_program
+from logicval_hf.asp.encoding import (
+    asp_term,
+    compile_constraint,
+    compile_template,
+    constants_program,
+    vocabulary_program,
+)
 from logicval_hf.asp.universe import formula_nodes, solving_values, universe_bound
+from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import AttrLit, RelLit, Spec
 
@@ -49,7 +55,7 @@ def program_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "asp"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_program(name: str) -> str:
     """Text of a checked-in program, e.g. ``"background.lp"`` or ``"templates/C3.lp"``."""
     return (program_dir() / name).read_text(encoding="utf-8")
@@ -174,7 +180,8 @@ def _box_program(spec: Spec, symmetry: bool = True) -> str:
     rels = sorted(_mentioned(spec)[1])
     parts = ["% values a solve chooses from (logicval_hf.asp.universe.solving_values: the tested ones and spares)"]
     for a, vals in values.items():
-        parts.append(f"perceived({a}). " + " ".join(f"solving_value({a},{asp_term(v)},{i})." for i, v in enumerate(vals)))
+        choices = " ".join(f"solving_value({a},{asp_term(v)},{i})." for i, v in enumerate(vals))
+        parts.append(f"perceived({a}). {choices}")
     parts.append("1 { hasProperty(X,P,V) : solving_value(P,V,_) } 1 :- object(X), perceived(P).")
     levels = [dom.derived[a]["within"] for a in dom.numeric_attributes] if _ranked(spec) else list(values)
     if rels:
@@ -298,7 +305,7 @@ def _mentioned(spec: Spec) -> tuple[set[str], set[str]]:
 
 def _categorical(domain: Domain) -> list[str]:
     """Attributes carried in a batch's ``o/…`` facts: the perceived ones, then the derived categorical ones."""
-    return [a for a in domain.attributes]
+    return list(domain.attributes)
 
 
 def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
@@ -315,7 +322,7 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
     k = len(attrs)
     # Only what the spec's literals test can change a verdict: derive nothing else (grounding dominates).
     used_attrs, used_rels = _mentioned(spec)
-    if any(node["op"] == "sum" for node, _ in formula_nodes(spec)):
+    if dom.noun is not None and any(node["op"] == "sum" for node, _ in formula_nodes(spec)):
         used_attrs.add(dom.noun)  # weights are looked up by the noun attribute's value, named or not
     lines = ["scene(S) :- scenes(K), S = 0..K-1.", f"object(S,I) :- o(S,I{',_' * k})."]
     for pos, a in enumerate(attrs):
@@ -337,7 +344,8 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
         lines.append(" ".join(f"relation_pair({r},{inv})." for r, inv in dom.canonical_relations()))
         lines.append("hasRelationship(S,I,R,J) :- r(S,I,R,J).")
         lines.append("hasRelationship(S,J,Q,I) :- r(S,I,R,J), relation_pair(R,Q).")
-    rules = "".join(compile_constraint(c, i, batched=True, guards=not dom.ordered) for i, c in enumerate(spec.constraints))
+    rules = "".join(compile_constraint(c, i, batched=True, guards=not dom.ordered)
+                    for i, c in enumerate(spec.constraints))
     count_ok = ("count_ok(S) :- scene(S)." if spec.n is None
                 else f"count_ok(S) :- scene(S), #count{{ X : object(S,X) }} = {spec.n}.")
     return "\n".join([
@@ -345,7 +353,8 @@ def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
         constants_program(dom),
         rules,
         count_ok,
-        f"#defined violated/2. #defined hasProperty/4. #defined hasRelationship/4. #defined object/2. #defined o/{k + 2}.",
+        "#defined violated/2. #defined hasProperty/4. #defined hasRelationship/4. #defined object/2. "
+        f"#defined o/{k + 2}.",
         "#defined pos/4. #defined num/4. #defined r/4.",
         "#show violated/2.",
         "#show count_ok/1.",

@@ -49,14 +49,14 @@ def _check_ast(text: str) -> None:
         if isinstance(node, ast.AST):
             if node.ast_type == ast.ASTType.Script:
                 problems.append("#script")
-            if node.ast_type == ast.ASTType.Function and getattr(node, "external", 0):
+            if node.ast_type == ast.ASTType.Function and getattr(node, "external", False):
                 problems.append(f"@{node.name}")
             loc = getattr(node, "location", None)
             if loc is not None and loc.begin.filename not in ("<string>", "<stdin>", ""):
                 problems.append(f"content from {loc.begin.filename}")
             for key in node.child_keys:
                 visit(getattr(node, key))
-        elif isinstance(node, (list, tuple)) or type(node).__name__ == "ASTSequence":
+        elif isinstance(node, (list, tuple, ast.ASTSequence)):
             for child in node:
                 visit(child)
 
@@ -108,6 +108,7 @@ def run_program(text: str, timeout: float = 10.0, memory_mb: int = 2048) -> Prog
             text=True,
             timeout=timeout,
             env=env,
+            check=False,  # a non-zero exit is reported below (memory budget or the child's last line)
         )
     except subprocess.TimeoutExpired:
         raise SolverTimeout(f"ASP program exceeded its time budget of {timeout} s") from None

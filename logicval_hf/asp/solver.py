@@ -17,17 +17,27 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import clingo
 
+from logicval_hf.asp.budget import Deadline, check_timeout
+from logicval_hf.asp.encoding import symbol_value
+from logicval_hf.asp.programs import (
+    GRID,
+    batch_scene_facts,
+    batch_verify_program,
+    grounding_estimate,
+    placement_box,
+    scene_externals_program,
+    sizes_for,
+    solve_program,
+    verify_program,
+)
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.layout import layout_scene
-from logicval_hf.asp.encoding import symbol_value
-from logicval_hf.asp.budget import Deadline, check_timeout
-from logicval_hf.asp.programs import (GRID, batch_scene_facts, batch_verify_program, grounding_estimate, placement_box,
-                                      scene_externals_program, sizes_for, solve_program, verify_program)
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec, as_spec
 from logicval_hf.errors import SceneError
@@ -101,7 +111,7 @@ class Verdict:
     def constraints_ok(self) -> bool:
         return not self.violated
 
-    def with_count(self, count: str) -> "Verdict":
+    def with_count(self, count: str) -> Verdict:
         """The same verification under another count mode (no solver call: ``count_ok`` and ``violated``
         do not depend on the mode, only ``ok`` does)."""
         return Solver._verdict(self.label, count, self.n_objects, self.count_ok, self.violated)
@@ -137,9 +147,15 @@ class _SpecSolver:
         self.deadline = deadline or Deadline(None)
         self.ctl = _control(solve_program(spec, catalog))
         self.deadline.check("grounding")
-        atoms = self.ctl.symbolic_atoms
-        self.active = [atoms[clingo.Function("active", [clingo.Number(i)])].literal for i in range(spec.m)]
+        self.active = [self._external(clingo.Function("active", [clingo.Number(i)])) for i in range(spec.m)]
         self._index = {lit: i for i, lit in enumerate(self.active)}
+
+    def _external(self, symbol: clingo.Symbol) -> int:
+        """The literal of an atom the program declares ``#external`` (so it is always in the grounding)."""
+        atom = self.ctl.symbolic_atoms[symbol]
+        if atom is None:  # cannot happen: solve_program declares every active(I)
+            raise RuntimeError(f"internal error: the solve program lacks {symbol}")
+        return atom.literal
 
     def check(self, subset: Sequence[int]) -> tuple[bool, list[clingo.Symbol] | None, list[int] | None]:
         """Solve with exactly the constraints in ``subset`` active."""
@@ -159,8 +175,8 @@ class _SpecSolver:
 
     def result(self, image_size: tuple[float, float]) -> SolveResult:
         everything = list(range(self.spec.m))
-        sat, model, core = self.check(everything)
-        if sat:
+        _, model, core = self.check(everything)
+        if model is not None:  # satisfiable (`check` gives a model exactly then)
             return SolveResult(True, witness=self._witness(model, image_size))
         return SolveResult(False, core=tuple(self._shrink(core if core else everything)))
 
@@ -223,7 +239,7 @@ class _SpecSolver:
             box = placement_box(dom, cell.get(i, k % (GRID * GRID)), sizes[size.get(i, 0)])
             score = round(lo + (1 - lo) * (len(present) - k) / (len(present) + 1), 6) if scored else None
             objs.append(SceneObject(attrs[i], box, score))
-        return Scene(tuple(dom.image_size), tuple(objs), dom)
+        return Scene(_pair(dom.image_size), tuple(objs), dom)
 
 
 class Solver:
@@ -248,7 +264,7 @@ class Solver:
         self._lock = threading.RLock()
 
     def solve(self, spec: Any, image_size: tuple[float, float] | None = None,
-              timeout: float | None | Default = DEFAULT) -> SolveResult:
+              timeout: float | Default | None = DEFAULT) -> SolveResult:
         """Label a spec: a witness scene if SAT, a minimal unsat core if UNSAT.
 
         Args:
@@ -263,8 +279,8 @@ class Solver:
         spec = as_spec(spec, self.catalog)
         budget = self.timeout if isinstance(timeout, Default) else check_timeout(timeout)
         deadline = Deadline(budget)
-        image_size = tuple(image_size or spec.domain.image_size)
-        key = f"{spec.key()}@{image_size}"
+        size = _pair(image_size or spec.domain.image_size)
+        key = f"{spec.key()}@{size}"
         with self._lock:
             hit = self._results.get(key)
             if hit is not None:
@@ -274,9 +290,9 @@ class Solver:
         if budget is not None and grounding_estimate(spec) > ISOLATE_ABOVE:
             from logicval_hf.asp.isolated import solve_in_child
 
-            result = solve_in_child(spec, tuple(image_size), deadline)
+            result = solve_in_child(spec, size, deadline)
         else:
-            result = _SpecSolver(spec, self.catalog, deadline).result(tuple(image_size))
+            result = _SpecSolver(spec, self.catalog, deadline).result(size)
         with self._lock:
             self._results[key] = result
             if len(self._results) > self.max_specs:
@@ -284,7 +300,7 @@ class Solver:
         return result
 
     def is_satisfiable(self, spec: Any, subset: Iterable[int] | None = None,
-                       timeout: float | None | Default = DEFAULT) -> bool:
+                       timeout: float | Default | None = DEFAULT) -> bool:
         """Whether the spec (or only the constraints in ``subset``) has a model at its n."""
         spec = as_spec(spec, self.catalog)
         if subset is None:
@@ -323,7 +339,7 @@ class Solver:
         count: str = "strict",
         labels: Sequence[str | None] | None = None,
         batch_size: int = 512,
-        timeout: float | None | Default = DEFAULT,
+        timeout: float | Default | None = DEFAULT,
     ) -> list[Verdict]:
         """Verify many (spec, scene) pairs; scenes of the same spec share one grounding per batch.
 
@@ -333,12 +349,11 @@ class Solver:
         """
         check_mode(count)
         items: list[tuple[Spec, Scene]] = []
-        for k, (spec, scene) in enumerate(pairs):
+        for k, (raw_spec, raw_scene) in enumerate(pairs):
             try:
-                spec, scene = self.parse_pair(spec, scene)
+                items.append(self.parse_pair(raw_spec, raw_scene))
             except ValueError as e:
                 raise type(e)(f"item {k}: {e}") from None
-            items.append((spec, scene))
         if labels is not None and len(labels) != len(items):
             raise ValueError(f"labels has {len(labels)} entries for {len(items)} pairs")
         groups: dict[str, list[int]] = {}
@@ -350,23 +365,20 @@ class Solver:
             for start in range(0, len(idx), batch_size):
                 chunk = idx[start:start + batch_size]
                 results = _verify_batch(spec, [items[k][1] for k in chunk])
-                for k, (count_ok, violated) in zip(chunk, results):
-                    label = (labels[k] if labels is not None and labels[k] is not None
-                             else self.solve(spec, timeout=timeout).label)
+                for k, (count_ok, violated) in zip(chunk, results, strict=True):  # one result per scene
+                    given = labels[k] if labels is not None else None
+                    label = given if given is not None else self.solve(spec, timeout=timeout).label
                     out[k] = self._verdict(label, count, len(items[k][1]), count_ok, violated)
         return out  # type: ignore[return-value]
 
     @staticmethod
     def _verdict(label: str, count: str, n_objects: int, count_ok: bool, violated: Sequence[int]) -> Verdict:
         check_mode(count, label)
-        if label == "UNSAT":
-            ok = n_objects == 0
-        else:
-            ok = not violated and (count_ok or count == "relaxed")
+        ok = n_objects == 0 if label == "UNSAT" else not violated and (count_ok or count == "relaxed")
         return Verdict(ok, count_ok, tuple(violated), label, count, n_objects)
 
     def verify(self, spec: Any, scene: Any, count: str = "strict", label: str | None = None,
-               timeout: float | None | Default = DEFAULT) -> Verdict:
+               timeout: float | Default | None = DEFAULT) -> Verdict:
         """Check a scene against a spec (see the module-level `verify`); ``timeout`` bounds labelling the spec when
         no label is given (default: the solver's budget)."""
         spec, scene = self.parse_pair(spec, scene)
@@ -396,7 +408,14 @@ def label_here(spec: Any, image_size: tuple[float, float], deadline: Deadline) -
     """Label a spec in this process whatever its grounding estimate (what `logicval_hf.asp.isolated`'s child
     does), uncached."""
     spec = as_spec(spec)
-    return _SpecSolver(spec, load_catalog(), deadline).result(tuple(image_size))
+    return _SpecSolver(spec, load_catalog(), deadline).result(_pair(image_size))
+
+
+def _pair(image_size: Sequence[float]) -> tuple[float, float]:
+    """An image size as the (width, height) tuple scenes carry (callers may pass a list, e.g. from JSON)."""
+    if len(image_size) != 2:
+        raise ValueError(f"image_size must be (width, height), got {image_size!r}")
+    return image_size[0], image_size[1]
 
 
 def _verify_batch(spec: Spec, scenes: Sequence[Scene]) -> list[tuple[bool, list[int]]]:
@@ -534,7 +553,7 @@ _default_lock = threading.Lock()
 
 
 def default_solver() -> Solver:
-    global _default
+    global _default  # noqa: PLW0603  the process-wide solver, built once on first use under the lock
     with _default_lock:
         if _default is None:
             _default = Solver()

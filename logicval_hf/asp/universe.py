@@ -29,7 +29,8 @@ tests check against a plain-Python search that looks past the bound (``tests/ref
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from logicval_hf.asp.encoding import nnf
 from logicval_hf.contract.spec import AttrLit, Constraint, Spec
