@@ -191,6 +191,7 @@ class _Compiler:
             h = self.formula(f["arg"], scope)
             return (lambda g, e: _k_not(h(g, e))) if part else (lambda g, e: not h(g, e))
         if op in ("and", "or", "implies"):
+            hs: tuple[_Fn, ...]
             if op == "implies":  # a -> b  ==  (not a) or b
                 hs = (self.formula({"op": "not", "arg": f["if"]}, scope), self.formula(f["then"], scope))
             else:

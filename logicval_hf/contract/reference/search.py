@@ -315,6 +315,7 @@ def brute_force_satisfiable(
     (``Spec(n, (c1, c2))``) to test combinations the spec rules forbid (e.g. two constraints of one class).
     """
     s = _spec(spec)
+    n = s.fixed_n("the brute-force search")
     domain = (catalog or load_catalog()).domain
     negated = set(negate)
     bad = sorted(i for i in negated if not 0 <= i < len(s.constraints))
@@ -325,9 +326,9 @@ def brute_force_satisfiable(
         # Exact shortcut: if one constraint alone has no model, neither has the conjunction (these single
         # searches are small; they spare the full search its worst case, e.g. a count K above n).
         for item in items:
-            if not _search(s.n, [item], domain, max_worlds)[0]:
+            if not _search(n, [item], domain, max_worlds)[0]:
                 return False, None
-    return _search(s.n, items, domain, max_worlds)
+    return _search(n, items, domain, max_worlds)
 
 
 def is_tautology(constraint: Constraint | Mapping[str, Any], n: int, max_worlds: int = DEFAULT_MAX_WORLDS) -> bool:
