@@ -92,7 +92,7 @@ def import_rows(
     from tqdm.auto import tqdm
 
     solver = solver or Solver()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for spec, source, fields in tqdm(items, total=total, disable=not progress, desc=f"import {prefix}", unit="prompt"):
         try:
             result = solver.solve(spec, timeout=timeout)

@@ -389,8 +389,7 @@ def instance_scores(scene_json: Mapping[str, Any] | str, scene: Any, score_thres
     """
     from logicval_hf.contract.scene import Scene
 
-    if isinstance(scene_json, str):
-        scene_json = json.loads(scene_json)
+    prompt: Mapping[str, Any] = json.loads(scene_json) if isinstance(scene_json, str) else scene_json
     if not isinstance(scene, Scene):
         scene = Scene.from_dict(scene, domain=load_domain("coco"))
     if "class" not in scene.domain.attributes:
@@ -405,13 +404,13 @@ def instance_scores(scene_json: Mapping[str, Any] | str, scene: Any, score_thres
         of[o.attributes["class"]].append(i)
     unscored: list[Any] = []
 
-    asked = {cls(o["object"]): o.get("count", 1) for o in scene_json["objects"]}
-    if emotion_persons and scene_json.get("emotion"):
-        asked["person"] = len(scene_json["emotion"])
+    asked = {cls(o["object"]): o.get("count", 1) for o in prompt["objects"]}
+    if emotion_persons and prompt.get("emotion"):
+        asked["person"] = len(prompt["emotion"])
     counting = _mean([float(len(of[c]) == k) for c, k in asked.items()])
 
     colour_cases = []
-    for o in scene_json["objects"]:
+    for o in prompt["objects"]:
         want = o.get("color")
         if want is None:
             continue
@@ -422,7 +421,7 @@ def instance_scores(scene_json: Mapping[str, Any] | str, scene: Any, score_thres
 
     def pooled(key: str, table: Mapping[str, str]) -> float | None:
         cases = []
-        for a, r, b in scene_json.get(key) or ():
+        for a, r, b in prompt.get(key) or ():
             if r not in table:
                 unscored.append([a, r, b])
                 continue
