@@ -140,17 +140,16 @@ def verify_scenes(specs: Sequence[Spec], scenes: Sequence[Scene], *, labels: Seq
         if xs is not None and len(xs) != n:
             raise ValueError(f"verify_scenes: {len(xs)} {name} for {n} specs")
     solver = solver or default_solver()
-    known = labels
-    labels = []
+    solved: list[str] = []
     for k, spec in enumerate(specs):
         try:
-            labels.append((known[k] if known is not None else None) or solver.solve(spec, timeout=timeout).label)
+            solved.append((labels[k] if labels is not None else None) or solver.solve(spec, timeout=timeout).label)
         except SolverTimeout as e:
             raise SolverTimeout(f"references[{k}]: {e}", e.budget) from None
-    strict = solver.verify_many(list(zip(specs, scenes, strict=True)), count="strict", labels=labels)
+    strict = solver.verify_many(list(zip(specs, scenes, strict=True)), count="strict", labels=solved)
     return [Record(spec, label, v, v.with_count("relaxed"), packages[k] if packages is not None else None,
                    ids[k] if ids is not None else None, scene)
-            for k, (spec, label, v, scene) in enumerate(zip(specs, labels, strict, scenes, strict=True))]
+            for k, (spec, label, v, scene) in enumerate(zip(specs, solved, strict, scenes, strict=True))]
 
 
 def compute(
