@@ -285,7 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     loop.start(args)
     cls = classes()
 
-    records, train, val, data_info, sizes = [], [], [], [], []
+    records: list[Record] = []
+    train: list[ObjectSample] = []
+    val: list[ObjectSample] = []
+    data_info: list[dict] = []
+    sizes: list[tuple[DataFolder, int]] = []
     for f in args.data or [DataFolder(DEFAULT_DATA)]:
         recs = load_folder(f.path, first=f.first)
         tr, va = split_holdout(recs, args.val_fraction)
@@ -345,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def batch_loss(step: int):
         x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights)
-        return loss_fn(*net(x), y, t, cls)
+        logits, centre = net(x)
+        return loss_fn(logits, centre, y, t, cls)
 
     loop.train(ck, batch_loss, export, "train_attribute_classifier")
     return 0

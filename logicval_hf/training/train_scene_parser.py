@@ -134,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     cls = classes()
 
     folders = args.data or [DataFolder(DEFAULT_DATA)]
-    train, val, data_info, problems, sizes = [], [], [], [], []
+    train: list[Record] = []
+    val: list[Record] = []
+    data_info: list[dict] = []
+    problems: list[str] = []
+    sizes: list[tuple[DataFolder, int]] = []
     for f in folders:
         recs = load_folder(f.path, problems, f.first)
         tr, va = split_holdout(recs, args.val_fraction)
