@@ -30,13 +30,15 @@ import argparse
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from logicval_hf.training import loop
+from logicval_hf.training.parser_augment import DEFAULT as DEFAULT_AUGMENTATION
+from logicval_hf.training.parser_augment import Augmentation, describe
 from logicval_hf.training.parser_augment import photometric as augment_photometric
 from logicval_hf.training.parser_data import DataFolder, parse_data_folder, record_weights
 from logicval_hf.training.train_scene_parser import (
@@ -95,7 +97,7 @@ def jitter(s: ObjectSample, long_side: int, rng: np.random.Generator | None = No
     return crop_square(cx, cy, w, h, vx, vy, long_side), (vx, vy)
 
 
-def photometric(crop: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def photometric(crop: np.ndarray, rng: np.random.Generator, aug: Augmentation = DEFAULT_AUGMENTATION) -> np.ndarray:
     """The detector's appearance changes (`parser_augment.photometric`) on one crop's RGB (float32 3 x H x W in
     [0, 1]), after a resolution loss (p 0.3): a small object enlarged to the crop size."""
     import cv2
@@ -105,7 +107,7 @@ def photometric(crop: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         n = x.shape[0]
         m = max(8, round(n * rng.uniform(0.4, 0.85)))
         x = cv2.resize(cv2.resize(x, (m, m), interpolation=cv2.INTER_AREA), (n, n), interpolation=cv2.INTER_LINEAR)
-    img = augment_photometric(np.clip(x + 0.5, 0, 255).astype(np.uint8), rng)
+    img = augment_photometric(np.clip(x + 0.5, 0, 255).astype(np.uint8), rng, aug)
     return img.transpose(2, 0, 1).astype(np.float32) / 255
 
 
@@ -122,7 +124,8 @@ def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = 
 
 
 def make_batch(records: list[Record], samples: list[ObjectSample], step: int, seed: int, batch_size: int,
-               numpy_fraction: float, weights: np.ndarray | None = None):
+               numpy_fraction: float, weights: np.ndarray | None = None,
+               aug: Augmentation = DEFAULT_AUGMENTATION):
     """(crops, labels, centre targets) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are
     drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
     rng = np.random.default_rng([seed, step])
@@ -148,7 +151,7 @@ def make_batch(records: list[Record], samples: list[ObjectSample], step: int, se
         centres.append(t)
         labels.append(s.labels)
     for c, t in zip(crops, centres, strict=True):
-        c[:3] = photometric(c[:3], rng)
+        c[:3] = photometric(c[:3], rng, aug)
         if rng.random() < 0.5:
             c[:] = c[:, :, ::-1]
             t[0] = -t[0]
@@ -278,7 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--init", type=Path,
                     help="start from these weights (fresh optimiser and schedule): an earlier run's last.pt or an "
                          "exported .onnx classifier; ignored when --out holds a checkpoint to resume")
+    ap.add_argument("--white-balance", type=float, default=DEFAULT_AUGMENTATION.white_balance_log, metavar="LOG",
+                    help="per-channel white-balance gains drawn within exp(+-LOG) in linear light (default "
+                         f"{DEFAULT_AUGMENTATION.white_balance_log}; light of other colour temperatures needs more)")
     args = ap.parse_args(argv)
+    if not 0 <= args.white_balance <= 1:
+        ap.error(f"--white-balance must lie in [0, 1], got {args.white_balance}")
+    aug = replace(DEFAULT_AUGMENTATION, white_balance_log=args.white_balance)
 
     import torch
 
@@ -312,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
             from logicval_hf.training.onnx_init import load_onnx_weights
 
-            stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights)[0]
+            stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights,
+                                aug)[0]
                      for k in range(4)]  # steps no run reaches
             info = load_onnx_weights(net, args.init, stats, forward=net)
             ck.history.append({"init": str(args.init), "init_onnx": info})
@@ -342,13 +352,14 @@ def main(argv: list[str] | None = None) -> int:
                     "provenance": {"trained_steps": step, "train_seconds": round(elapsed), "seed": args.seed,
                                    "batch_size": args.batch_size, "lr": args.lr,
                                    "numpy_fraction": args.numpy_fraction, "data": data_info, "val": figures,
+                                   "augmentation": describe(aug),
                                    "torch": torch.__version__}}
             export_onnx(net, args.export, meta)
         return (f"held-out {figures['accuracy']}, all right {figures['all_perceived_right']:.4f}, centre error "
                 f"{figures['centre_error_px']}, T={figures['temperatures']}")
 
     def batch_loss(step: int):
-        x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights)
+        x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights, aug)
         logits, centre = net(x)
         return loss_fn(logits, centre, y, t, cls)
 

@@ -84,12 +84,14 @@ def test_training_two_steps_exports_a_classifier_the_parser_uses(tmp_path):
                    str(detector), "--no-progress", "--threads", "1"]) == 0
     out, export = tmp_path / "ack", tmp_path / "attrs.onnx"
     argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "8", "--val-fraction",
-            "0.25", "--export", str(export), "--export-every", "2", "--no-progress", "--threads", "1"]
+            "0.25", "--export", str(export), "--export-every", "2", "--no-progress", "--threads", "1",
+            "--white-balance", "0.3"]
     assert A.main(argv) == 0
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["step"] == 2
     clf = scene_parser.AttributeClassifier(export)
     assert clf.meta["provenance"]["trained_steps"] == 2
+    assert clf.meta["provenance"]["augmentation"]["white_balance_log"] == 0.3  # the run's ranges are recorded
     probs, centre = clf.classify(np.zeros((3, 4, scene_parser.CROP, scene_parser.CROP), np.float32))
     assert set(probs) >= {"color", "shape", "material"}
     assert np.allclose(probs["color"].sum(1), 1)
@@ -111,3 +113,12 @@ def test_training_two_steps_exports_a_classifier_the_parser_uses(tmp_path):
     # resuming continues from the checkpoint
     assert A.main([*argv[:5], "3", *argv[6:]]) == 0
     assert torch.load(out / "last.pt", map_location="cpu", weights_only=False)["step"] == 3
+
+
+def test_white_balance_out_of_range_is_one_clear_error(tmp_path, capsys):
+    from logicval_hf.training import train_attribute_classifier as A
+
+    with pytest.raises(SystemExit) as e:
+        A.main(["--out", str(tmp_path / "ack"), "--white-balance", "-0.2"])
+    assert e.value.code == 2
+    assert "--white-balance must lie in [0, 1], got -0.2" in capsys.readouterr().err
