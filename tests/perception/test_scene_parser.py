@@ -135,12 +135,12 @@ def test_the_shipped_detector_parses_the_mirror_too_by_default():
     for d in both:
         nearest = min(one, key=lambda e: (e.cx - d.cx) ** 2 + (e.cy - d.cy) ** 2)
         assert abs(nearest.cx - d.cx) < 1 and abs(nearest.cy - d.cy) < 1
-        assert np.abs(truth - (d.cx, d.cy)).sum(1).min() < 2
+        assert np.abs(truth - (d.cx, d.cy)).sum(1).min() < 3  # a wrong mirror errs by tens of pixels
     # and the mirrored image parses to the mirrored scene
     W = rgb.shape[1]
     mirrored, = model.detect_batch([np.ascontiguousarray(rgb[:, ::-1])])
     for d in mirrored:
-        assert np.abs(truth - (W - d.cx, d.cy)).sum(1).min() < 2
+        assert np.abs(truth - (W - d.cx, d.cy)).sum(1).min() < 3
 
 
 def test_unknown_setting_is_refused():
