@@ -5,7 +5,7 @@ embeddings cached per pipeline."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,9 +47,7 @@ class ClipAttributes:
     device: Any
     _lock: Any
     _text_cache: dict[tuple, Any]
-
-    def _merge(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+    _merge: Callable[[Mapping[str, Any]], dict[str, Any]]  # the pipeline's run settings with overrides
 
     def _views(self, s: Mapping[str, Any], attributes: Sequence[str] | None = None
                ) -> dict[str, tuple[tuple[str, str], ...]]:

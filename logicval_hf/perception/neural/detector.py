@@ -4,7 +4,7 @@ and each box's score per value."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +44,7 @@ class GroundingDetection:
     device: Any
     _lock: Any
     _prompt_cache: dict[tuple, Any]
-
-    def _merge(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+    _merge: Callable[[Mapping[str, Any]], dict[str, Any]]  # the pipeline's run settings with overrides
 
     def detect_batch(self, images: Sequence[np.ndarray], **overrides: Any) -> list[list[Detection]]:
         """Boxes of several images: one detector forward per ``detector_batch_size`` images."""
