@@ -16,7 +16,6 @@ import requests  # noqa: E402
 from server_helpers import client_loop, free_port, known_images, wait_healthy  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a Ray instance takes ~10 s to start
-PROXY_READY = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
 
 
 @pytest.fixture(scope="module")
@@ -27,23 +26,19 @@ def ray_server(tmp_path_factory):
     from logicval_hf.serve.ray_deployment import start, stop
 
     port = free_port()
-    # Serve's controller kills an HTTP proxy not ready within 5 s, which on two loaded cores (the suite's other
-    # worker, a training job) happens; the Ray processes started here inherit this longer limit.
-    saved = os.environ.get(PROXY_READY)
-    os.environ[PROXY_READY] = "60"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _temp_dir=str(tmp_path_factory.mktemp("ray")))
-    try:
-        start(ServeConfig(port=port), replicas=2, cpus_per_replica=0.5)
-        url = f"http://127.0.0.1:{port}"
-        assert wait_healthy(url)["status"] == "ok"
-        yield url
-    finally:
-        stop()
-        if saved is None:
-            os.environ.pop(PROXY_READY, None)
-        else:
-            os.environ[PROXY_READY] = saved
+    with pytest.MonkeyPatch.context() as mp:
+        # Serve's controller kills an HTTP proxy not ready within 5 s, which on two loaded cores (the suite's other
+        # worker, a training job) happens; the Ray processes started here inherit this longer limit.
+        mp.setenv("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=str(tmp_path_factory.mktemp("ray")))
+        try:
+            start(ServeConfig(port=port), replicas=2, cpus_per_replica=0.5)
+            url = f"http://127.0.0.1:{port}"
+            assert wait_healthy(url)["status"] == "ok"
+            yield url
+        finally:
+            stop()
 
 
 def _replica_pids(url: str, want: int = 2, tries: int = 60) -> set[int]:
