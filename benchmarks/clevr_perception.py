@@ -322,12 +322,10 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         sets["real CLEVR"] = real
         for name, rows in shifted_sets(real, SHIFTS.names()).items():
             sets[f"real CLEVR, {name}"] = rows
-    specs = args.suite_renders or [f"{n}={d}" for n, d in DEFAULT_RENDER_SETS if Path(d.split(":")[0]).is_dir()]
-    for spec in specs:
-        name, _, rest = spec.partition("=")
-        folder, _, frac = rest.partition(":")
-        frac_v = float(frac) if frac else 1.0
-        sets[f"renders {name}"] = load_renders(Path(folder), frac_v)
+    chosen = args.suite_renders or [render_set(f"{n}={d}") for n, d in DEFAULT_RENDER_SETS
+                                    if Path(d.split(":")[0]).is_dir()]
+    for name, folder, fraction in chosen:
+        sets[f"renders {name}"] = loaded_renders(folder, fraction)
     table, out = [], {}
     for name, scenes in sets.items():
         if not scenes:
@@ -368,6 +366,37 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def render_set(spec: str) -> tuple[str, Path, float]:
+    """``NAME=DIR[:FRACTION]`` (``--suite-renders``) as (name, folder, fraction), refused in one line when malformed
+    or when the folder does not exist."""
+    name, eq, rest = spec.partition("=")
+    folder, _, frac = rest.partition(":")
+    if not eq or not name or not folder:
+        raise argparse.ArgumentTypeError(f"expected NAME=DIR[:FRACTION], got {spec!r}")
+    try:
+        fraction = float(frac) if frac else 1.0
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{spec!r}: FRACTION must be a number, got {frac!r}") from None
+    if not 0 < fraction <= 1:
+        raise argparse.ArgumentTypeError(f"{spec!r}: FRACTION must lie in (0, 1], got {fraction:g}")
+    return name, existing_folder(folder), fraction
+
+
+def existing_folder(text: str) -> Path:
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: no such folder")
+    return Path(text)
+
+
+def loaded_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
+    """`load_renders`, refusing a folder in which no usable scene was found (a measurement of nothing)."""
+    scenes = load_renders(folder, fraction)
+    if not scenes:
+        raise SystemExit(f"clevr_perception.py: error: no usable scene in {str(folder)!r} (held-out share "
+                         f"{fraction:g}; expected the CLEVR layout: scenes.json or scenes/, and images/)")
+    return scenes
+
+
 DEFAULT_RENDER_SETS = (
     ("clevr (training hold-out)", f"{REPO.parent / 'shared' / 'data' / 'clevr_blender'}:0.05"),
     ("t2i (held out, never trained on)", "/work/cache/clevr_renders/t2i_heldout"),
@@ -380,7 +409,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA,
                     help="CLEVR-layout folder with scenes.json and images/ (default ../shared/data/clevr_dev)")
     ap.add_argument("--backend", default="clevr", help="perception backend (default clevr)")
-    ap.add_argument("--renders", type=Path, help="measure on this render folder (its held-out part) instead")
+    ap.add_argument("--renders", type=existing_folder,
+                    help="measure on this render folder (its held-out part) instead")
     ap.add_argument("--holdout-fraction", type=float, default=0.05,
                     help="with --renders: the last share of the folder by name (the training hold-out; 1 = all)")
     ap.add_argument("--oracle", choices=["varied", "raw"], help="measure on the main job's oracle images instead")
@@ -396,7 +426,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--json", type=Path, help="write the full result (per image) here")
     ap.add_argument("--suite", action="store_true",
                     help="every set in one run: real CLEVR, its shifts, held-out renders of each profile")
-    ap.add_argument("--suite-renders", action="append", default=[], metavar="NAME=DIR[:FRACTION]",
+    ap.add_argument("--suite-renders", type=render_set, action="append", default=[], metavar="NAME=DIR[:FRACTION]",
                     help="with --suite: a render folder to measure (FRACTION: its last share by name; default 1)")
     args = ap.parse_args(argv)
     settings: dict[str, Any] = {}
@@ -416,7 +446,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.oracle:
         scenes, name = load_oracle(args.oracle), f"oracle images ({args.oracle} witnesses)"
     elif args.renders:
-        scenes = load_renders(args.renders, args.holdout_fraction)
+        scenes = loaded_renders(args.renders, args.holdout_fraction)
         name = f"{args.renders} (held-out {args.holdout_fraction:g})"
     else:
         scenes, name = load_clevr(args.data), str(args.data)

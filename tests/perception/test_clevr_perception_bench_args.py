@@ -1,0 +1,39 @@
+"""benchmarks/clevr_perception.py refuses a render folder it cannot measure in one line, before any work (a
+missing or empty folder once printed a table of zeros)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "clevr_perception.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("clevr_perception_bench", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--renders", "{missing}"], "argument --renders: '{missing}': no such folder"),
+    (["--suite", "--suite-renders", "t={missing}"], "argument --suite-renders: '{missing}': no such folder"),
+    (["--suite", "--suite-renders", "{empty}"], "expected NAME=DIR[:FRACTION], got '{empty}'"),
+    (["--suite", "--suite-renders", "t={empty}:2"], "FRACTION must lie in (0, 1], got 2"),
+    (["--suite", "--suite-renders", "t={empty}:half"], "FRACTION must be a number, got 'half'"),
+])
+def test_bad_render_sets_are_refused_in_one_line(bench, tmp_path, capsys, argv, message):
+    names = {"missing": str(tmp_path / "nowhere"), "empty": str(tmp_path)}
+    with pytest.raises(SystemExit) as e:
+        bench.main([a.format(**names) for a in argv])
+    assert e.value.code == 2
+    assert message.format(**names) in capsys.readouterr().err
+
+
+def test_a_folder_without_scenes_is_refused(bench, tmp_path):
+    with pytest.raises(SystemExit, match=r"no usable scene in '.*' \(held-out share 1; expected the CLEVR layout"):
+        bench.main(["--renders", str(tmp_path), "--holdout-fraction", "1", "--no-speed"])
