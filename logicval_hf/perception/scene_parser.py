@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from logicval_hf.perception.backend import PerceptionBackend
+from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, rescore
 
 __all__ = ["DEFAULT_MODEL", "META_KEY", "SceneParser", "load_model", "extract", "extract_batch", "prepare",
            "decode", "adaptive_scale", "scene_confidence"]
@@ -353,10 +354,11 @@ class SceneParser:
         return peak[:n], mirror_offsets(reg), logits, vis
 
     def detect_batch(self, images: Sequence[np.ndarray], threshold: float | None = None, max_objects: int = 32,
-                     batch_size: int = 8, flip: bool | None = None) -> list[list[Detection]]:
+                     batch_size: int = 8, flip: bool | None = None, second_look: bool | None = None
+                     ) -> list[list[Detection]]:
         """Detections per image. Images of equal prepared shape share a forward pass; others run apart, so
         mixed sizes cost nothing but smaller batches."""
-        return [d for d, _ in self._detect(images, threshold, max_objects, batch_size, flip)]
+        return [d for d, _ in self._detect(images, threshold, max_objects, batch_size, flip, second_look)]
 
     @property
     def scale_meta(self) -> dict[str, Any] | None:
@@ -376,13 +378,31 @@ class SceneParser:
         return [adaptive_scale([max(d.w, d.h) for d in dets], im.shape[1], im.shape[0], sm)
                 for im, (dets, _) in zip(images, probe, strict=True)]
 
+    @property
+    def second_look(self) -> dict[str, Any] | None:
+        """The second look's settings (`logicval_hf.perception.second_look`) when the model file turns it on."""
+        sl = self.meta.get("second_look")
+        return {**SECOND_LOOK_DEFAULTS, **sl} if isinstance(sl, dict) else None
+
+    def decision_threshold(self, second_look: bool = True) -> float:
+        """The default threshold objects are kept at: the second look's (on averaged heats) where it is on,
+        else the first read's."""
+        look = self.second_look if second_look else None
+        return float(look["threshold"]) if look is not None else self.threshold
+
     def _detect(self, images: Sequence[np.ndarray], threshold: float | None, max_objects: int, batch_size: int,
-                flip: bool | None) -> list[tuple[list[Detection], list[Detection]]]:
-        """(detections, candidate peaks below the threshold) per image."""
-        thr = self.threshold if threshold is None else float(threshold)
+                flip: bool | None, second_look: bool | None = None) -> list[tuple[list[Detection], list[Detection]]]:
+        """(detections, candidate peaks below the threshold) per image. ``second_look``
+        (`logicval_hf.perception.second_look`): None as the model file says, True on (the file's settings, else
+        the defaults), False off; a caller's ``threshold`` also decides the second look's averaged heats."""
+        look = (self.second_look if second_look is None
+                else (self.second_look or dict(SECOND_LOOK_DEFAULTS)) if second_look else None)
+        thr = self.decision_threshold(look is not None) if threshold is None else float(threshold)
         flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
-        scales = self.scales(images, thr, batch_size)
+        scales = self.scales(images, self.threshold, batch_size)
         out = self._run(list(zip(images, scales, strict=True)), thr, max_objects, batch_size, flip, CANDIDATE_FLOOR)
+        if look is not None:
+            out = rescore(self, images, out, look, thr, max_objects, batch_size)
         if self.attributes is not None:
             self._classify(self.attributes, images, [d for d, _ in out])
         return out
@@ -441,7 +461,7 @@ class SceneParser:
 
         dom = load_catalog().domain
         found = self._detect(images, settings.get("threshold"), settings.get("max_objects", 32),
-                             settings.get("batch_size", 8), settings.get("flip"))
+                             settings.get("batch_size", 8), settings.get("flip"), settings.get("second_look"))
         scenes = []
         for im, (ds, candidates) in zip(images, found, strict=True):
             h, w = im.shape[:2]
@@ -530,10 +550,10 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
     settings = dict(settings)
     model = load_model(settings.pop("model_path", None), settings.pop("threads", None),
                        settings.pop("attribute_model", None))
-    unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip"}
+    unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip", "second_look"}
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, "
-                         "max_objects, batch_size, flip, model_path, attribute_model, threads")
+                         "max_objects, batch_size, flip, second_look, model_path, attribute_model, threads")
     _check_values(settings)
     return model, settings
 
@@ -541,9 +561,10 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
 def _check_values(settings: dict[str, Any]) -> None:
     """Refuse values that would otherwise be coerced into something else (``flip="false"`` is truthy; a
     threshold of 2 finds nothing) with the setting's name."""
-    flip = settings.get("flip")
-    if flip is not None and not isinstance(flip, (bool, np.bool_)):
-        raise ValueError(f"clevr scene parser: flip must be true or false, not {flip!r}")
+    for name in ("flip", "second_look"):
+        v = settings.get(name)
+        if v is not None and not isinstance(v, (bool, np.bool_)):
+            raise ValueError(f"clevr scene parser: {name} must be true or false, not {v!r}")
     thr = settings.get("threshold")
     if thr is not None and (isinstance(thr, bool) or not isinstance(thr, (int, float, np.floating))
                             or not 0 < float(thr) <= 1):
@@ -557,7 +578,8 @@ def _check_values(settings: dict[str, Any]) -> None:
 def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
     """`Scene` per RGB uint8 image. Settings: ``threshold`` (heat-map peak, default from the model),
     ``max_objects`` (32), ``batch_size`` (8), ``flip`` (also parse the mirrored image and average; default
-    from the model), ``model_path``, ``attribute_model`` (the second stage's file; default the one beside the
+    from the model), ``second_look`` (read uncertain peaks again, closer: `logicval_hf.perception.second_look`;
+    default from the model), ``model_path``, ``attribute_model`` (the second stage's file; default the one beside the
     model when present; ``False``: the detector's own attribute heads), ``threads`` (onnxruntime intra-op
     threads)."""
     model, rest = _split_settings(settings)

@@ -6,7 +6,8 @@ ships. From held-out records it fits: the detection threshold (most exact scene 
 temperatures, the offset head's median bias, and the scene confidence's parts (`scene_confidence`): the
 probability that a peak of a given heat is an object (isotonic fit), the centre error, and the power that
 corrects the product of the parts (they are not independent). With the attribute classifier beside, the
-power is fitted on the pair's output.
+power is fitted on the pair's output. The second look at uncertain peaks (`logicval_hf.perception.second_look`)
+gets its decision threshold from the same records, before the confidence's power is fitted through it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from logicval_hf.training.parser_augment import DEFAULT, Augmentation
 from logicval_hf.training.parser_data import ATTRIBUTES, Record
 from logicval_hf.training.parser_model import Export
 
-__all__ = ["THRESHOLDS", "calibrate", "evaluate", "export_onnx", "fit_temperature", "isotonic_table", "meta_for"]
+__all__ = ["THRESHOLDS", "calibrate", "evaluate", "export_onnx", "fit_second_look", "fit_temperature", "isotonic_table",
+           "meta_for"]
 
 THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)
 #: matched when the predicted centre lies within this share of the image width of the truth's
@@ -94,6 +96,7 @@ def evaluate(model_path: Path, records: Sequence[Record], flip: bool, attribute_
     from logicval_hf.perception.scene_parser import SceneParser
 
     parser = SceneParser(model_path, attribute_model=attribute_model)
+    keep = parser.decision_threshold()  # the model's own, after its second look where the file turns it on
     low = min(thresholds)
     found = parser._detect([r.rgb for r in records], low, 64, 8, flip)
     per_thr = {t: {"count": 0, "exact": 0} for t in thresholds}
@@ -114,17 +117,16 @@ def evaluate(model_path: Path, records: Sequence[Record], flip: bool, attribute_
         peaks += [(d.score, i in real) for i, d in enumerate(allp)]
         for i, j in pairs:
             d = allp[i]
-            if d.score < parser.threshold:
+            if d.score < keep:
                 continue
             errors.append([(d.cx - rec.centres[j, 0]) * d.scale, (d.cy - rec.centres[j, 1]) * d.scale])
             for k, a in enumerate(ATTRIBUTES):
                 if rec.labels[j, k] >= 0 and a in d.probs:
                     probs[a].append(d.probs[a])
                     labels[a].append(rec.labels[j, k])
-        images.append((rec, [d for d in dets if d.score >= parser.threshold],
-                       [d for d in allp if d.score < parser.threshold]))
+        images.append((rec, [d for d in dets if d.score >= keep], [d for d in allp if d.score < keep]))
     n = max(len(records), 1)
-    return {"images": len(records), "threshold": parser.threshold,
+    return {"images": len(records), "threshold": keep,
             "by_threshold": {str(t): {"count_accuracy": v["count"] / n, "exact_rate": v["exact"] / n}
                              for t, v in per_thr.items()},
             "probs": {a: (np.array(probs[a]), np.array(labels[a], int)) for a in ATTRIBUTES},
@@ -217,9 +219,39 @@ def expected_calibration_error(p: np.ndarray, outcome: np.ndarray, bins: int = 1
                      for b in range(bins) if (which == b).any()))
 
 
+def fit_second_look(model_path: Path, records: Sequence[Record], flip: bool, threshold: float
+                    ) -> tuple[dict[str, Any], dict[str, int]]:
+    """The second look's settings (`logicval_hf.perception.second_look`, its decision threshold fitted on the
+    band peaks of held-out ``records``) for the model at ``model_path`` (whose file has none yet), and the
+    wrong band decisions with and without it."""
+    from logicval_hf.perception.scene_parser import SceneParser
+    from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, fit_threshold, in_band, second_heat
+
+    parser = SceneParser(model_path, attribute_model=False)
+    cfg = dict(SECOND_LOOK_DEFAULTS)
+    images = [r.rgb for r in records]
+    found = parser._detect(images, threshold, 64, 8, flip, second_look=False)
+    items, is_object = [], []
+    for k, (rec, (dets, cands)) in enumerate(zip(records, found, strict=True)):
+        allp = [*dets, *cands]
+        pairs = match_centres([(d.cx, d.cy) for d in allp], rec.centres, MATCH_RADIUS * rec.rgb.shape[1],
+                              assign_far=True)
+        real = {i for i, _ in pairs}
+        for i, d in enumerate(allp):
+            if in_band(d.score, cfg):
+                items.append((k, d))
+                is_object.append(i in real)
+    second = second_heat(parser, images, items, cfg)
+    cfg["threshold"], figures = fit_threshold([d.score for _, d in items], second, is_object, cfg["weight"],
+                                              threshold)
+    return cfg, figures
+
+
 def calibrate(net, cls, records: Sequence[Record], flip: bool, provenance: dict[str, Any],
-              attribute_model: Any = None, aug: Augmentation = DEFAULT) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(metadata, figures) of ``net`` calibrated on held-out ``records`` (see the module docstring)."""
+              attribute_model: Any = None, aug: Augmentation = DEFAULT, second_look: bool = True
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metadata, figures) of ``net`` calibrated on held-out ``records`` (see the module docstring);
+    ``second_look``: fit and turn on `logicval_hf.perception.second_look`."""
     from logicval_hf.perception.scene_parser import CONFIDENCE_DEFAULTS, STRIDE
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -239,12 +271,18 @@ def calibrate(net, cls, records: Sequence[Record], flip: bool, provenance: dict[
                 "power": 1.0}
         meta = meta_for(cls, temps, thr, provenance, flip, bias, confidence=conf, aug=aug)
         export_onnx(net, path, meta)
+        look_figures = None
+        if second_look:
+            meta["second_look"], look_figures = fit_second_look(path, records, flip, thr)
+            export_onnx(net, path, meta)
         final = evaluate(path, records, flip, attribute_model=attribute_model)
         power, cal = fit_power(final["per_image"], {**CONFIDENCE_DEFAULTS, **conf}, ("color", "shape", "material"))
         conf["power"] = round(power, 4)
     figures = {"val_images": v["images"], "threshold": thr, "temperatures": temps, "offset_bias_cells": bias,
                "val_at_threshold": by[str(thr)], "by_threshold": by, "confidence": conf,
                "confidence_calibration": cal}
+    if look_figures is not None:
+        figures["second_look"] = {"threshold": meta["second_look"]["threshold"], **look_figures}
     return meta, figures
 
 

@@ -84,7 +84,7 @@ def do_export(net, args, cls, val: list[Record], step: int, elapsed: float, data
                   "numpy_fraction": args.numpy_fraction, "data": data_info, "augmentation": describe(DEFAULT),
                   "torch": __import__("torch").__version__}
     meta, figures = calibrate(net, cls, val, args.flip_default, provenance,
-                              attribute_model=args.attribute_model or False)
+                              attribute_model=args.attribute_model or False, second_look=not args.no_second_look)
     figures = {"step": step, **figures}
     meta["provenance"]["val"] = figures
     if args.export:
@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attribute-model", type=Path, default=None,
                     help="the attribute classifier that will ship beside this detector: the scene confidence's "
                          "power is then fitted on the pair's output (default: on the detector's alone)")
+    ap.add_argument("--no-second-look", action="store_true",
+                    help="export without the second look at uncertain peaks (logicval_hf.perception.second_look; "
+                         "by default its decision threshold is fitted on the held-out images and turned on)")
     ap.add_argument("--export-only", action="store_true",
                     help="no training: validate, calibrate and export the checkpoint in --out")
     args = ap.parse_args(argv)

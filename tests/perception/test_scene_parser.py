@@ -215,6 +215,10 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     model = scene_parser.SceneParser(export)
     assert model.meta["provenance"]["trained_steps"] == 2
     assert "vis" in model.outputs and model.meta["visible_point"]
+    # the export turns the second look on; four held-out images are too few to fit its threshold
+    look = model.meta["provenance"]["val"]["second_look"]
+    assert model.second_look is not None and not look["fitted"]
+    assert model.second_look["threshold"] == look["threshold"]
     assert T.load_folder(folder)[0].mask is not None
     scene = model.parse_batch([load_image(folder / "images" / "R_000.png")])[0]
     assert isinstance(scene, Scene)
