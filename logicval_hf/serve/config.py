@@ -23,7 +23,8 @@ class ServeConfig:
         host, port: where to listen (127.0.0.1 unless told otherwise).
         backend: the perception backend (``clevr``; ``neural`` for GenEval metadata, which needs the coco domain;
             ``given`` reads scene-graph JSON instead of images).
-        backend_settings: keyword settings for the backend (e.g. ``{"flip": False}``: one look, twice as fast).
+        backend_settings: keyword settings for the backend (e.g. ``{"second_look": False}``: no second look at
+            uncertain peaks, a third faster).
         workers: scoring worker processes (0: a thread of the serving process, as a Ray Serve replica does).
         token: when set, every scoring request needs ``Authorization: Bearer <token>``.
         reward: ``scores`` of LogicVal items: ``fraction`` (constraints satisfied) or ``probability``.

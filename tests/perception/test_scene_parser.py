@@ -121,14 +121,19 @@ def test_jpeg_reencode_of_a_numpy_render_gives_the_same_graph():
     assert checked == 3
 
 
-def test_the_shipped_detector_parses_the_mirror_too_by_default():
-    """flip: the mirrored image's offsets come back to the original's cells. A wrong mirror would move every
-    centre; here the two-look centres stay within a pixel of the one-look ones and of the truth."""
+def test_the_shipped_detector_reads_once_then_looks_again_by_default():
     model = scene_parser.load_model()
-    assert model.meta["flip"] is True
+    assert model.meta["flip"] is False and model.second_look is not None
+    assert model.decision_threshold() == model.second_look["threshold"]
+
+
+def test_two_looks_bring_the_mirrors_offsets_back_to_the_original_cells():
+    """flip=True: the mirrored image's offsets come back to the original's cells. A wrong mirror would move
+    every centre; here the two-look centres stay within a pixel of the one-look ones and of the truth."""
+    model = scene_parser.load_model()
     name = "clevr_v1_train__CLEVR_train_000514.png"
     rgb = load_image(DATA / name)
-    both, = model.detect_batch([rgb])
+    both, = model.detect_batch([rgb], flip=True)
     one, = model.detect_batch([rgb], flip=False)
     truth = np.array([o["pixel_coords"][:2] for o in SCENES[name]["objects"]], float)
     assert len(both) == len(one) == len(truth)  # peaks are the original view's
@@ -138,7 +143,7 @@ def test_the_shipped_detector_parses_the_mirror_too_by_default():
         assert np.abs(truth - (d.cx, d.cy)).sum(1).min() < 3  # a wrong mirror errs by tens of pixels
     # and the mirrored image parses to the mirrored scene
     W = rgb.shape[1]
-    mirrored, = model.detect_batch([np.ascontiguousarray(rgb[:, ::-1])])
+    mirrored, = model.detect_batch([np.ascontiguousarray(rgb[:, ::-1])], flip=True)
     for d in mirrored:
         assert np.abs(truth - (W - d.cx, d.cy)).sum(1).min() < 3
 
