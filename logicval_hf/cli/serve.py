@@ -88,8 +88,8 @@ def add_subcommands(subparsers: Any) -> None:
                    help="perception backend: clevr (LogicVal specs, default), neural (GenEval metadata: the coco "
                         "domain; extra 'neural'), given (scene-graph JSON instead of images)")
     p.add_argument("--setting", action="append", type=_setting, metavar="KEY=VALUE",
-                   help="a backend setting, repeatable (e.g. flip=false: the clevr parser's one-look mode, about "
-                        "twice as fast)")
+                   help="a backend setting, repeatable (e.g. second_look=false: the clevr parser without its "
+                        "second look at uncertain peaks, about a third faster)")
     p.add_argument("--workers", type=_positive_int, default=1,
                    help="scoring worker processes (default 1; one per core is the usual choice; each clevr worker "
                         "gets cores/N onnxruntime threads unless --setting threads=T; a Ray replica gets its CPUs)")
