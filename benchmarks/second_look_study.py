@@ -27,28 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import clevr_perception as cp  # noqa: E402
 
-from logicval_hf.common.matching import match_centres  # noqa: E402
 from logicval_hf.perception.scene_parser import SceneParser  # noqa: E402
-from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, fit_threshold, in_band, second_heat  # noqa: E402
+from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, fit_threshold, labelled_band_peaks  # noqa: E402
 
 GRID = (0.35, 0.40, 0.42, 0.44, 0.45, 0.46, 0.48, 0.50, 0.55)
-
-
-def band_peaks(parser: SceneParser, scenes: list[dict], cfg: dict) -> tuple[list[float], list[float], list[bool]]:
-    """(first heats, second heats, is an object) of every band peak of one look at ``scenes``."""
-    images = [s["_rgb"] for s in scenes]
-    found = parser._detect(images, parser.threshold, 64, 8, False, second_look=False)
-    items, truth = [], []
-    for k, (s, (dets, cands)) in enumerate(zip(scenes, found, strict=True)):
-        allp = [*dets, *cands]
-        tc = np.array([o["pixel_coords"][:2] for o in s["objects"]], float).reshape(-1, 2)
-        pairs = match_centres([(d.cx, d.cy) for d in allp], tc, cp.match_radius(s["image_width"]), assign_far=True)
-        real = {i for i, _ in pairs}
-        for i, d in enumerate(allp):
-            if in_band(d.score, cfg):
-                items.append((k, d))
-                truth.append(i in real)
-    return [d.score for _, d in items], second_heat(parser, images, items, cfg), truth
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             except argparse.ArgumentTypeError as e:
                 ap.error(str(e))
             scenes = cp.loaded_renders(folder, fraction)
-        data[name] = band_peaks(parser, scenes, cfg)
+        centres = [np.array([o["pixel_coords"][:2] for o in s["objects"]], float).reshape(-1, 2) for s in scenes]
+        data[name] = labelled_band_peaks(parser, [s["_rgb"] for s in scenes], centres, cfg, parser.threshold, False,
+                                         cp.match_radius(1.0))  # its share of the width
         print(f"  read: {name} ({len(scenes)} images, {len(data[name][2])} band peaks)", file=sys.stderr, flush=True)
     w, thr = float(cfg["weight"]), parser.threshold
     fit = args.fit or list(data)

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from logicval_hf.common.matching import match_centres
+
 if TYPE_CHECKING:
     from logicval_hf.perception.scene_parser import Detection, SceneParser
 
-__all__ = ["SECOND_LOOK_DEFAULTS", "in_band", "second_heat", "rescore", "fit_threshold"]
+__all__ = ["SECOND_LOOK_DEFAULTS", "in_band", "second_heat", "rescore", "labelled_band_peaks", "fit_threshold"]
 
 #: ``band``: first-read heats read again; ``zoom``: the second read's scale over the first's; ``context``:
 #: the window's side over the box's longer side; ``radius``: how far (x the box's longer side) the second
@@ -88,6 +90,25 @@ def rescore(parser: SceneParser, images: Sequence[np.ndarray], found: list[tuple
         kept = [d for d in every if d.score >= threshold][:max_objects]
         out.append((kept, [d for d in every if d.score < threshold]))
     return out
+
+
+def labelled_band_peaks(parser: SceneParser, images: Sequence[np.ndarray], centres: Sequence[np.ndarray],
+                        cfg: dict[str, Any], threshold: float, flip: bool, match_share: float
+                        ) -> tuple[list[float], list[float], list[bool]]:
+    """What fitting and studying the second look need from held-out images with known object ``centres`` (one
+    (K, 2) array per image): every band peak of the first read (no second look), its first and second heat, and
+    whether it is an object (matched to a true centre within ``match_share`` x the image width, Hungarian)."""
+    found = parser._detect(images, threshold, 64, 8, flip, second_look=False)
+    items, is_object = [], []
+    for k, (im, truth, (dets, cands)) in enumerate(zip(images, centres, found, strict=True)):
+        allp = [*dets, *cands]
+        pairs = match_centres([(d.cx, d.cy) for d in allp], truth, match_share * im.shape[1], assign_far=True)
+        real = {i for i, _ in pairs}
+        for i, d in enumerate(allp):
+            if in_band(d.score, cfg):
+                items.append((k, d))
+                is_object.append(i in real)
+    return [d.score for _, d in items], second_heat(parser, images, items, cfg), is_object
 
 
 #: Fewer wrong first-read decisions than this among a held-out set's band peaks leave too wide a range of

@@ -225,25 +225,13 @@ def fit_second_look(model_path: Path, records: Sequence[Record], flip: bool, thr
     band peaks of held-out ``records``) for the model at ``model_path`` (whose file has none yet), and the
     wrong band decisions with and without it."""
     from logicval_hf.perception.scene_parser import SceneParser
-    from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, fit_threshold, in_band, second_heat
+    from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, fit_threshold, labelled_band_peaks
 
     parser = SceneParser(model_path, attribute_model=False)
     cfg = dict(SECOND_LOOK_DEFAULTS)
-    images = [r.rgb for r in records]
-    found = parser._detect(images, threshold, 64, 8, flip, second_look=False)
-    items, is_object = [], []
-    for k, (rec, (dets, cands)) in enumerate(zip(records, found, strict=True)):
-        allp = [*dets, *cands]
-        pairs = match_centres([(d.cx, d.cy) for d in allp], rec.centres, MATCH_RADIUS * rec.rgb.shape[1],
-                              assign_far=True)
-        real = {i for i, _ in pairs}
-        for i, d in enumerate(allp):
-            if in_band(d.score, cfg):
-                items.append((k, d))
-                is_object.append(i in real)
-    second = second_heat(parser, images, items, cfg)
-    cfg["threshold"], figures = fit_threshold([d.score for _, d in items], second, is_object, cfg["weight"],
-                                              threshold)
+    first, second, is_object = labelled_band_peaks(parser, [r.rgb for r in records], [r.centres for r in records],
+                                                   cfg, threshold, flip, MATCH_RADIUS)
+    cfg["threshold"], figures = fit_threshold(first, second, is_object, cfg["weight"], threshold)
     return cfg, figures
 
 
