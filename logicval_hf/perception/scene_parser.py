@@ -384,10 +384,19 @@ class SceneParser:
         sl = self.meta.get("second_look")
         return {**SECOND_LOOK_DEFAULTS, **sl} if isinstance(sl, dict) else None
 
-    def decision_threshold(self, second_look: bool = True) -> float:
+    def look_settings(self, second_look: bool | None = None) -> dict[str, Any] | None:
+        """The second look a parse uses: None as the model file says, True on (the file's settings, else the
+        defaults), False off (None)."""
+        if second_look is None:
+            return self.second_look
+        if not second_look:
+            return None
+        return self.second_look or dict(SECOND_LOOK_DEFAULTS)
+
+    def decision_threshold(self, second_look: bool | None = None) -> float:
         """The default threshold objects are kept at: the second look's (on averaged heats) where it is on,
         else the first read's."""
-        look = self.second_look if second_look else None
+        look = self.look_settings(second_look)
         return float(look["threshold"]) if look is not None else self.threshold
 
     def _detect(self, images: Sequence[np.ndarray], threshold: float | None, max_objects: int, batch_size: int,
@@ -395,9 +404,8 @@ class SceneParser:
         """(detections, candidate peaks below the threshold) per image. ``second_look``
         (`logicval_hf.perception.second_look`): None as the model file says, True on (the file's settings, else
         the defaults), False off; a caller's ``threshold`` also decides the second look's averaged heats."""
-        look = (self.second_look if second_look is None
-                else (self.second_look or dict(SECOND_LOOK_DEFAULTS)) if second_look else None)
-        thr = self.decision_threshold(look is not None) if threshold is None else float(threshold)
+        look = self.look_settings(second_look)
+        thr = self.decision_threshold(second_look) if threshold is None else float(threshold)
         flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
         scales = self.scales(images, self.threshold, batch_size)
         out = self._run(list(zip(images, scales, strict=True)), thr, max_objects, batch_size, flip, CANDIDATE_FLOOR)
