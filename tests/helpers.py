@@ -22,6 +22,14 @@ def requires(*modules: str):
     return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (not installed)")
 
 
+def load_script(path: Path, name: str):
+    """A script that is not part of the package (a benchmark, a Space shell) imported as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class lazy:
     """A module imported at its first attribute access (see `requires`). Patch the module itself
     (``monkeypatch.setattr("pkg.mod.name", ...)``), not this handle."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from helpers import render_folder
+from helpers import load_script, render_folder
 
 pytest.importorskip("onnxruntime")
 
@@ -16,10 +15,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "second_look_study
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("second_look_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "second_look_study")
 
 
 def test_a_render_folder_gets_a_row_and_a_ratio_against_the_first_read(study, tmp_path, capsys):

@@ -1,7 +1,6 @@
 """The `evaluate` metric module in metric/logicval, the `given` backend, and publishing the metric Space."""
 
 import doctest
-import importlib.util
 import io
 import json
 import os
@@ -21,7 +20,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from helpers import attr, lazy, obj  # noqa: E402
+from helpers import attr, lazy, load_script, obj  # noqa: E402
 from logicval_hf import Scene  # noqa: E402
 from logicval_hf.benchmark.sampler import cached_benchmark  # noqa: E402
 from logicval_hf.scoring.evaluation import compute as direct_compute  # noqa: E402
@@ -433,10 +432,7 @@ def test_push_metric_follows_the_hub_namespace(monkeypatch, capsys):
 
 # ---- the Space app -----------------------------------------------------------------------------
 def _import_app():
-    spec = importlib.util.spec_from_file_location("logicval_metric_app", METRIC / "app.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(METRIC / "app.py", "logicval_metric_app")
 
 
 def test_app_without_gradio_fails_clearly():

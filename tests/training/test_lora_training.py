@@ -9,7 +9,7 @@ selection history as an uninterrupted run), and the selection bookkeeping.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import math
 import random
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import lazy, requires
+from helpers import lazy, load_script, requires
 from logicval_hf.generation.families import FAMILIES  # the family table imports no torch
 from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split
 
@@ -49,10 +49,7 @@ def _train_module():
 
 
 def _shell_module():
-    spec = importlib.util.spec_from_file_location("train_lora_shell", ROOT / "lora_training" / "train_lora.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "lora_training" / "train_lora.py", "train_lora_shell")
 
 
 def make_clevr_folder(folder: Path, count: int = 30, seed: int = 0, size=(96, 64)) -> Path:
