@@ -28,7 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clevr_perception as cp  # noqa: E402
 
 from logicval_hf.perception.scene_parser import SceneParser  # noqa: E402
-from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, fit_threshold, labelled_band_peaks  # noqa: E402
+from logicval_hf.perception.second_look import (  # noqa: E402
+    SECOND_LOOK_DEFAULTS,
+    averaged_heat,
+    fit_threshold,
+    labelled_band_peaks,
+    wrong_decisions,
+)
 
 GRID = (0.35, 0.40, 0.42, 0.44, 0.45, 0.46, 0.48, 0.50, 0.55)
 
@@ -72,15 +78,13 @@ def main(argv: list[str] | None = None) -> int:
           f"context {cfg['context']}; fitted on {', '.join(fit)}: threshold {t} ({fig})")
     print("| set | band peaks | first read | " + " | ".join(f"second look {g:.2f}" for g in GRID) + " |")
     print("|" + "---|" * (3 + len(GRID)))
+    total1 = total2 = 0
     for name, (s1, s2, y) in data.items():
-        a1, a2, yy = np.array(s1), np.array(s2), np.array(y, bool)
-        base = int(((a1 >= thr) != yy).sum())
-        avg = (1 - w) * a1 + w * a2
-        cells = [f"{int(((avg >= g) != yy).sum())}" for g in GRID]
-        print(f"| {name} | {len(yy)} | {base} | " + " | ".join(cells) + " |")
-    total1 = sum(int(((np.array(s1) >= thr) != np.array(y, bool)).sum()) for s1, _, y in data.values())
-    total2 = sum(int((((1 - w) * np.array(s1) + w * np.array(s2) >= t) != np.array(y, bool)).sum())
-                 for s1, s2, y in data.values())
+        base, avg = wrong_decisions(s1, thr, y), averaged_heat(s1, s2, w)
+        total1 += base
+        total2 += wrong_decisions(avg, t, y)
+        cells = [str(wrong_decisions(avg, g, y)) for g in GRID]
+        print(f"| {name} | {len(y)} | {base} | " + " | ".join(cells) + " |")
     print(f"wrong decisions over all sets: first read {total1}, second look at {t} {total2} "
           f"(ratio {total2 / max(total1, 1):.2f})")
     return 0

@@ -28,7 +28,8 @@ from logicval_hf.common.matching import match_centres
 if TYPE_CHECKING:
     from logicval_hf.perception.scene_parser import Detection, SceneParser
 
-__all__ = ["SECOND_LOOK_DEFAULTS", "in_band", "second_heat", "rescore", "labelled_band_peaks", "fit_threshold"]
+__all__ = ["SECOND_LOOK_DEFAULTS", "in_band", "second_heat", "rescore", "labelled_band_peaks", "averaged_heat",
+           "wrong_decisions", "fit_threshold"]
 
 #: ``band``: first-read heats read again; ``zoom``: the second read's scale over the first's; ``context``:
 #: the window's side over the box's longer side; ``radius``: how far (x the box's longer side) the second
@@ -111,6 +112,16 @@ def labelled_band_peaks(parser: SceneParser, images: Sequence[np.ndarray], centr
     return [d.score for _, d in items], second_heat(parser, images, items, cfg), is_object
 
 
+def averaged_heat(first: Sequence[float], second: Sequence[float], weight: float) -> np.ndarray:
+    """The heats the second look decides on: ``weight`` of the second read's, the rest the first's."""
+    return (1 - weight) * np.asarray(first, float) + weight * np.asarray(second, float)
+
+
+def wrong_decisions(heat: Sequence[float] | np.ndarray, threshold: float, is_object: Sequence[bool]) -> int:
+    """Peaks kept that are not objects plus objects dropped, keeping those whose ``heat`` reaches ``threshold``."""
+    return int(((np.asarray(heat, float) >= threshold) != np.asarray(is_object, bool)).sum())
+
+
 #: Fewer wrong first-read decisions than this among a held-out set's band peaks leave too wide a range of
 #: equally good thresholds to choose from: `fit_threshold` then keeps ``SECOND_LOOK_DEFAULTS["threshold"]``.
 MIN_FIT_ERRORS = 8
@@ -126,15 +137,14 @@ def fit_threshold(first: Sequence[float], second: Sequence[float], is_object: Se
     The default, 0.45, is this fit's median-of-ties on 55 band peaks of held-out images the shipped detector
     never trained on (the newest ``t2i_train`` renders and ``clevr_blender``'s held-out 5 %); the model card
     has the study."""
-    s1, s2, y = (np.asarray(first, float), np.asarray(second, float), np.asarray(is_object, bool))
-    avg = (1 - weight) * s1 + weight * s2
+    avg = averaged_heat(first, second, weight)
     grid = np.round(np.arange(0.30, 0.651, 0.01), 2)
-    first_errors = int(((s1 >= first_threshold) != y).sum())
+    first_errors = wrong_decisions(first, first_threshold, is_object)
     t = float(SECOND_LOOK_DEFAULTS["threshold"])
     fitted = first_errors >= MIN_FIT_ERRORS
     if fitted:
-        errors = [int(((avg >= g) != y).sum()) for g in grid]
+        errors = [wrong_decisions(avg, g, is_object) for g in grid]
         tied = [k for k in range(len(grid)) if errors[k] == min(errors)]
         t = float(grid[tied[len(tied) // 2]])
-    return t, {"band_peaks": len(y), "errors_first_read": first_errors,
-               "errors_second_look": int(((avg >= t) != y).sum()), "fitted": fitted}
+    return t, {"band_peaks": len(is_object), "errors_first_read": first_errors,
+               "errors_second_look": wrong_decisions(avg, t, is_object), "fitted": fitted}
