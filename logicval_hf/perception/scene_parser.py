@@ -48,6 +48,7 @@ import numpy as np
 
 from logicval_hf.perception.backend import PerceptionBackend
 from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, rescore
+from logicval_hf.perception.white_balance import balance_crops, illuminant_gains
 
 __all__ = ["DEFAULT_MODEL", "META_KEY", "SceneParser", "load_model", "extract", "extract_batch", "prepare",
            "decode", "adaptive_scale", "scene_confidence"]
@@ -400,10 +401,13 @@ class SceneParser:
         return float(look["threshold"]) if look is not None else self.threshold
 
     def _detect(self, images: Sequence[np.ndarray], threshold: float | None, max_objects: int, batch_size: int,
-                flip: bool | None, second_look: bool | None = None) -> list[tuple[list[Detection], list[Detection]]]:
+                flip: bool | None, second_look: bool | None = None, white_balance: bool | None = None
+                ) -> list[tuple[list[Detection], list[Detection]]]:
         """(detections, candidate peaks below the threshold) per image. ``second_look``
         (`logicval_hf.perception.second_look`): None as the model file says, True on (the file's settings, else
-        the defaults), False off; a caller's ``threshold`` also decides the second look's averaged heats."""
+        the defaults), False off; a caller's ``threshold`` also decides the second look's averaged heats.
+        ``white_balance`` (`logicval_hf.perception.white_balance`): the classifier's crops balanced (None or True)
+        or not (False)."""
         look = self.look_settings(second_look)
         thr = self.decision_threshold(second_look) if threshold is None else float(threshold)
         flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
@@ -412,7 +416,7 @@ class SceneParser:
         if look is not None:
             out = rescore(self, images, out, look, thr, max_objects, batch_size)
         if self.attributes is not None:
-            self._classify(self.attributes, images, [d for d, _ in out])
+            self._classify(self.attributes, images, [d for d, _ in out], white_balance is not False)
         return out
 
     def _run(self, items: Sequence[tuple[np.ndarray, float]], thr: float, max_objects: int, batch_size: int,
@@ -439,8 +443,11 @@ class SceneParser:
         return out
 
     @staticmethod
-    def _classify(classifier: AttributeClassifier, images: Sequence[np.ndarray], dets: list[list[Detection]]) -> None:
-        """Merge the second stage's attribute probabilities into every detection's (all crops in one batch).
+    def _classify(classifier: AttributeClassifier, images: Sequence[np.ndarray], dets: list[list[Detection]],
+                  white_balance: bool = True) -> None:
+        """Merge the second stage's attribute probabilities into every detection's (all crops in one batch),
+        each image's crops white-balanced first (`logicval_hf.perception.white_balance`) unless ``white_balance``
+        is False.
         Centres stay the detector's: the classifier's centre head is an auxiliary training task (metadata
         ``refine_centre: false``; its centres were worse, median error 0.46 vs 0.39 px on held-out renders)."""
         crops = []
@@ -448,7 +455,8 @@ class SceneParser:
             if ds:
                 long_side = max(im.shape[:2])
                 sq = [crop_square(d.cx, d.cy, d.w, d.h, d.vx, d.vy, long_side) for d in ds]
-                crops.append(object_crops(im, sq, [(d.vx, d.vy) for d in ds]))
+                c = object_crops(im, sq, [(d.vx, d.vy) for d in ds])
+                crops.append(balance_crops(c, illuminant_gains(im)) if white_balance else c)
         if not crops:
             return
         probs, _ = classifier.classify(np.concatenate(crops))
@@ -469,7 +477,8 @@ class SceneParser:
 
         dom = load_catalog().domain
         found = self._detect(images, settings.get("threshold"), settings.get("max_objects", 32),
-                             settings.get("batch_size", 8), settings.get("flip"), settings.get("second_look"))
+                             settings.get("batch_size", 8), settings.get("flip"), settings.get("second_look"),
+                             settings.get("white_balance"))
         scenes = []
         for im, (ds, candidates) in zip(images, found, strict=True):
             h, w = im.shape[:2]
@@ -558,10 +567,11 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
     settings = dict(settings)
     model = load_model(settings.pop("model_path", None), settings.pop("threads", None),
                        settings.pop("attribute_model", None))
-    unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip", "second_look"}
+    unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip", "second_look", "white_balance"}
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, "
-                         "max_objects, batch_size, flip, second_look, model_path, attribute_model, threads")
+                         "max_objects, batch_size, flip, second_look, white_balance, model_path, attribute_model, "
+                         "threads")
     _check_values(settings)
     return model, settings
 
@@ -569,7 +579,7 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
 def _check_values(settings: dict[str, Any]) -> None:
     """Refuse values that would otherwise be coerced into something else (``flip="false"`` is truthy; a
     threshold of 2 finds nothing) with the setting's name."""
-    for name in ("flip", "second_look"):
+    for name in ("flip", "second_look", "white_balance"):
         v = settings.get(name)
         if v is not None and not isinstance(v, (bool, np.bool_)):
             raise ValueError(f"clevr scene parser: {name} must be true or false, not {v!r}")
@@ -587,9 +597,10 @@ def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
     """`Scene` per RGB uint8 image. Settings: ``threshold`` (heat-map peak, default from the model),
     ``max_objects`` (32), ``batch_size`` (8), ``flip`` (also parse the mirrored image and average; default
     from the model), ``second_look`` (read uncertain peaks again, closer: `logicval_hf.perception.second_look`;
-    default from the model), ``model_path``, ``attribute_model`` (the second stage's file; default the one beside the
-    model when present; ``False``: the detector's own attribute heads), ``threads`` (onnxruntime intra-op
-    threads)."""
+    default from the model), ``white_balance`` (balance the attribute classifier's crops against the image's
+    colour cast: `logicval_hf.perception.white_balance`; default true), ``model_path``, ``attribute_model``
+    (the second stage's file; default the one beside the model when present; ``False``: the detector's own
+    attribute heads), ``threads`` (onnxruntime intra-op threads)."""
     model, rest = _split_settings(settings)
     return model.parse_batch(list(images), **rest)
 
