@@ -42,8 +42,12 @@ def illuminant_gains(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm
     if not norm > 0 or not limit >= 0:
         raise ValueError(f"white balance: norm must be > 0 and limit >= 0, not {norm!r} and {limit!r}")
     step = max(1, int(np.sqrt(rgb.shape[0] * rgb.shape[1] / max(pixels, 1))))
-    lin = (rgb[::step, ::step].reshape(-1, 3).astype(np.float32) / 255) ** _GAMMA
-    estimate = np.maximum(np.mean(lin ** norm, axis=0) ** (1 / norm), 1e-6)
+    sample = np.ascontiguousarray(rgb[::step, ::step]).reshape(-1, 3)
+    # each channel's histogram against a table of (v / 255) ** (gamma * norm): a tenth of the cost of
+    # raising every pixel to that power, the same sum
+    table = (np.arange(256) / 255.0) ** (_GAMMA * norm)
+    moments = np.array([np.bincount(sample[:, c], minlength=256) @ table for c in range(3)]) / len(sample)
+    estimate = np.maximum(moments ** (1 / norm), 1e-6)
     if float(estimate.max()) <= 1e-6:  # a black image has no cast to remove
         return np.ones(3, np.float32)
     log_gain = -np.log(estimate)
