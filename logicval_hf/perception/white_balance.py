@@ -35,7 +35,7 @@ def illuminant_gains(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm
     H x W x 3), their logs centred (the overall brightness is kept) and clipped to +-``limit``.
 
     Raises:
-        ValueError: ``rgb`` is not an H x W x 3 image, or ``norm`` / ``limit`` is not a positive number.
+        ValueError: ``rgb`` is not an H x W x 3 image, ``norm`` is not positive or ``limit`` is negative.
     """
     if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
         raise ValueError(f"white balance: expected an H x W x 3 image, got shape {rgb.shape}")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logicval_hf.perception import load_image, scene_parser
-from logicval_hf.perception.shifts import apply_shift
+from logicval_hf.perception.shifts import _linear, apply_shift
 from logicval_hf.perception.white_balance import WHITE_BALANCE_DEFAULTS, balance_crops, illuminant_gains
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "clevr"
@@ -22,9 +22,9 @@ GREY_IMAGE = "clevrparser_2obj_val__CLEVR_val_000006.png"
 
 
 def _cast(rgb: np.ndarray, log_cast: np.ndarray) -> np.ndarray:
-    """``rgb`` under light of another colour: each channel scaled by exp(log_cast) in linear light."""
-    lin = (rgb.astype(np.float64) / 255) ** 2.2 * np.exp(log_cast)
-    return np.round(np.clip(lin, 0, 1) ** (1 / 2.2) * 255).astype(np.uint8)
+    """``rgb`` under light of another colour: each channel scaled by exp(log_cast) in linear light (the shifts'
+    own exposure / gain helper)."""
+    return _linear(rgb, np.exp(log_cast))
 
 
 def test_a_neutral_image_needs_no_correction():
