@@ -19,13 +19,52 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["WHITE_BALANCE_DEFAULTS", "illuminant_gains", "balance_crops"]
+__all__ = ["WHITE_BALANCE_DEFAULTS", "illuminant_cast", "gains_for", "illuminant_gains", "balance_crops"]
 
 #: ``norm``: the Minkowski norm of the shades-of-grey estimate; ``limit``: the largest correction per channel,
 #: as |log gain| (the classifier's training augmentation range); ``pixels``: about how many pixels the
 #: estimate reads (a regular subsample of a larger image).
 WHITE_BALANCE_DEFAULTS = {"norm": 6.0, "limit": 0.15, "pixels": 65536}
 _GAMMA = 2.2
+
+
+def illuminant_cast(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm"],
+                    pixels: int = int(WHITE_BALANCE_DEFAULTS["pixels"])) -> np.ndarray:
+    """(3,) float64 logs of ``rgb``'s estimated illuminant per channel in linear light, centred (their mean
+    is 0: the cast, not the brightness); ``rgb`` is uint8 H x W x 3. A per-channel gain ``g`` in linear light
+    adds ``log g`` (centred) to it, up to clipping at white: training (`train_attribute_classifier
+    --balance-crops`) uses that to balance crops of augmented images as `illuminant_gains` balances the image.
+
+    Raises:
+        ValueError: ``rgb`` is not an H x W x 3 image or ``norm`` is not positive.
+    """
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
+        raise ValueError(f"white balance: expected an H x W x 3 image, got shape {rgb.shape}")
+    if not norm > 0:
+        raise ValueError(f"white balance: norm must be > 0, not {norm!r}")
+    step = max(1, int(np.sqrt(rgb.shape[0] * rgb.shape[1] / max(pixels, 1))))
+    sample = np.ascontiguousarray(rgb[::step, ::step]).reshape(-1, 3)
+    # each channel's histogram against a table of (v / 255) ** (gamma * norm): a tenth of the cost of
+    # raising every pixel to that power, the same sum
+    table = (np.arange(256) / 255.0) ** (_GAMMA * norm)
+    moments = np.array([np.bincount(sample[:, c], minlength=256) @ table for c in range(3)]) / len(sample)
+    estimate = np.maximum(moments ** (1 / norm), 1e-6)
+    if float(estimate.max()) <= 1e-6:  # a black image has no cast to remove
+        return np.zeros(3)
+    log_estimate = np.log(estimate)
+    return log_estimate - log_estimate.mean()
+
+
+def gains_for(cast: np.ndarray, limit: float = WHITE_BALANCE_DEFAULTS["limit"]) -> np.ndarray:
+    """(3,) float32 gains in linear light that undo a centred log ``cast`` (`illuminant_cast`), each at most
+    ``limit`` in log.
+
+    Raises:
+        ValueError: ``limit`` is negative.
+    """
+    if not limit >= 0:
+        raise ValueError(f"white balance: limit must be >= 0, not {limit!r}")
+    return np.exp(np.clip(-np.asarray(cast, np.float64), -limit, limit)).astype(np.float32)
 
 
 def illuminant_gains(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm"],
@@ -37,22 +76,9 @@ def illuminant_gains(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm
     Raises:
         ValueError: ``rgb`` is not an H x W x 3 image, ``norm`` is not positive or ``limit`` is negative.
     """
-    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
-        raise ValueError(f"white balance: expected an H x W x 3 image, got shape {rgb.shape}")
-    if not norm > 0 or not limit >= 0:
+    if not limit >= 0:
         raise ValueError(f"white balance: norm must be > 0 and limit >= 0, not {norm!r} and {limit!r}")
-    step = max(1, int(np.sqrt(rgb.shape[0] * rgb.shape[1] / max(pixels, 1))))
-    sample = np.ascontiguousarray(rgb[::step, ::step]).reshape(-1, 3)
-    # each channel's histogram against a table of (v / 255) ** (gamma * norm): a tenth of the cost of
-    # raising every pixel to that power, the same sum
-    table = (np.arange(256) / 255.0) ** (_GAMMA * norm)
-    moments = np.array([np.bincount(sample[:, c], minlength=256) @ table for c in range(3)]) / len(sample)
-    estimate = np.maximum(moments ** (1 / norm), 1e-6)
-    if float(estimate.max()) <= 1e-6:  # a black image has no cast to remove
-        return np.ones(3, np.float32)
-    log_gain = -np.log(estimate)
-    log_gain = np.clip(log_gain - log_gain.mean(), -limit, limit)
-    return np.exp(log_gain).astype(np.float32)
+    return gains_for(illuminant_cast(rgb, norm, pixels), limit)
 
 
 def balance_crops(crops: np.ndarray, gains: np.ndarray) -> np.ndarray:

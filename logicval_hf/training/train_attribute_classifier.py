@@ -97,12 +97,28 @@ def jitter(s: ObjectSample, long_side: int, rng: np.random.Generator | None = No
     return crop_square(cx, cy, w, h, vx, vy, long_side), (vx, vy)
 
 
-def photometric(crop: np.ndarray, rng: np.random.Generator, aug: Augmentation = DEFAULT_AUGMENTATION) -> np.ndarray:
+def photometric(crop: np.ndarray, rng: np.random.Generator, aug: Augmentation = DEFAULT_AUGMENTATION,
+                balance: tuple[np.ndarray, float] | None = None) -> np.ndarray:
     """The detector's appearance changes (`parser_augment.photometric`) on one crop's RGB (float32 3 x H x W in
-    [0, 1]), after a resolution loss (p 0.3): a small object enlarged to the crop size."""
+    [0, 1]), after a resolution loss (p 0.3): a small object enlarged to the crop size.
+
+    ``balance``: (the centred log cast of the crop's whole image, `white_balance.illuminant_cast`; the limit)
+    to balance the crop as the parser does at inference (`white_balance`): the white-balance gain is then drawn
+    here, and the crop gets it times the gains the parser would estimate for the image with that gain
+    (the cast plus the gain's centred log, undone up to the limit)."""
     import cv2
 
     x = crop.transpose(1, 2, 0) * 255
+    if balance is not None:
+        from logicval_hf.perception.white_balance import gains_for
+
+        cast, limit = balance
+        log_gain = (rng.uniform(-aug.white_balance_log, aug.white_balance_log, 3)
+                    if rng.random() < aug.white_balance_p else np.zeros(3))
+        gains = np.exp(log_gain) * gains_for(cast + log_gain - log_gain.mean(), limit)
+        lin = np.power(x / 255, 2.2) * gains.astype(np.float32)
+        x = np.power(np.clip(lin, 0, 1), 1 / 2.2) * 255
+        aug = replace(aug, white_balance_p=0.0)
     if rng.random() < 0.3:  # resolution loss
         n = x.shape[0]
         m = max(8, round(n * rng.uniform(0.4, 0.85)))
@@ -125,24 +141,33 @@ def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = 
 
 def make_batch(records: list[Record], samples: list[ObjectSample], step: int, seed: int, batch_size: int,
                numpy_fraction: float, weights: np.ndarray | None = None,
-               aug: Augmentation = DEFAULT_AUGMENTATION):
+               aug: Augmentation = DEFAULT_AUGMENTATION, balance: float | None = None,
+               casts: dict[int, np.ndarray] | None = None):
     """(crops, labels, centre targets) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are
-    drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
+    drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant).
+    ``balance``: white-balance every crop as the parser does, up to this limit (see `photometric`); ``casts``
+    caches the records' estimated casts (by record index) between calls."""
+    from logicval_hf.perception.white_balance import illuminant_cast
+
     rng = np.random.default_rng([seed, step])
     crops: list[np.ndarray] = []
     labels: list[np.ndarray] = []
     centres: list[np.ndarray] = []
+    image_casts: list[np.ndarray | None] = []
+    casts = {} if casts is None else casts
     n_numpy = round(batch_size * numpy_fraction) if samples else batch_size
     j = 0
     while len(crops) < n_numpy:  # whole numpy scenes, a few objects each
         rec = numpy_render((seed, step, j))
         j += 1
+        cast = illuminant_cast(rec.rgb) if balance is not None else None
         for s in object_samples([rec]):
             if len(crops) < n_numpy:
                 c, t, _ = crop_of(rec.rgb, s, rng)
                 crops.append(c)
                 centres.append(t)
                 labels.append(s.labels)
+                image_casts.append(cast)
     while len(crops) < batch_size:
         k = int(rng.choice(len(samples), p=weights)) if weights is not None else int(rng.integers(len(samples)))
         s = samples[k]
@@ -150,8 +175,11 @@ def make_batch(records: list[Record], samples: list[ObjectSample], step: int, se
         crops.append(c)
         centres.append(t)
         labels.append(s.labels)
-    for c, t in zip(crops, centres, strict=True):
-        c[:3] = photometric(c[:3], rng, aug)
+        if balance is not None and s.record not in casts:
+            casts[s.record] = illuminant_cast(records[s.record].rgb)
+        image_casts.append(casts.get(s.record))
+    for c, t, cast in zip(crops, centres, image_casts, strict=True):
+        c[:3] = photometric(c[:3], rng, aug, None if balance is None or cast is None else (cast, balance))
         if rng.random() < 0.5:
             c[:] = c[:, :, ::-1]
             t[0] = -t[0]
@@ -210,13 +238,16 @@ def loss_fn(logits, centre, labels, centre_target, cls):
     return total, parts
 
 
-def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed: int = 0) -> dict[str, Any]:
-    """On held-out objects, crops jittered as in training (a fixed stream, no photometric change): accuracy
-    per attribute and of all perceived attributes, the logits (for the temperatures), and the centre's
-    median error in image pixels before and after the refinement."""
+def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed: int = 0,
+             balance: float | None = None) -> dict[str, Any]:
+    """On held-out objects, crops jittered as in training (a fixed stream, no photometric change; with
+    ``balance``, white-balanced as the parser does up to that limit): accuracy per attribute and of all
+    perceived attributes, the logits (for the temperatures), and the centre's median error in image pixels
+    before and after the refinement."""
     import torch
 
     from logicval_hf.perception.scene_parser import CROP
+    from logicval_hf.perception.white_balance import balance_crops, illuminant_gains
 
     rng = np.random.default_rng([seed, 10**6])
     net.eval()
@@ -225,7 +256,11 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed:
         for start in range(0, len(samples), 128):
             chunk = samples[start:start + 128]
             pairs = [crop_of(records[s.record].rgb, s, rng) for s in chunk]
-            z, c = net(torch.from_numpy(np.stack([p[0] for p in pairs])))
+            x = np.stack([p[0] for p in pairs])
+            if balance is not None:
+                for k, s in enumerate(chunk):
+                    balance_crops(x[k:k + 1], illuminant_gains(records[s.record].rgb, limit=balance))
+            z, c = net(torch.from_numpy(x))
             logits.append(z.numpy())
             for (_, t, side), pred in zip(pairs, c.numpy(), strict=True):
                 before.append(np.abs(t) * side / CROP)
@@ -284,9 +319,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--white-balance", type=float, default=DEFAULT_AUGMENTATION.white_balance_log, metavar="LOG",
                     help="per-channel white-balance gains drawn within exp(+-LOG) in linear light (default "
                          f"{DEFAULT_AUGMENTATION.white_balance_log}; light of other colour temperatures needs more)")
+    ap.add_argument("--balance-crops", type=float, default=None, metavar="LIMIT",
+                    help="white-balance every crop as the parser does at inference (its crops' white balance, "
+                         "`perception.white_balance`), undoing the image's estimated cast up to LIMIT in log (the "
+                         "parser's is 0.15): the classifier then learns on what it will read (default: off)")
     args = ap.parse_args(argv)
     if not 0 <= args.white_balance <= 1:
         ap.error(f"--white-balance must lie in [0, 1], got {args.white_balance}")
+    if args.balance_crops is not None and not 0 <= args.balance_crops <= 1:
+        ap.error(f"--balance-crops must lie in [0, 1], got {args.balance_crops}")
     aug = replace(DEFAULT_AUGMENTATION, white_balance_log=args.white_balance)
 
     import torch
@@ -311,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                           "train_scenes": len(tr), "held_out_scenes": len(va),
                           "with_masks": sum(r.mask is not None for r in recs)})
     weights = record_weights(sizes)
+    casts: dict[int, np.ndarray] = {}  # the records' estimated casts, for --balance-crops
     if not train and args.numpy_fraction <= 0:
         ap.error("no usable training objects and --numpy-fraction 0")
     print(f"train_attribute_classifier: {len(train)} training objects, {len(val)} held out", flush=True)
@@ -322,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             from logicval_hf.training.onnx_init import load_onnx_weights
 
             stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights,
-                                aug)[0]
+                                aug, args.balance_crops, casts)[0]
                      for k in range(4)]  # steps no run reaches
             info = load_onnx_weights(net, args.init, stats, forward=net)
             ck.history.append({"init": str(args.init), "init_onnx": info})
@@ -334,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def export() -> str:
         step, elapsed = ck.step, ck.elapsed
-        v = validate(net, records, val, cls, args.seed)
+        v = validate(net, records, val, cls, args.seed, args.balance_crops)
         temps = {a: fit_temperature(*v["_logits"][a]) for a in ATTRIBUTES}
         figures = {"step": step, "val_objects": v["objects"], "accuracy": v["accuracy"],
                    "all_perceived_right": v["all_perceived_right"], "centre_error_px": v["centre_error_px"],
@@ -352,14 +394,15 @@ def main(argv: list[str] | None = None) -> int:
                     "provenance": {"trained_steps": step, "train_seconds": round(elapsed), "seed": args.seed,
                                    "batch_size": args.batch_size, "lr": args.lr,
                                    "numpy_fraction": args.numpy_fraction, "data": data_info, "val": figures,
-                                   "augmentation": describe(aug),
+                                   "augmentation": describe(aug), "balance_crops": args.balance_crops,
                                    "torch": torch.__version__}}
             export_onnx(net, args.export, meta)
         return (f"held-out {figures['accuracy']}, all right {figures['all_perceived_right']:.4f}, centre error "
                 f"{figures['centre_error_px']}, T={figures['temperatures']}")
 
     def batch_loss(step: int):
-        x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights, aug)
+        x, y, t = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights, aug,
+                             args.balance_crops, casts)
         logits, centre = net(x)
         return loss_fn(logits, centre, y, t, cls)
 

@@ -40,6 +40,8 @@ def test_a_mild_cast_on_grey_surfaces_is_undone(cast, seed):
     """Grey surfaces under a cast within the limit come out grey again (the gains invert the cast up to the
     overall brightness, which they keep)."""
     log_cast = np.array(cast) - np.mean(cast)
+    # centring can push a channel past the limit (0.125, 0.125, -0.125 -> -0.167): keep the cast inside it
+    log_cast *= min(1.0, LIMIT * 0.9 / max(float(np.abs(log_cast).max()), 1e-9))
     rng = np.random.default_rng(seed)
     grey = np.repeat(rng.integers(60, 200, (48, 48, 1), dtype=np.uint8), 3, axis=2)
     gains = illuminant_gains(_cast(grey, log_cast))
@@ -99,3 +101,21 @@ def test_the_setting_takes_a_boolean_only():
     with pytest.raises(ValueError, match="white_balance must be true or false"):
         scene_parser.extract(rgb, white_balance="false")
     assert scene_parser.extract(rgb, white_balance=False).objects
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(-0.4, 0.4), min_size=3, max_size=3), st.integers(0, 2 ** 16))
+def test_a_gain_moves_the_estimated_cast_by_its_centred_log(gain, seed):
+    """The shades-of-grey estimate is homogeneous in linear light: training relies on it to balance crops of
+    augmented images without estimating the cast again (`train_attribute_classifier --balance-crops`)."""
+    from logicval_hf.perception.white_balance import gains_for, illuminant_cast
+
+    rng = np.random.default_rng(seed)
+    img = rng.integers(30, 170, (40, 56, 3), dtype=np.uint8)  # dark enough that no gain clips at white
+    log_gain = np.array(gain)
+    moved = illuminant_cast(_cast(img, log_gain))
+    np.testing.assert_allclose(moved, illuminant_cast(img) + log_gain - log_gain.mean(), atol=0.02)
+    assert abs(float(moved.sum())) < 1e-9
+    np.testing.assert_allclose(gains_for(moved), illuminant_gains(_cast(img, log_gain)), rtol=1e-6)
+    with pytest.raises(ValueError, match="limit"):
+        gains_for(moved, limit=-0.1)

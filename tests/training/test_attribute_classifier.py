@@ -85,13 +85,14 @@ def test_training_two_steps_exports_a_classifier_the_parser_uses(tmp_path):
     out, export = tmp_path / "ack", tmp_path / "attrs.onnx"
     argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "8", "--val-fraction",
             "0.25", "--export", str(export), "--export-every", "2", "--no-progress", "--threads", "1",
-            "--white-balance", "0.3"]
+            "--white-balance", "0.3", "--balance-crops", "0.15"]
     assert A.main(argv) == 0
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["step"] == 2
     clf = scene_parser.AttributeClassifier(export)
     assert clf.meta["provenance"]["trained_steps"] == 2
     assert clf.meta["provenance"]["augmentation"]["white_balance_log"] == 0.3  # the run's ranges are recorded
+    assert clf.meta["provenance"]["balance_crops"] == 0.15
     probs, centre = clf.classify(np.zeros((3, 4, scene_parser.CROP, scene_parser.CROP), np.float32))
     assert set(probs) >= {"color", "shape", "material"}
     assert np.allclose(probs["color"].sum(1), 1)
@@ -122,3 +123,57 @@ def test_white_balance_out_of_range_is_one_clear_error(tmp_path, capsys):
         A.main(["--out", str(tmp_path / "ack"), "--white-balance", "-0.2"])
     assert e.value.code == 2
     assert "--white-balance must lie in [0, 1], got -0.2" in capsys.readouterr().err
+
+
+def test_balanced_training_crops_see_what_the_parser_sees(tmp_path):
+    """``--balance-crops``: a crop of a render under a warm cast is balanced as the parser balances its crops
+    at inference, so with every other appearance change off it equals the parser's own crop."""
+    pytest.importorskip("torch")
+    from dataclasses import replace
+
+    from logicval_hf.perception.shifts import _linear
+    from logicval_hf.perception.white_balance import balance_crops, illuminant_cast, illuminant_gains
+    from logicval_hf.training import train_attribute_classifier as A
+    from logicval_hf.training.parser_augment import Augmentation
+    from logicval_hf.training.train_scene_parser import load_folder
+
+    rec = load_folder(render_folder(tmp_path / "r", 1, masks=True))[0]
+    rec.rgb = _linear(rec.rgb, np.exp(np.array([0.25, 0.0, -0.3])))  # warm light beyond the limit
+    (s, *_) = A.object_samples([rec])
+    crop, _, _ = A.crop_of(rec.rgb, s)
+    quiet = replace(Augmentation(), **dict.fromkeys(("exposure_p", "white_balance_p", "brightness_p", "contrast_p",
+                                                     "saturation_p", "hue_p", "gamma_p", "blur_p", "noise_p",
+                                                     "jpeg_p"), 0.0))
+    rng = np.random.default_rng([0, 1])
+    while True:  # a draw without the resolution loss (p 0.3), so the crop is only balanced
+        state = rng.bit_generator.state
+        if rng.random() >= 0.3:
+            break
+    rng.bit_generator.state = state
+    trained = A.photometric(crop[:3].copy(), rng, quiet, (illuminant_cast(rec.rgb), 0.15))
+    seen = balance_crops(crop[None].copy(), illuminant_gains(rec.rgb))[0, :3]
+    assert np.abs(trained - seen).max() <= 2 / 255  # the same up to uint8 rounding
+    assert np.abs(crop[:3] - seen).max() > 10 / 255  # and the balance did move it
+
+
+def test_balanced_batches_still_depend_on_seed_and_step_only(tmp_path):
+    pytest.importorskip("torch")
+    from logicval_hf.training import train_attribute_classifier as A
+    from logicval_hf.training.train_scene_parser import load_folder
+
+    recs = load_folder(render_folder(tmp_path / "r", 2, masks=True))
+    samples = A.object_samples(recs)
+    a = A.make_batch(recs, samples, 3, 1, 8, 0.25, balance=0.15)
+    b = A.make_batch(recs, samples, 3, 1, 8, 0.25, balance=0.15, casts={})
+    plain = A.make_batch(recs, samples, 3, 1, 8, 0.25)
+    assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
+    assert a[0].shape == plain[0].shape and (a[1] == plain[1]).all()
+
+
+def test_balance_crops_outside_its_range_is_refused(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from logicval_hf.training import train_attribute_classifier as A
+
+    with pytest.raises(SystemExit):
+        A.main(["--out", str(tmp_path / "o"), "--balance-crops", "2", "--steps", "1"])
+    assert "--balance-crops must lie in [0, 1]" in capsys.readouterr().err
