@@ -367,15 +367,17 @@ class SceneParser:
         sm = self.meta.get("scale")
         return {**ADAPTIVE_DEFAULTS, **sm} if isinstance(sm, dict) and sm.get("mode") == "adaptive" else None
 
-    def scales(self, images: Sequence[np.ndarray], threshold: float, batch_size: int = 8) -> list[float]:
-        """The scale each image is read at: fixed longer side, or (scale-adaptive models) from a first look."""
+    def scales(self, images: Sequence[np.ndarray], threshold: float | None = None, batch_size: int = 8
+               ) -> list[float]:
+        """The scale each image is read at: fixed longer side, or (scale-adaptive models) from a first look
+        that measures the objects found above ``threshold`` (default: the model's own; the parse passes it
+        whatever threshold the caller reads at, since the first look only measures)."""
         sm = self.scale_meta
         if sm is None:
             long_side = self.meta.get("long_side", LONG_SIDE)
             return [target_scale(im.shape[1], im.shape[0], long_side) for im in images]
-        # the first look uses the model's own threshold: it only measures, whatever threshold the caller reads at
         probe = self._run([(im, target_scale(im.shape[1], im.shape[0], int(sm["probe_side"]))) for im in images],
-                          self.threshold, 64, batch_size, False, 0.0)
+                          self.threshold if threshold is None else float(threshold), 64, batch_size, False, 0.0)
         return [adaptive_scale([max(d.w, d.h) for d in dets], im.shape[1], im.shape[0], sm)
                 for im, (dets, _) in zip(images, probe, strict=True)]
 

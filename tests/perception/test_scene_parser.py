@@ -127,6 +127,18 @@ def test_the_shipped_detector_reads_once_then_looks_again_by_default():
     assert model.decision_threshold() == model.second_look["threshold"]
 
 
+def test_the_first_looks_threshold_decides_which_objects_set_the_scale():
+    """`SceneParser.scales` measures the objects its first look finds above the threshold it is given: at the
+    model's own it reads a CLEVR image at its objects' scale; above every peak it finds none and falls back
+    to the scale for an image without objects."""
+    parser = scene_parser.load_model()
+    image = load_image(DATA / sorted(SCENES)[0])
+    h, w = image.shape[:2]
+    own, none = parser.scales([image]), parser.scales([image], threshold=1.0)
+    assert own == parser.scales([image], threshold=parser.threshold)
+    assert none == [scene_parser.adaptive_scale([], w, h, parser.scale_meta)] != own
+
+
 def test_two_looks_bring_the_mirrors_offsets_back_to_the_original_cells():
     """flip=True: the mirrored image's offsets come back to the original's cells. A wrong mirror would move
     every centre; here the two-look centres stay within a pixel of the one-look ones and of the truth."""
