@@ -105,7 +105,9 @@ def photometric(crop: np.ndarray, rng: np.random.Generator, aug: Augmentation = 
     ``balance``: (the centred log cast of the crop's whole image, `white_balance.illuminant_cast`; the limit)
     to balance the crop as the parser does at inference (`white_balance`): the white-balance gain is then drawn
     here, and the crop gets it times the gains the parser would estimate for the image with that gain
-    (the cast plus the gain's centred log, undone up to the limit)."""
+    (the cast plus the gain's centred log, undone up to the limit). The other appearance changes follow the
+    balance, as if the parser had estimated the cast before them: exposure does not move the centred estimate;
+    contrast, saturation and gamma move it a little, which this ignores."""
     import cv2
 
     x = crop.transpose(1, 2, 0) * 255
