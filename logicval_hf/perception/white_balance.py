@@ -76,15 +76,14 @@ def illuminant_gains(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm
     Raises:
         ValueError: ``rgb`` is not an H x W x 3 image, ``norm`` is not positive or ``limit`` is negative.
     """
-    if not limit >= 0:
-        raise ValueError(f"white balance: norm must be > 0 and limit >= 0, not {norm!r} and {limit!r}")
     return gains_for(illuminant_cast(rgb, norm, pixels), limit)
 
 
 def balance_crops(crops: np.ndarray, gains: np.ndarray) -> np.ndarray:
     """The classifier inputs ``crops`` ((K, 4, S, S) float32, RGB in [0, 1] and the mark channel, from
-    `logicval_hf.perception.scene_parser.object_crops`) with ``gains`` applied to their colour in linear light,
-    in place; the mark channel is left alone. Returns ``crops``."""
+    `logicval_hf.perception.scene_parser.object_crops`; or (K, 3, S, S), colour only, as training balances them)
+    with ``gains`` applied to their colour in linear light, in place; the mark channel is left alone. Returns
+    ``crops``."""
     lin = crops[:, :3] ** np.float32(_GAMMA)
     lin *= gains.astype(np.float32)[None, :, None, None]
     np.clip(lin, 0, 1, out=lin)

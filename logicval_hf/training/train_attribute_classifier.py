@@ -110,17 +110,16 @@ def photometric(crop: np.ndarray, rng: np.random.Generator, aug: Augmentation = 
     contrast, saturation and gamma move it a little, which this ignores."""
     import cv2
 
-    x = crop.transpose(1, 2, 0) * 255
     if balance is not None:
-        from logicval_hf.perception.white_balance import gains_for
+        from logicval_hf.perception.white_balance import balance_crops, gains_for
 
         cast, limit = balance
         log_gain = (rng.uniform(-aug.white_balance_log, aug.white_balance_log, 3)
                     if rng.random() < aug.white_balance_p else np.zeros(3))
         gains = np.exp(log_gain) * gains_for(cast + log_gain - log_gain.mean(), limit)
-        lin = np.power(x / 255, 2.2) * gains.astype(np.float32)
-        x = np.power(np.clip(lin, 0, 1), 1 / 2.2) * 255
+        crop = balance_crops(crop[None].copy(), gains)[0]
         aug = replace(aug, white_balance_p=0.0)
+    x = crop.transpose(1, 2, 0) * 255
     if rng.random() < 0.3:  # resolution loss
         n = x.shape[0]
         m = max(8, round(n * rng.uniform(0.4, 0.85)))
@@ -252,6 +251,7 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed:
     from logicval_hf.perception.white_balance import balance_crops, illuminant_gains
 
     rng = np.random.default_rng([seed, 10**6])
+    gains: dict[int, np.ndarray] = {}  # per record: its objects share their image's estimate
     net.eval()
     logits, before, after = [], [], []
     with torch.no_grad():
@@ -261,7 +261,9 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed:
             x = np.stack([p[0] for p in pairs])
             if balance is not None:
                 for k, s in enumerate(chunk):
-                    balance_crops(x[k:k + 1], illuminant_gains(records[s.record].rgb, limit=balance))
+                    if s.record not in gains:
+                        gains[s.record] = illuminant_gains(records[s.record].rgb, limit=balance)
+                    balance_crops(x[k:k + 1], gains[s.record])
             z, c = net(torch.from_numpy(x))
             logits.append(z.numpy())
             for (_, t, side), pred in zip(pairs, c.numpy(), strict=True):
