@@ -60,13 +60,16 @@ def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
 
 class Checkpoint:
     """``last.pt`` of a run folder: model and optimiser state, step, training seconds, history, arguments.
-    ``history`` is the list the scripts append their validation figures to (saved with every checkpoint)."""
+    ``history`` is the list the scripts append their validation figures to (saved with every checkpoint);
+    ``state`` holds whatever else a script's batches depend on besides ``(seed, step)`` (the classifier's
+    running per-object losses under ``--hard-mining``), so a resumed run draws the batches it would have."""
 
     def __init__(self, out: Path, net, opt, args):
         self.path = Path(out) / "last.pt"
         self.net, self.opt, self.args = net, opt, args
         self.step, self.elapsed = 0, 0.0
         self.history: list[dict[str, Any]] = []
+        self.state: dict[str, Any] = {}
 
     def resume(self) -> bool:
         """Load ``last.pt`` when there is one (True), so the run continues where it stopped."""
@@ -78,6 +81,7 @@ class Checkpoint:
         self.net.load_state_dict(ck["model"])
         self.opt.load_state_dict(ck["opt"])
         self.step, self.elapsed, self.history = ck["step"], ck.get("elapsed", 0.0), ck.get("history", [])
+        self.state = ck.get("state", {})
         return True
 
     def save(self) -> None:
@@ -86,7 +90,7 @@ class Checkpoint:
         with atomic_path(self.path) as tmp:
             torch.save({"model": self.net.state_dict(), "opt": self.opt.state_dict(), "step": self.step,
                         "elapsed": self.elapsed, "history": self.history,
-                        "args": {k: str(v) for k, v in vars(self.args).items()}}, tmp)
+                        "state": self.state, "args": {k: str(v) for k, v in vars(self.args).items()}}, tmp)
 
 
 def open_checkpoint(args: argparse.Namespace, net, name: str) -> tuple[Checkpoint, bool]:
