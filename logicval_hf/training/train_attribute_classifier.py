@@ -274,21 +274,29 @@ def build_model(width: int = 1):
 CENTRE_WEIGHT = 0.2
 
 
+def cross_entropies(logits, labels, cls):
+    """Per attribute: (name, each crop's cross-entropy (N,), which crops have that label (N,) bool). Crops
+    without a label get the loss of class 0, to be masked out by the caller."""
+    import torch.nn.functional as F
+
+    start = 0
+    for k, a in enumerate(ATTRIBUTES):
+        m = len(cls[a])
+        lab = labels[:, k]
+        yield a, F.cross_entropy(logits[:, start:start + m], lab.clamp(min=0), reduction="none"), lab >= 0
+        start += m
+
+
 def per_object_loss(logits, labels, cls) -> np.ndarray:
     """(N,) each crop's summed cross-entropy over the attributes the project perceives (size excluded),
     without gradient: what `ObjectLosses` records."""
     import torch
-    import torch.nn.functional as F
 
-    total, start = torch.zeros(len(logits)), 0
+    total = torch.zeros(len(logits))
     with torch.no_grad():
-        for k, a in enumerate(ATTRIBUTES):
-            m = len(cls[a])
-            lab = labels[:, k]
+        for a, ce, known in cross_entropies(logits, labels, cls):
             if a != "size":
-                ce = F.cross_entropy(logits[:, start:start + m], lab.clamp(min=0), reduction="none")
-                total += torch.where(lab >= 0, ce, torch.zeros_like(ce))
-            start += m
+                total += torch.where(known, ce, torch.zeros_like(ce))
     return total.numpy().astype(np.float64)
 
 
@@ -296,15 +304,12 @@ def loss_fn(logits, centre, labels, centre_target, cls):
     import torch.nn.functional as F
 
     lc = F.smooth_l1_loss(centre, centre_target)
-    total, parts, start = CENTRE_WEIGHT * lc, {"centre": float(lc.detach())}, 0
-    for k, a in enumerate(ATTRIBUTES):
-        m = len(cls[a])
-        lab = labels[:, k]
-        if (lab >= 0).any():
-            la = F.cross_entropy(logits[:, start:start + m][lab >= 0], lab[lab >= 0])
+    total, parts = CENTRE_WEIGHT * lc, {"centre": float(lc.detach())}
+    for a, ce, known in cross_entropies(logits, labels, cls):
+        if known.any():
+            la = ce[known].mean()
             total = total + la
             parts[a] = float(la.detach())
-        start += m
     return total, parts
 
 
@@ -486,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"train_attribute_classifier: {ck.path} was trained on {len(kept)} objects, the --data "
                              f"given now hold {len(train)}: resume with the same --data, or use a new --out")
         losses = ObjectLosses(np.asarray(kept, float)) if kept is not None else ObjectLosses.fresh(len(train))
-        ck.state["object_losses"] = losses.values
+        ck.state["object_losses"] = losses.values  # the array `update` changes in place: each checkpoint saves it
 
     def batch_loss(step: int):
         hard = (losses.probabilities(weights), args.hard_mining) if losses is not None else None
