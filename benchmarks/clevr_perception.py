@@ -265,18 +265,24 @@ def verdict_agreement(scenes: list[dict[str, Any]], preds: list[Scene], per_imag
 
 def calibration(scenes: list[dict[str, Any]], preds: list[Scene], per_image: list[dict[str, Any]]) -> dict[str, Any]:
     """Expected calibration error of the scenes' ``confidence`` against exact scene graphs (10 equal bins), the
-    mean confidence, and the exact rate among the least certain tenth; None where the backend gives none."""
+    mean confidence, the exact rate among the least certain tenth, and how well the confidence ranks
+    (``auroc``: the chance that an exact image is more confident than a wrong one, what a user who checks the
+    least certain images first relies on); None where the backend gives none. Each row of ``per_image`` gets
+    its ``confidence``."""
     conf = [p.confidence for p in preds]
     if any(c is None for c in conf) or not conf:
         return {"ece": None}
-    from logicval_hf.training.parser_export import expected_calibration_error
+    from logicval_hf.training.parser_export import expected_calibration_error, ranking_auroc
 
     c = np.array(conf, float)
     ex = np.array([r["exact"] for r in per_image], float)
+    for r, v in zip(per_image, conf, strict=True):
+        r["confidence"] = v
     k = max(1, len(c) // 10)
     low = np.argsort(c)[:k]
     return {"ece": expected_calibration_error(c, ex), "mean_confidence": float(c.mean()),
-            "exact_rate": float(ex.mean()), "exact_rate_least_certain_tenth": float(ex[low].mean())}
+            "exact_rate": float(ex.mean()), "exact_rate_least_certain_tenth": float(ex[low].mean()),
+            "auroc": ranking_auroc(c, ex)}
 
 
 def speed(images: list[np.ndarray], backend: str, settings: dict[str, Any]) -> dict[str, float]:
@@ -342,7 +348,8 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         acc = r["attribute_accuracy_on_matched"]
         table.append((name, r["images"], r["count_accuracy"], acc["color"], acc["shape"], acc["material"],
                       r["region_accuracy_on_matched"], r["exact_scene_graph_rate"],
-                      r.get("verdicts", {}).get("agreement_relaxed"), r["calibration"]["ece"], rate))
+                      r.get("verdicts", {}).get("agreement_relaxed"), r["calibration"]["ece"],
+                      r["calibration"].get("auroc"), rate))
         print(f"  done: {name} ({len(scenes)} images, exact {r['exact_scene_graph_rate']:.3f})", file=sys.stderr,
               flush=True)
     if not args.no_speed:
@@ -352,11 +359,12 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         images = [cv2.resize(s["_rgb"], (512, 512), interpolation=cv2.INTER_AREA) for s in t2i[:60]]
         if images:
             out["speed_512x512"] = speed(images, args.backend, settings)
-    head = ("set", "images", "count", "colour", "shape", "material", "region", "exact", "verdicts", "ECE", "img/s")
+    head = ("set", "images", "count", "colour", "shape", "material", "region", "exact", "verdicts", "ECE", "AUROC",
+            "img/s")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in table:
-        cells = [row[0], str(row[1])] + [("-" if v is None else f"{v:.3f}") for v in row[2:10]] + [f"{row[10]:.1f}"]
+        cells = [row[0], str(row[1])] + [("-" if v is None else f"{v:.3f}") for v in row[2:11]] + [f"{row[11]:.1f}"]
         print("| " + " | ".join(cells) + " |")
     if "speed_512x512" in out:
         sp = out["speed_512x512"]

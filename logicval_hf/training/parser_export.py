@@ -6,7 +6,8 @@ ships. From held-out records it fits: the detection threshold (most exact scene 
 temperatures, the offset head's median bias, and the scene confidence's parts (`scene_confidence`): the
 probability that a peak of a given heat is an object (isotonic fit), the centre error, and the power that
 corrects the product of the parts (they are not independent). With the attribute classifier beside, the
-power is fitted on the pair's output. The second look at uncertain peaks (`logicval_hf.perception.second_look`)
+powers of the two experts' product (`fit_expert_weights`, metadata ``expert_weights``) are fitted, and the
+confidence's power on the pair's output. The second look at uncertain peaks (`logicval_hf.perception.second_look`)
 gets its decision threshold from the same records, before the confidence's power is fitted through it.
 """
 
@@ -16,6 +17,7 @@ import json
 import math
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +29,9 @@ from logicval_hf.training.parser_augment import DEFAULT, Augmentation
 from logicval_hf.training.parser_data import ATTRIBUTES, Record
 from logicval_hf.training.parser_model import Export
 
-__all__ = ["THRESHOLDS", "calibrate", "evaluate", "export_onnx", "fit_second_look", "fit_temperature", "isotonic_table",
-           "meta_for"]
+__all__ = ["EXPERT_POWERS", "THRESHOLDS", "ExpertReadings", "calibrate", "evaluate", "expert_nll", "export_onnx",
+           "fit_expert_weights", "fit_experts", "fit_second_look", "fit_temperature", "isotonic_table", "meta_for",
+           "read_experts"]
 
 THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)
 #: matched when the predicted centre lies within this share of the image width of the truth's
@@ -183,29 +186,151 @@ def isotonic_table(pairs: Sequence[tuple[float, bool]], knots: int = 12) -> list
     return table
 
 
-def fit_power(per_image, conf_meta: dict[str, Any], attributes: Sequence[str]) -> tuple[float, dict[str, float]]:
-    """The power of the confidence product minimising the negative log-likelihood of "this scene graph is
-    exact" on held-out images, and the calibration figures at that power (ECE over 10 bins)."""
+def confidence_outcomes(per_image, conf_meta: dict[str, Any], attributes: Sequence[str]
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """(log of the confidence product at power 1, whether the scene graph is exact) per held-out image of
+    ``per_image`` ((record, detections, candidates) each)."""
     from logicval_hf.perception.scene_parser import scene_confidence
 
-    W = lambda rec: rec.rgb.shape[1]  # noqa: E731
     raw, exact = [], []
     base = {**conf_meta, "power": 1.0}
     for rec, dets, cands in per_image:
-        H, Wd = rec.rgb.shape[:2]
-        raw.append(math.log(max(scene_confidence(dets, [c.score for c in cands], Wd, H, base, attributes), 1e-12)))
-        pairs = match_centres([(d.cx, d.cy) for d in dets], rec.centres, MATCH_RADIUS * W(rec), assign_far=True)
+        H, W = rec.rgb.shape[:2]
+        raw.append(math.log(max(scene_confidence(dets, [c.score for c in cands], W, H, base, attributes), 1e-12)))
+        pairs = match_centres([(d.cx, d.cy) for d in dets], rec.centres, MATCH_RADIUS * W, assign_far=True)
         exact.append(_exact(dets, rec, pairs, ("color", "shape", "material")))
-    raw_a, ex = np.array(raw), np.array(exact, float)
+    return np.array(raw, float), np.array(exact, float)
+
+
+def calibration_at(raw: np.ndarray, exact: np.ndarray, power: float) -> dict[str, float]:
+    """The calibration figures of the confidence at ``power`` (from `confidence_outcomes`; ECE over 10 bins)."""
+    p = np.exp(power * raw)
+    return {"images": len(exact), "exact_rate": float(exact.mean()) if len(exact) else 0.0,
+            "mean_confidence": float(p.mean()) if len(p) else 0.0, "ece": expected_calibration_error(p, exact)}
+
+
+def fit_power(per_image, conf_meta: dict[str, Any], attributes: Sequence[str]) -> tuple[float, dict[str, float]]:
+    """The power of the confidence product minimising the negative log-likelihood of "this scene graph is
+    exact" on held-out images, and the calibration figures at that power (`calibration_at`)."""
+    raw_a, ex = confidence_outcomes(per_image, conf_meta, attributes)
     best, best_g = None, 1.0
     for g in np.exp(np.linspace(math.log(0.2), math.log(3.0), 57)):
         p = np.clip(np.exp(g * raw_a), 1e-6, 1 - 1e-6)
         nll = -(ex * np.log(p) + (1 - ex) * np.log(1 - p)).mean()
         if best is None or nll < best - 1e-12:
             best, best_g = nll, float(g)
-    p = np.exp(best_g * raw_a)
-    return best_g, {"images": len(ex), "exact_rate": float(ex.mean()) if len(ex) else 0.0,
-                    "mean_confidence": float(p.mean()) if len(p) else 0.0, "ece": expected_calibration_error(p, ex)}
+    return best_g, calibration_at(raw_a, ex, best_g)
+
+
+#: The powers `fit_expert_weights` chooses from (log-spaced): below 1 tempers an expert, above sharpens it;
+#: bounded so a held-out set without errors cannot make either expert arbitrarily sure or silent.
+EXPERT_POWERS = tuple(round(float(v), 4) for v in np.exp(np.linspace(math.log(0.25), math.log(2.0), 19)))
+#: Fewer held-out objects than this on which the two experts' choices differ leave the plain product (1, 1).
+MIN_DISAGREEMENTS = 8
+
+
+def expert_nll(p_det: np.ndarray, p_cls: np.ndarray, labels: np.ndarray, weights: tuple[float, float]
+               ) -> tuple[float, int]:
+    """(mean negative log-likelihood, errors) of the weighted product of experts (`combine_experts`) over
+    held-out objects: ``p_det`` and ``p_cls`` (K, classes), ``labels`` (K,) class indices."""
+    if len(labels) == 0:
+        return 0.0, 0
+    z = weights[0] * np.log(np.clip(p_det, 1e-12, 1)) + weights[1] * np.log(np.clip(p_cls, 1e-12, 1))
+    z = z - z.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    return float(-logp[np.arange(len(labels)), labels].mean()), int((z.argmax(1) != labels).sum())
+
+
+def fit_expert_weights(p_det: np.ndarray, p_cls: np.ndarray, labels: np.ndarray
+                       ) -> tuple[tuple[float, float], dict[str, Any]]:
+    """The powers (detector, classifier) of one attribute's product of experts minimising the negative
+    log-likelihood of held-out objects' true classes (grid `EXPERT_POWERS` squared; ties: the pair closest to
+    (1, 1)), and the figures before and after. With fewer than `MIN_DISAGREEMENTS` objects whose two argmaxes
+    differ there is too little to learn from: (1, 1) stays (``fitted``: False)."""
+    labels = np.asarray(labels, int)
+    disagree = int((np.asarray(p_det).argmax(1) != np.asarray(p_cls).argmax(1)).sum()) if len(labels) else 0
+    plain = expert_nll(p_det, p_cls, labels, (1.0, 1.0))
+    best, fitted = (1.0, 1.0), disagree >= MIN_DISAGREEMENTS
+    if fitted:
+        scored = [(round(expert_nll(p_det, p_cls, labels, (a, b))[0], 9), abs(math.log(a)) + abs(math.log(b)), (a, b))
+                  for a in EXPERT_POWERS for b in EXPERT_POWERS]
+        best = min(scored)[2]
+    after = expert_nll(p_det, p_cls, labels, best)
+    return best, {"objects": len(labels), "disagreements": disagree, "fitted": fitted,
+                  "nll_plain": round(plain[0], 5), "errors_plain": plain[1],
+                  "nll_fitted": round(after[0], 5), "errors_fitted": after[1]}
+
+
+@dataclass
+class ExpertReadings:
+    """The two experts' readings of held-out records: per image (record, detections with the detector's own
+    probabilities, candidate peaks); the classifier's probabilities of every detection in that order
+    (attribute -> (K, classes); None without detections); per attribute (detector probabilities, classifier
+    probabilities, true class indices) of the detections matched to a true object."""
+
+    per_image: list[tuple[Any, list, list]]
+    classifier: dict[str, np.ndarray] | None
+    samples: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+    def combined(self, weights: dict[str, tuple[float, float]]) -> list[tuple[Any, list, list]]:
+        """``per_image`` with every detection's probabilities combined with the classifier's
+        (`combine_experts` at ``weights``; (1, 1) for attributes without), as copies."""
+        import copy
+
+        from logicval_hf.perception.scene_parser import combine_experts
+
+        out, k = [], 0
+        for rec, dets, cands in self.per_image:
+            new = []
+            for d in dets:
+                d2 = copy.copy(d)
+                if self.classifier is not None:
+                    d2.probs = {a: combine_experts(p, self.classifier[a][k], weights.get(a, (1.0, 1.0)))
+                                if a in self.classifier else p for a, p in d.probs.items()}
+                new.append(d2)
+                k += 1
+            out.append((rec, new, cands))
+        return out
+
+
+def read_experts(parser, classifier, records: Sequence[Record], flip: bool = False) -> ExpertReadings:
+    """`ExpertReadings` of held-out ``records``: ``parser`` runs without its classifier (its second look as its
+    file says), ``classifier`` reads the same detections as the parser would (`classifier_probs`)."""
+    from logicval_hf.perception.scene_parser import classifier_probs
+
+    saved, parser.attributes = parser.attributes, None
+    try:
+        found = parser._detect([r.rgb for r in records], None, 64, 8, flip)
+    finally:
+        parser.attributes = saved
+    cls_probs = classifier_probs(classifier, [r.rgb for r in records], [d for d, _ in found])
+    attrs = ("color", "shape", "material")
+    cols: dict[str, tuple[list, list, list]] = {a: ([], [], []) for a in attrs}
+    k = 0
+    for rec, (ds, _) in zip(records, found, strict=True):
+        pairs = dict(match_centres([(d.cx, d.cy) for d in ds], rec.centres, MATCH_RADIUS * rec.rgb.shape[1],
+                                   assign_far=True))
+        for i, d in enumerate(ds):
+            j = pairs.get(i)
+            for a, (pd, pc, y) in cols.items():
+                lab = int(rec.labels[j, ATTRIBUTES.index(a)]) if j is not None else -1
+                if lab >= 0 and cls_probs is not None and a in d.probs and a in cls_probs:
+                    pd.append(d.probs[a])
+                    pc.append(cls_probs[a][k + i])
+                    y.append(lab)
+        k += len(ds)
+    samples = {a: (np.array(pd, float) if y else np.zeros((0, 0)), np.array(pc, float) if y else np.zeros((0, 0)),
+                   np.array(y, int)) for a, (pd, pc, y) in cols.items()}
+    return ExpertReadings([(rec, d, c) for rec, (d, c) in zip(records, found, strict=True)], cls_probs, samples)
+
+
+def fit_experts(readings: ExpertReadings) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """`fit_expert_weights` per attribute of ``readings``: (metadata ``expert_weights``, figures)."""
+    weights, figures = {}, {}
+    for a, (pd, pc, y) in readings.samples.items():
+        w, figures[a] = fit_expert_weights(pd, pc, y)
+        weights[a] = [float(w[0]), float(w[1])]
+    return weights, figures
 
 
 def expected_calibration_error(p: np.ndarray, outcome: np.ndarray, bins: int = 10) -> float:
@@ -217,6 +342,23 @@ def expected_calibration_error(p: np.ndarray, outcome: np.ndarray, bins: int = 1
     which = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
     return float(sum(abs(p[which == b].mean() - outcome[which == b].mean()) * (which == b).mean()
                      for b in range(bins) if (which == b).any()))
+
+
+def ranking_auroc(p: np.ndarray, outcome: np.ndarray) -> float | None:
+    """The chance that an image whose outcome is 1 gets a higher ``p`` than one whose outcome is 0 (ties count
+    half): how well the confidence ranks images, whatever its scale; None without both outcomes."""
+    p, outcome = np.asarray(p, float), np.asarray(outcome, float) > 0.5
+    pos, neg = p[outcome], p[~outcome]
+    if len(pos) == 0 or len(neg) == 0:
+        return None
+    ranks = np.argsort(np.argsort(np.concatenate([pos, neg]), kind="stable"), kind="stable") + 1.0
+    allp = np.concatenate([pos, neg])  # average ranks over ties (Mann-Whitney U)
+    for v in np.unique(allp):
+        tie = allp == v
+        if tie.sum() > 1:
+            ranks[tie] = ranks[tie].mean()
+    u = ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
+    return float(u / (len(pos) * len(neg)))
 
 
 def fit_second_look(model_path: Path, records: Sequence[Record], flip: bool, threshold: float
@@ -263,6 +405,14 @@ def calibrate(net, cls, records: Sequence[Record], flip: bool, provenance: dict[
         if second_look:
             meta["second_look"], look_figures = fit_second_look(path, records, flip, thr)
             export_onnx(net, path, meta)
+        expert_figures = None
+        if attribute_model:
+            from logicval_hf.perception.scene_parser import AttributeClassifier, SceneParser
+
+            readings = read_experts(SceneParser(path, attribute_model=False),
+                                    AttributeClassifier(Path(attribute_model)), records, flip)
+            meta["expert_weights"], expert_figures = fit_experts(readings)
+            export_onnx(net, path, meta)
         final = evaluate(path, records, flip, attribute_model=attribute_model)
         power, cal = fit_power(final["per_image"], {**CONFIDENCE_DEFAULTS, **conf}, ("color", "shape", "material"))
         conf["power"] = round(power, 4)
@@ -271,6 +421,8 @@ def calibrate(net, cls, records: Sequence[Record], flip: bool, provenance: dict[
                "confidence_calibration": cal}
     if look_figures is not None:
         figures["second_look"] = {"threshold": meta["second_look"]["threshold"], **look_figures}
+    if expert_figures is not None:
+        figures["expert_weights"] = {"weights": meta["expert_weights"], **expert_figures}
     return meta, figures
 
 

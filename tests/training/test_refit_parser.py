@@ -1,0 +1,181 @@
+"""Refitting an exported scene parser's expert weights and confidence power on held-out renders
+(``logicval_hf.training.refit_parser``, ``parser_export.fit_expert_weights``, ``scene_parser.combine_experts``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from helpers import render_folder
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("onnxruntime")
+
+from logicval_hf.perception import load_image  # noqa: E402
+from logicval_hf.perception import scene_parser as SP  # noqa: E402
+from logicval_hf.training import parser_export as PE  # noqa: E402
+
+distributions = st.lists(st.floats(0.001, 1.0), min_size=2, max_size=8).map(lambda v: np.array(v) / sum(v))
+
+
+@given(distributions, st.data(), st.floats(0.0, 3.0), st.floats(0.0, 3.0))
+@settings(max_examples=80, deadline=None)
+def test_combined_experts_are_a_distribution_and_the_plain_product_at_one_one(p, data, wd, wc):
+    q = data.draw(st.lists(st.floats(0.001, 1.0), min_size=len(p), max_size=len(p)).map(lambda v: np.array(v) / sum(v)))
+    out = SP.combine_experts(p, q, (wd, wc))
+    assert out.sum() == pytest.approx(1) and (out >= 0).all()
+    plain = SP.combine_experts(p, q)
+    assert plain == pytest.approx(p * q / (p * q).sum())
+
+
+def test_a_zero_power_silences_an_expert_and_a_power_below_one_tempers_it():
+    det, cls = np.array([0.9, 0.1]), np.array([0.01, 0.99])
+    assert SP.combine_experts(det, cls, (1.0, 0.0)) == pytest.approx(det)
+    assert SP.combine_experts(det, cls, (0.0, 1.0)) == pytest.approx(cls)
+    assert SP.combine_experts(det, cls)[1] > 0.9  # the surer expert wins the plain product
+    assert SP.combine_experts(det, cls, (1.0, 0.25))[0] > 0.5  # tempered, it no longer does
+
+
+def _sure_and_wrong(n: int, wrong: int, seed: int = 0):
+    """Held-out objects of a 3-class attribute: the detector right and moderately sure on all; the classifier
+    right and very sure on most, sure and wrong on ``wrong`` of them."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    det = np.full((n, 3), 0.15)
+    det[np.arange(n), y] = 0.7
+    cls = np.full((n, 3), 0.005)
+    cls[np.arange(n), y] = 0.99
+    for k in range(wrong):
+        cls[k] = 0.005
+        cls[k, (y[k] + 1) % 3] = 0.99
+    return det, cls, y
+
+
+def test_a_classifier_sure_and_wrong_too_often_gets_the_lower_power():
+    det, cls, y = _sure_and_wrong(200, 20)
+    (wd, wc), fig = PE.fit_expert_weights(det, cls, y)
+    assert fig["fitted"] and fig["disagreements"] == 20
+    assert wc < wd
+    assert fig["nll_fitted"] < fig["nll_plain"] and fig["errors_fitted"] < fig["errors_plain"] == 20
+    assert (wd, wc) in {(a, b) for a in PE.EXPERT_POWERS for b in PE.EXPERT_POWERS}
+
+
+def test_too_few_disagreements_keep_the_plain_product():
+    det, cls, y = _sure_and_wrong(200, PE.MIN_DISAGREEMENTS - 1)
+    w, fig = PE.fit_expert_weights(det, cls, y)
+    assert w == (1.0, 1.0) and not fig["fitted"] and fig["nll_fitted"] == fig["nll_plain"]
+    w, fig = PE.fit_expert_weights(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int))
+    assert w == (1.0, 1.0) and fig["objects"] == 0
+
+
+def test_a_file_without_expert_weights_combines_as_the_plain_product():
+    model = SP.SceneParser()
+    assert all(w == (1.0, 1.0) for w in model.expert_weights.values())
+
+
+# ---- the command ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def held_out(tmp_path_factory):
+    return render_folder(tmp_path_factory.mktemp("refit") / "renders", 4, masks=True)
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_refit_writes_a_copy_with_the_weights_power_and_provenance(held_out, tmp_path, capsys):
+    pytest.importorskip("onnx")
+    from logicval_hf.training import refit_parser as R
+
+    before = _sha(SP.DEFAULT_MODEL)
+    out = tmp_path / "refit.onnx"
+    assert R.main(["--data", str(held_out), "--data", f"{held_out}:0.5", "--out", str(out)]) == 0
+    assert _sha(SP.DEFAULT_MODEL) == before  # the input file is untouched
+    printed = json.loads(capsys.readouterr().out)
+    model = SP.SceneParser(out, attribute_model=SP.attribute_model_beside(SP.DEFAULT_MODEL))
+    assert set(model.meta["expert_weights"]) == {"color", "shape", "material"}
+    refit = model.meta["provenance"]["refit"]
+    assert [d["images"] for d in refit["data"]] == [4, 2]  # the whole folder, then its last half by name
+    assert refit["data"][1]["first"] == "R_002.png"
+    assert refit["attribute_model"] == "scene_parser_attributes.onnx" and len(refit["attribute_model_sha256"]) == 16
+    assert model.meta["confidence"]["power"] == refit["confidence_after"]["power"] == printed["confidence_after"]["power"]
+    assert refit["confidence_before"]["power"] == SP.SceneParser().meta["confidence"]["power"]
+    # six images hold too few disagreements to learn from: the plain product stays
+    assert all(not f["fitted"] for f in refit["attributes"].values())
+    assert model.expert_weights == dict.fromkeys(("color", "shape", "material"), (1.0, 1.0))
+    # everything else in the file is as it was, and it parses
+    old = SP.SceneParser().meta
+    assert {k: v for k, v in model.meta.items() if k not in ("expert_weights", "confidence", "provenance")} == \
+        {k: v for k, v in old.items() if k not in ("expert_weights", "confidence", "provenance")}
+    rgb = load_image(held_out / "images" / "R_000.png")
+    assert [o.attributes for o in model.parse_batch([rgb])[0].objects] == \
+        [o.attributes for o in SP.SceneParser().parse_batch([rgb])[0].objects]
+
+
+def test_fitted_weights_change_what_the_parser_reads(held_out, tmp_path):
+    pytest.importorskip("onnx")
+    from logicval_hf.training.refit_parser import write_metadata
+
+    meta = SP.SceneParser().meta
+    silent = dict(meta, expert_weights={a: [1.0, 0.0] for a in ("color", "shape", "material")})
+    out = tmp_path / "detector_only.onnx"
+    write_metadata(SP.DEFAULT_MODEL, silent, out)
+    amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
+    rgb = load_image(held_out / "images" / "R_001.png")
+    with_zero = SP.SceneParser(out, attribute_model=amodel).parse_batch([rgb])[0]
+    alone = SP.SceneParser(SP.DEFAULT_MODEL, attribute_model=False).parse_batch([rgb])[0]
+    # a classifier at power 0 leaves the detector's own probabilities
+    for a, b in zip(with_zero.objects, alone.objects, strict=True):
+        for attr, probs in a.probs.items():
+            assert probs == pytest.approx(b.probs[attr], abs=1e-6)
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--data", "/no/such/folder", "--out", "x.onnx"], "is not a folder"),
+    (["--data", "{folder}:1.5", "--out", "x.onnx"], "FRACTION must lie in (0, 1]"),
+    (["--data", "{folder}", "--model", "/no/model.onnx", "--out", "x.onnx"], "--model: '/no/model.onnx' not found"),
+    (["--data", "{folder}"], "--out"),
+])
+def test_bad_arguments_are_one_clear_line(held_out, argv, says, capsys):
+    pytest.importorskip("onnx")
+    from logicval_hf.training import refit_parser as R
+
+    with pytest.raises(SystemExit) as e:
+        R.main([a.format(folder=held_out) for a in argv])
+    assert e.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_a_parser_is_refused_by_name(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from logicval_hf.training.refit_parser import write_metadata
+
+    graph = onnx.load(str(SP.DEFAULT_MODEL))
+    del graph.metadata_props[:]
+    bare = tmp_path / "bare.onnx"
+    onnx.save(graph, str(bare))
+    with pytest.raises(ValueError, match="bare.onnx: not a LogicVal scene-parser model"):
+        write_metadata(bare, {}, tmp_path / "out.onnx")
+    assert not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.slow
+def test_a_detector_exported_with_its_classifier_carries_fitted_expert_weights(held_out, tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    from logicval_hf.training import train_scene_parser as T
+
+    export = tmp_path / "model.onnx"
+    amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
+    argv = ["--data", str(held_out), "--out", str(tmp_path / "ckpt"), "--steps", "1", "--batch-size", "2",
+            "--canvas", "160", "128", "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.5",
+            "--export", str(export), "--no-progress", "--threads", "1", "--attribute-model", str(amodel)]
+    assert T.main(argv) == 0
+    model = SP.SceneParser(export, attribute_model=amodel)
+    fitted = model.meta["provenance"]["val"]["expert_weights"]
+    assert fitted["weights"] == model.meta["expert_weights"]
+    assert set(model.expert_weights) == {"color", "shape", "material"}
+    assert all(f["objects"] >= 0 and "nll_plain" in f for a, f in fitted.items() if a != "weights")
