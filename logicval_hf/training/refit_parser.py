@@ -53,9 +53,10 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def refit(model: Path, attribute_model: Path, records: list[Record]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the detector's new metadata, figures): ``expert_weights`` and the confidence's power fitted on
-    ``records`` for the pair (``model``, ``attribute_model``)."""
+def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool = True
+          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the detector's new metadata, figures): ``expert_weights`` (``tied``: one power per attribute for both
+    experts) and the confidence's power fitted on ``records`` for the pair (``model``, ``attribute_model``)."""
     from logicval_hf.perception.scene_parser import CONFIDENCE_DEFAULTS, AttributeClassifier, SceneParser
     from logicval_hf.training.parser_export import (
         calibration_at,
@@ -67,7 +68,7 @@ def refit(model: Path, attribute_model: Path, records: list[Record]) -> tuple[di
 
     parser = SceneParser(model, attribute_model=False)
     readings = read_experts(parser, AttributeClassifier(attribute_model), records)
-    weights, per_attribute = fit_experts(readings)
+    weights, per_attribute = fit_experts(readings, tied)
     conf = {**CONFIDENCE_DEFAULTS, **(parser.meta.get("confidence") or {})}
     attrs = ("color", "shape", "material")
     old = {a: (float(w[0]), float(w[1])) for a, w in (parser.meta.get("expert_weights") or {}).items()}
@@ -120,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attribute-model", type=Path, default=None,
                     help="the attribute classifier that ships beside it (default: the file beside --model)")
     ap.add_argument("--out", type=Path, required=True, help="write the refitted detector file here")
+    ap.add_argument("--powers", choices=("tied", "free"), default="tied",
+                    help="tied (default): one power for both experts per attribute, a temperature of their "
+                         "product, so every object keeps the class the plain product gives it and only how sure "
+                         "the probabilities and the confidence are changes; free: a power for each expert, which "
+                         "may also change classes (on the 2026-12-02 renders it lost three JPEG q50 images)")
     args = ap.parse_args(argv)
     try:
         import onnx  # noqa: F401  the refit rewrites the model file's metadata
@@ -138,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                         "first": recs[0].name if recs else None})
     if not records:
         ap.error("no usable held-out scene in --data")
-    meta, figures = refit(args.model, amodel, records)
+    meta, figures = refit(args.model, amodel, records, args.powers == "tied")
     meta.setdefault("provenance", {})["refit"] = {
         "data": sources, "attribute_model": amodel.name, "attribute_model_sha256": _digest(amodel), **figures}
     write_metadata(args.model, meta, args.out)

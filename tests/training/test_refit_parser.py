@@ -56,7 +56,7 @@ def _sure_and_wrong(n: int, wrong: int, seed: int = 0):
 
 def test_a_classifier_sure_and_wrong_too_often_gets_the_lower_power():
     det, cls, y = _sure_and_wrong(200, 20)
-    (wd, wc), fig = PE.fit_expert_weights(det, cls, y)
+    (wd, wc), fig = PE.fit_expert_weights(det, cls, y, tied=False)
     assert fig["fitted"] and fig["disagreements"] == 20
     assert wc < wd
     assert fig["nll_fitted"] < fig["nll_plain"] and fig["errors_fitted"] < fig["errors_plain"] == 20
@@ -65,10 +65,26 @@ def test_a_classifier_sure_and_wrong_too_often_gets_the_lower_power():
 
 def test_too_few_disagreements_keep_the_plain_product():
     det, cls, y = _sure_and_wrong(200, PE.MIN_DISAGREEMENTS - 1)
-    w, fig = PE.fit_expert_weights(det, cls, y)
+    w, fig = PE.fit_expert_weights(det, cls, y, tied=False)
     assert w == (1.0, 1.0) and not fig["fitted"] and fig["nll_fitted"] == fig["nll_plain"]
-    w, fig = PE.fit_expert_weights(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int))
-    assert w == (1.0, 1.0) and fig["objects"] == 0
+    for tied in (True, False):
+        w, fig = PE.fit_expert_weights(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int), tied=tied)
+        assert w == (1.0, 1.0) and fig["objects"] == 0 and not fig["fitted"]
+
+
+@given(st.integers(0, 60), st.integers(0, 10_000))
+@settings(max_examples=40, deadline=None)
+def test_tied_powers_keep_every_class_of_the_plain_product_and_lower_its_nll(wrong, seed):
+    det, cls, y = _sure_and_wrong(120, wrong, seed)
+    rng = np.random.default_rng(seed)
+    det = det * rng.uniform(0.5, 1.5, det.shape)
+    det /= det.sum(1, keepdims=True)
+    (wd, wc), fig = PE.fit_expert_weights(det, cls, y)  # tied is the default
+    assert wd == wc and fig["fitted"] and fig["tied"]
+    before = np.array([SP.combine_experts(a, b) for a, b in zip(det, cls, strict=True)])
+    after = np.array([SP.combine_experts(a, b, (wd, wc)) for a, b in zip(det, cls, strict=True)])
+    assert (before.argmax(1) == after.argmax(1)).all()
+    assert fig["errors_fitted"] == fig["errors_plain"] and fig["nll_fitted"] <= fig["nll_plain"] + 1e-9
 
 
 def test_a_file_without_expert_weights_combines_as_the_plain_product():
@@ -103,16 +119,28 @@ def test_refit_writes_a_copy_with_the_weights_power_and_provenance(held_out, tmp
     assert refit["attribute_model"] == "scene_parser_attributes.onnx" and len(refit["attribute_model_sha256"]) == 16
     assert model.meta["confidence"]["power"] == refit["confidence_after"]["power"] == printed["confidence_after"]["power"]
     assert refit["confidence_before"]["power"] == SP.SceneParser().meta["confidence"]["power"]
-    # six images hold too few disagreements to learn from: the plain product stays
-    assert all(not f["fitted"] for f in refit["attributes"].values())
-    assert model.expert_weights == dict.fromkeys(("color", "shape", "material"), (1.0, 1.0))
-    # everything else in the file is as it was, and it parses
+    # tied by default: one power per attribute for both experts
+    assert all(f["fitted"] and f["tied"] for f in refit["attributes"].values())
+    assert all(wd == wc for wd, wc in model.expert_weights.values())
+    # everything else in the file is as it was, and it parses to the same classes
     old = SP.SceneParser().meta
     assert {k: v for k, v in model.meta.items() if k not in ("expert_weights", "confidence", "provenance")} == \
         {k: v for k, v in old.items() if k not in ("expert_weights", "confidence", "provenance")}
     rgb = load_image(held_out / "images" / "R_000.png")
     assert [o.attributes for o in model.parse_batch([rgb])[0].objects] == \
         [o.attributes for o in SP.SceneParser().parse_batch([rgb])[0].objects]
+
+
+def test_free_powers_need_enough_disagreements(held_out, tmp_path, capsys):
+    pytest.importorskip("onnx")
+    from logicval_hf.training import refit_parser as R
+
+    out = tmp_path / "free.onnx"
+    assert R.main(["--data", str(held_out), "--powers", "free", "--out", str(out)]) == 0
+    refit = SP.SceneParser(out).meta["provenance"]["refit"]
+    # four images hold too few disagreements to learn which expert to trust: the plain product stays
+    assert all(not f["fitted"] and not f["tied"] for f in refit["attributes"].values())
+    assert SP.SceneParser(out).expert_weights == dict.fromkeys(("color", "shape", "material"), (1.0, 1.0))
 
 
 def test_fitted_weights_change_what_the_parser_reads(held_out, tmp_path):
@@ -138,6 +166,7 @@ def test_fitted_weights_change_what_the_parser_reads(held_out, tmp_path):
     (["--data", "{folder}:1.5", "--out", "x.onnx"], "FRACTION must lie in (0, 1]"),
     (["--data", "{folder}", "--model", "/no/model.onnx", "--out", "x.onnx"], "--model: '/no/model.onnx' not found"),
     (["--data", "{folder}"], "--out"),
+    (["--data", "{folder}", "--out", "x.onnx", "--powers", "loose"], "invalid choice: 'loose'"),
 ])
 def test_bad_arguments_are_one_clear_line(held_out, argv, says, capsys):
     pytest.importorskip("onnx")
