@@ -17,7 +17,9 @@ the longer side to 480 px.
 Confidence: every scene carries ``confidence``, the probability that the whole scene graph is right
 (`scene_confidence`: calibrated detections, candidate peaks that may be missed objects, attribute
 probabilities, the chance that a centre near a midline falls on the wrong side), so a user knows which images
-to look at.
+to look at. The attribute probabilities are the detector's and the classifier's multiplied, each raised to a
+power fitted on held-out renders (metadata ``expert_weights``, `combine_experts`; the shipped file's tied
+powers below 1 temper a product whose two experts were both too sure).
 
 Box convention: the network predicts the object's *projected 3D centre* (CLEVR's ``pixel_coords``), because
 the project derives regions and left/right/front/behind from box centres and CLEVR's ground truth does so from
@@ -51,7 +53,7 @@ from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, rescore
 from logicval_hf.perception.white_balance import balance_crops, illuminant_gains
 
 __all__ = ["DEFAULT_MODEL", "META_KEY", "SceneParser", "load_model", "extract", "extract_batch", "prepare",
-           "decode", "adaptive_scale", "scene_confidence"]
+           "decode", "adaptive_scale", "scene_confidence", "combine_experts", "classifier_probs"]
 
 #: The shipped model (ONNX graph with metadata).
 DEFAULT_MODEL = Path(__file__).with_name("scene_parser.onnx")

@@ -87,9 +87,35 @@ def test_tied_powers_keep_every_class_of_the_plain_product_and_lower_its_nll(wro
     assert fig["errors_fitted"] == fig["errors_plain"] and fig["nll_fitted"] <= fig["nll_plain"] + 1e-9
 
 
-def test_a_file_without_expert_weights_combines_as_the_plain_product():
+def test_a_file_without_expert_weights_combines_as_the_plain_product(tmp_path):
+    pytest.importorskip("onnx")
+    from logicval_hf.training.refit_parser import write_metadata
+
+    meta = {k: v for k, v in SP.SceneParser().meta.items() if k != "expert_weights"}
+    bare = tmp_path / "plain.onnx"
+    write_metadata(SP.DEFAULT_MODEL, meta, bare)
+    model = SP.SceneParser(bare, attribute_model=SP.attribute_model_beside(SP.DEFAULT_MODEL))
+    assert model.expert_weights == {}
+    rgb = load_image(SP.DEFAULT_MODEL.parents[2] / "tests" / "data" / "clevr" / "clevr_v1_train__CLEVR_train_000514.png")
+    dets = model.detect_batch([rgb])[0]
+    alone = SP.SceneParser(bare, attribute_model=False).detect_batch([rgb])[0]
+    cls = SP.classifier_probs(model.attributes, [rgb], [alone])
+    assert len(dets) == len(alone) > 0
+    for k, (d, a) in enumerate(zip(dets, alone, strict=True)):
+        for attr, p in d.probs.items():
+            q = a.probs[attr] * cls[attr][k]
+            assert p == pytest.approx(q / q.sum(), abs=1e-6)
+
+
+def test_the_shipped_pair_carries_tied_powers_fitted_on_renders_it_never_trained_on():
     model = SP.SceneParser()
-    assert all(w == (1.0, 1.0) for w in model.expert_weights.values())
+    assert set(model.expert_weights) == {"color", "shape", "material"}
+    assert all(wd == wc and 0 < wd < 1 for wd, wc in model.expert_weights.values())  # both experts were too sure
+    refit = model.meta["provenance"]["refit"]
+    assert refit["attribute_model"] == "scene_parser_attributes.onnx"
+    assert refit["attribute_model_sha256"] == hashlib.sha256(
+        SP.attribute_model_beside(SP.DEFAULT_MODEL).read_bytes()).hexdigest()[:16]
+    assert model.meta["confidence"]["power"] == refit["confidence_after"]["power"]
 
 
 # ---- the command ----------------------------------------------------------------------------------
@@ -107,6 +133,7 @@ def test_refit_writes_a_copy_with_the_weights_power_and_provenance(held_out, tmp
     from logicval_hf.training import refit_parser as R
 
     before = _sha(SP.DEFAULT_MODEL)
+    shipped = SP.SceneParser().meta
     out = tmp_path / "refit.onnx"
     assert R.main(["--data", str(held_out), "--data", f"{held_out}:0.5", "--out", str(out)]) == 0
     assert _sha(SP.DEFAULT_MODEL) == before  # the input file is untouched
@@ -118,14 +145,14 @@ def test_refit_writes_a_copy_with_the_weights_power_and_provenance(held_out, tmp
     assert refit["data"][1]["first"] == "R_002.png"
     assert refit["attribute_model"] == "scene_parser_attributes.onnx" and len(refit["attribute_model_sha256"]) == 16
     assert model.meta["confidence"]["power"] == refit["confidence_after"]["power"] == printed["confidence_after"]["power"]
-    assert refit["confidence_before"]["power"] == SP.SceneParser().meta["confidence"]["power"]
+    assert refit["confidence_before"]["power"] == shipped["confidence"]["power"]
     # tied by default: one power per attribute for both experts
     assert all(f["fitted"] and f["tied"] for f in refit["attributes"].values())
     assert all(wd == wc for wd, wc in model.expert_weights.values())
     # everything else in the file is as it was, and it parses to the same classes
-    old = SP.SceneParser().meta
     assert {k: v for k, v in model.meta.items() if k not in ("expert_weights", "confidence", "provenance")} == \
-        {k: v for k, v in old.items() if k not in ("expert_weights", "confidence", "provenance")}
+        {k: v for k, v in shipped.items() if k not in ("expert_weights", "confidence", "provenance")}
+    assert model.meta["confidence"]["peak_calibration"] == shipped["confidence"]["peak_calibration"]
     rgb = load_image(held_out / "images" / "R_000.png")
     assert [o.attributes for o in model.parse_batch([rgb])[0].objects] == \
         [o.attributes for o in SP.SceneParser().parse_batch([rgb])[0].objects]
