@@ -235,3 +235,17 @@ def test_a_detector_exported_with_its_classifier_carries_fitted_expert_weights(h
     assert fitted["weights"] == model.meta["expert_weights"]
     assert set(model.expert_weights) == {"color", "shape", "material"}
     assert all(f["objects"] >= 0 and "nll_plain" in f for a, f in fitted.items() if a != "weights")
+
+
+def test_reading_the_experts_needs_the_detector_alone(held_out):
+    from logicval_hf.training.parser_data import load_folder
+
+    amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
+    recs = load_folder(held_out)[:1]
+    with pytest.raises(ValueError, match="attribute_model=False"):
+        PE.read_experts(SP.SceneParser(), SP.AttributeClassifier(amodel), recs)
+    readings = PE.read_experts(SP.SceneParser(attribute_model=False), SP.AttributeClassifier(amodel), recs)
+    n = sum(len(d) for _, d, _ in readings.per_image)
+    assert n > 0 and all(len(v) == n for v in readings.classifier.values())
+    for pd, pc, y in readings.samples.values():
+        assert len(pd) == len(pc) == len(y) <= n
