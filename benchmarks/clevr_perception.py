@@ -272,7 +272,8 @@ def calibration(scenes: list[dict[str, Any]], preds: list[Scene], per_image: lis
     conf = [p.confidence for p in preds]
     if any(c is None for c in conf) or not conf:
         return {"ece": None}
-    from logicval_hf.training.parser_export import expected_calibration_error, ranking_auroc
+    from logicval_hf.scoring.meta.statistics import roc_auc
+    from logicval_hf.training.parser_export import expected_calibration_error
 
     c = np.array(conf, float)
     ex = np.array([r["exact"] for r in per_image], float)
@@ -282,7 +283,7 @@ def calibration(scenes: list[dict[str, Any]], preds: list[Scene], per_image: lis
     low = np.argsort(c)[:k]
     return {"ece": expected_calibration_error(c, ex), "mean_confidence": float(c.mean()),
             "exact_rate": float(ex.mean()), "exact_rate_least_certain_tenth": float(ex[low].mean()),
-            "auroc": ranking_auroc(c, ex)}
+            "auroc": roc_auc(c, ex)}
 
 
 def speed(images: list[np.ndarray], backend: str, settings: dict[str, Any]) -> dict[str, float]:

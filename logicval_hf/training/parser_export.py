@@ -209,17 +209,24 @@ def calibration_at(raw: np.ndarray, exact: np.ndarray, power: float) -> dict[str
             "mean_confidence": float(p.mean()) if len(p) else 0.0, "ece": expected_calibration_error(p, exact)}
 
 
-def fit_power(per_image, conf_meta: dict[str, Any], attributes: Sequence[str]) -> tuple[float, dict[str, float]]:
-    """The power of the confidence product minimising the negative log-likelihood of "this scene graph is
-    exact" on held-out images, and the calibration figures at that power (`calibration_at`)."""
-    raw_a, ex = confidence_outcomes(per_image, conf_meta, attributes)
+def best_power(raw: np.ndarray, exact: np.ndarray) -> float:
+    """The power of the confidence product (from `confidence_outcomes`) minimising the negative log-likelihood
+    of "this scene graph is exact" (grid over [0.2, 3])."""
     best, best_g = None, 1.0
     for g in np.exp(np.linspace(math.log(0.2), math.log(3.0), 57)):
-        p = np.clip(np.exp(g * raw_a), 1e-6, 1 - 1e-6)
-        nll = -(ex * np.log(p) + (1 - ex) * np.log(1 - p)).mean()
+        p = np.clip(np.exp(g * raw), 1e-6, 1 - 1e-6)
+        nll = -(exact * np.log(p) + (1 - exact) * np.log(1 - p)).mean()
         if best is None or nll < best - 1e-12:
             best, best_g = nll, float(g)
-    return best_g, calibration_at(raw_a, ex, best_g)
+    return best_g
+
+
+def fit_power(per_image, conf_meta: dict[str, Any], attributes: Sequence[str]) -> tuple[float, dict[str, float]]:
+    """The power of the confidence product minimising the negative log-likelihood of "this scene graph is
+    exact" on held-out images (`best_power`), and the calibration figures at that power (`calibration_at`)."""
+    raw_a, ex = confidence_outcomes(per_image, conf_meta, attributes)
+    g = best_power(raw_a, ex)
+    return g, calibration_at(raw_a, ex, g)
 
 
 #: The powers `fit_expert_weights` chooses from (log-spaced): below 1 tempers an expert, above sharpens it;
@@ -347,23 +354,6 @@ def expected_calibration_error(p: np.ndarray, outcome: np.ndarray, bins: int = 1
     which = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
     return float(sum(abs(p[which == b].mean() - outcome[which == b].mean()) * (which == b).mean()
                      for b in range(bins) if (which == b).any()))
-
-
-def ranking_auroc(p: np.ndarray, outcome: np.ndarray) -> float | None:
-    """The chance that an image whose outcome is 1 gets a higher ``p`` than one whose outcome is 0 (ties count
-    half): how well the confidence ranks images, whatever its scale; None without both outcomes."""
-    p, outcome = np.asarray(p, float), np.asarray(outcome, float) > 0.5
-    pos, neg = p[outcome], p[~outcome]
-    if len(pos) == 0 or len(neg) == 0:
-        return None
-    ranks = np.argsort(np.argsort(np.concatenate([pos, neg]), kind="stable"), kind="stable") + 1.0
-    allp = np.concatenate([pos, neg])  # average ranks over ties (Mann-Whitney U)
-    for v in np.unique(allp):
-        tie = allp == v
-        if tie.sum() > 1:
-            ranks[tie] = ranks[tie].mean()
-    u = ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
-    return float(u / (len(pos) * len(neg)))
 
 
 def fit_second_look(model_path: Path, records: Sequence[Record], flip: bool, threshold: float

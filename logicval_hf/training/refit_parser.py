@@ -59,6 +59,7 @@ def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool 
     experts) and the confidence's power fitted on ``records`` for the pair (``model``, ``attribute_model``)."""
     from logicval_hf.perception.scene_parser import CONFIDENCE_DEFAULTS, AttributeClassifier, SceneParser
     from logicval_hf.training.parser_export import (
+        best_power,
         calibration_at,
         confidence_outcomes,
         fit_experts,
@@ -72,8 +73,10 @@ def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool 
     conf = {**CONFIDENCE_DEFAULTS, **(parser.meta.get("confidence") or {})}
     attrs = ("color", "shape", "material")
     old = {a: (float(w[0]), float(w[1])) for a, w in (parser.meta.get("expert_weights") or {}).items()}
-    before = calibration_at(*confidence_outcomes(readings.combined(old), conf, attrs), float(conf["power"]))
-    power_only, kept = fit_power(readings.combined(old), conf, attrs)
+    raw, exact = confidence_outcomes(readings.combined(old), conf, attrs)
+    before = calibration_at(raw, exact, float(conf["power"]))
+    power_only = best_power(raw, exact)
+    kept = calibration_at(raw, exact, power_only)
     power, after = fit_power(readings.combined({a: (w[0], w[1]) for a, w in weights.items()}), conf, attrs)
     meta = json.loads(json.dumps(parser.meta))
     meta["expert_weights"] = weights

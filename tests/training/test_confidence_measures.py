@@ -1,4 +1,5 @@
-"""How the scene confidence is measured (``parser_export.expected_calibration_error``, ``ranking_auroc``)."""
+"""How the scene confidence is measured (``parser_export.expected_calibration_error``; its ranking by
+``scoring.meta.statistics.roc_auc``, which ``benchmarks/clevr_perception.py`` reports as AUROC)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logicval_hf.training.parser_export import expected_calibration_error, ranking_auroc
+from logicval_hf.scoring.meta.statistics import roc_auc
+from logicval_hf.training.parser_export import expected_calibration_error
 
 scored = st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0]), st.booleans()), min_size=1,
                   max_size=40)
@@ -19,7 +21,7 @@ def test_auroc_equals_counting_every_pair(rows):
     p = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows], float)
     pos, neg = p[y > 0], p[y == 0]
-    got = ranking_auroc(p, y)
+    got = roc_auc(p, y)
     if len(pos) == 0 or len(neg) == 0:
         assert got is None
         return
@@ -29,9 +31,9 @@ def test_auroc_equals_counting_every_pair(rows):
 
 def test_auroc_of_a_perfect_a_reversed_and_a_constant_ranking():
     y = np.array([0, 0, 1, 1], float)
-    assert ranking_auroc(np.array([0.1, 0.2, 0.8, 0.9]), y) == 1.0
-    assert ranking_auroc(np.array([0.9, 0.8, 0.2, 0.1]), y) == 0.0
-    assert ranking_auroc(np.full(4, 0.5), y) == 0.5
+    assert roc_auc(np.array([0.1, 0.2, 0.8, 0.9]), y) == 1.0
+    assert roc_auc(np.array([0.9, 0.8, 0.2, 0.1]), y) == 0.0
+    assert roc_auc(np.full(4, 0.5), y) == 0.5
 
 
 def test_ece_is_zero_when_confidence_matches_the_rate_in_every_bin_and_large_when_it_does_not():
