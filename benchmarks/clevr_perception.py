@@ -96,7 +96,7 @@ def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
     """The held-out part of a render folder, split as the scene parser's training splits it."""
     from logicval_hf.training.train_scene_parser import classes, load_folder, split_holdout
 
-    recs = load_folder(folder)
+    recs = load_folder(folder, who="clevr_perception.py")
     _, held = split_holdout(recs, fraction) if fraction < 1 else ([], recs)
     cls = classes()
     out = []
@@ -378,17 +378,16 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
 def render_set(spec: str) -> tuple[str, Path, float]:
     """``NAME=DIR[:FRACTION]`` (``--suite-renders``) as (name, folder, fraction), refused in one line when malformed
     or when the folder does not exist."""
+    from logicval_hf.training.parser_data import parse_held_out_folder
+
     name, eq, rest = spec.partition("=")
-    folder, _, frac = rest.partition(":")
-    if not eq or not name or not folder:
+    if not eq or not name or not rest:
         raise argparse.ArgumentTypeError(f"expected NAME=DIR[:FRACTION], got {spec!r}")
     try:
-        fraction = float(frac) if frac else 1.0
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{spec!r}: FRACTION must be a number, got {frac!r}") from None
-    if not 0 < fraction <= 1:
-        raise argparse.ArgumentTypeError(f"{spec!r}: FRACTION must lie in (0, 1], got {fraction:g}")
-    return name, existing_folder(folder), fraction
+        folder, fraction = parse_held_out_folder(rest)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name, folder, fraction
 
 
 def existing_folder(text: str) -> Path:

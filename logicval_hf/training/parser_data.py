@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["ATTRIBUTES", "SIZES", "DataFolder", "Record", "classes", "load_folder", "parse_data_folder",
-           "record_weights", "split_holdout", "numpy_render", "random_layout"]
+           "parse_held_out_folder", "record_weights", "split_holdout", "numpy_render", "random_layout"]
 
 ATTRIBUTES = ("color", "shape", "material", "size")
 SIZES = ("large", "small")
@@ -155,9 +155,11 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
                   np.array(labels, int).reshape(-1, 4), objmap)
 
 
-def load_folder(folder: Path, report: list[str] | None = None, first: int | None = None) -> list[Record]:
+def load_folder(folder: Path, report: list[str] | None = None, first: int | None = None,
+                who: str = "train_scene_parser") -> list[Record]:
     """Every usable scene of a CLEVR-layout folder, sorted by image name (only the ``first`` scenes by name when
-    given). Problems go to ``report`` (one line naming the file) and to stderr; the scene is skipped."""
+    given). Problems go to ``report`` (one line naming the file) and to stderr, prefixed with ``who`` (the
+    program reading); the scene is skipped."""
     folder = Path(folder)
     report = [] if report is None else report
     cls = classes()
@@ -169,8 +171,34 @@ def load_folder(folder: Path, report: list[str] | None = None, first: int | None
         except ValueError as e:
             report.append(f"{source} ({s.get('image_filename', '?')}): {e}; skipped")
     for line in report:
-        print(f"train_scene_parser: {line}", file=sys.stderr)
+        print(f"{who}: {line}", file=sys.stderr)
     return sorted(out, key=lambda r: r.name)
+
+
+def parse_held_out_folder(text: str) -> tuple[Path, float]:
+    """``DIR[:FRACTION]``: a CLEVR-layout folder and the last share of it by name to read (default 1: all of it),
+    as `split_holdout` splits it. A colon belongs to the folder's name when what follows it is not a number and
+    the whole text names a folder.
+
+    Raises:
+        ValueError: the folder does not exist, FRACTION is not a number or lies outside (0, 1].
+    """
+    text = str(text)
+    folder, colon, tail = text.rpartition(":")
+    if not colon:
+        folder, fraction = text, 1.0
+    else:
+        try:
+            fraction = float(tail)
+        except ValueError:
+            if not Path(text).is_dir():
+                raise ValueError(f"{text!r}: FRACTION must be a number, got {tail!r}") from None
+            folder, fraction = text, 1.0
+    if not Path(folder).is_dir():
+        raise ValueError(f"{folder!r}: no such folder")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"{text!r}: FRACTION must lie in (0, 1], got {fraction:g}")
+    return Path(folder), fraction
 
 
 def split_holdout(records: list[Record], fraction: float) -> tuple[list[Record], list[Record]]:

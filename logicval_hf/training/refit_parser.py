@@ -30,23 +30,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.training.parser_data import Record, load_folder, split_holdout
+from logicval_hf.training.parser_data import Record, load_folder, parse_held_out_folder, split_holdout
 
 __all__ = ["main", "refit", "write_metadata"]
 
 
 def _folder(spec: str) -> tuple[Path, float]:
-    """``DIR[:FRACTION]``: a CLEVR-layout folder and the last share of it (by name) to read."""
-    folder, _, frac = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    """``DIR[:FRACTION]`` for argparse: a CLEVR-layout folder and the last share of it (by name) to read."""
     try:
-        fraction = float(frac) if frac else 1.0
-    except ValueError:
-        folder, fraction = spec, 1.0  # a colon that is part of the path
-    if not Path(folder).is_dir():
-        raise argparse.ArgumentTypeError(f"{folder!r} is not a folder")
-    if not 0 < fraction <= 1:
-        raise argparse.ArgumentTypeError(f"{spec!r}: FRACTION must lie in (0, 1], got {fraction:g}")
-    return Path(folder), fraction
+        return parse_held_out_folder(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _digest(path: Path) -> str:
@@ -141,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     records: list[Record] = []
     sources = []
     for folder, fraction in args.data:
-        recs = split_holdout(load_folder(folder), fraction)[1] if fraction < 1 else load_folder(folder)
+        recs = load_folder(folder, who="refit_parser")
+        recs = split_holdout(recs, fraction)[1] if fraction < 1 else recs
         records += recs
         sources.append({"folder": str(folder), "fraction": fraction, "images": len(recs),
                         "first": recs[0].name if recs else None})

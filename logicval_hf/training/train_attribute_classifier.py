@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     data_info: list[dict] = []
     sizes: list[tuple[DataFolder, int]] = []
     for f in args.data or [DataFolder(DEFAULT_DATA)]:
-        recs = load_folder(f.path, first=f.first)
+        recs = load_folder(f.path, first=f.first, who="train_attribute_classifier")
         tr, va = split_holdout(recs, args.val_fraction)
         samples = object_samples(tr, len(records))
         train += samples

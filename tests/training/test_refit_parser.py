@@ -189,7 +189,7 @@ def test_fitted_weights_change_what_the_parser_reads(held_out, tmp_path):
 
 
 @pytest.mark.parametrize("argv,says", [
-    (["--data", "/no/such/folder", "--out", "x.onnx"], "is not a folder"),
+    (["--data", "/no/such/folder", "--out", "x.onnx"], "no such folder"),
     (["--data", "{folder}:1.5", "--out", "x.onnx"], "FRACTION must lie in (0, 1]"),
     (["--data", "{folder}", "--model", "/no/model.onnx", "--out", "x.onnx"], "--model: '/no/model.onnx' not found"),
     (["--data", "{folder}"], "--out"),
