@@ -39,7 +39,8 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
                           max_objects=profile.max_objects if args.max_objects is None else args.max_objects,
                           randomise=args.randomise, threads=args.threads,
                           profile="randomise" if args.randomise else profile.name,
-                          long_side=_long_side(args.long_side)).validate()
+                          long_side=_long_side(args.long_side),
+                          elevation=_elevation(args.elevation)).validate()
     assets = load_assets(args.assets)  # both checks before any work
     if args.blender_python or not bpy_in_process():
         # bpy needs numpy<2: it usually lives in an environment of its own (see generation/blender_process.py)
@@ -66,6 +67,18 @@ def _long_side(text: str | None) -> tuple[int, int] | None:
     return lo, hi
 
 
+def _elevation(text: str | None) -> tuple[float, float] | None:
+    """``--elevation MIN:MAX`` (or one number) in degrees as a pair."""
+    if text is None:
+        return None
+    lo, colon, hi = text.partition(":")
+    hi = hi if colon else lo
+    try:
+        return float(lo), float(hi)
+    except ValueError:
+        raise ValueError(f"--elevation must read MIN:MAX in degrees (e.g. 15:35), got {text!r}") from None
+
+
 def _argv_of(args: argparse.Namespace) -> list[str]:
     """The same command for the Blender environment's interpreter (which runs it in-process)."""
     argv = ["--out", str(args.out), "--num-images", str(args.num_images), "--seed", str(args.seed),
@@ -73,7 +86,8 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
             "--denoise" if args.denoise else "--no-denoise", "--width", str(args.width), "--height", str(args.height),
             "--start-index", str(args.start_index), "--chunk", str(args.chunk), "--threads", str(args.threads)]
     for flag, value in (("--min-objects", args.min_objects), ("--max-objects", args.max_objects),
-                        ("--profile", args.profile), ("--long-side", args.long_side)):
+                        ("--profile", args.profile), ("--long-side", args.long_side),
+                        ("--elevation", args.elevation)):
         if value is not None:
             argv += [flag, str(value)]
     return argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
@@ -111,6 +125,9 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--long-side", default=None, metavar="MIN:MAX",
                    help="range of the longer image side in pixels for profiles that draw the frame (t2i: default "
                         "256:1024; training renders need fewer pixels, e.g. 256:448); --width/--height otherwise")
+    p.add_argument("--elevation", default=None, metavar="MIN:MAX",
+                   help="camera elevation range in degrees for profiles that draw the camera (t2i: default 15:75); "
+                        "images with a horizon keep their lower range, clipped to this one")
     p.add_argument("--start-index", type=int, default=0, help="index of the first image (default 0)")
     p.add_argument("--chunk", type=int, default=20, help="images per chunk; scenes.json is refreshed after each")
     p.add_argument("--threads", type=int, default=2, help="Cycles render threads (default 2)")

@@ -190,6 +190,8 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
         if config.profile_name == "randomise":
             settings.update({k: v for k, v in extra.items() if k != "image_size"})
         elif t2i:
+            if config.elevation is not None:
+                settings["elevation_range"] = [float(v) for v in config.elevation]
             settings.update({"profile": "t2i", "long_side": list(config.frame_sides()),
                              **{k: v for k, v in extra.items() if k not in ("image_size", "objects", "profile")},
                              "camera_placed": framing})

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +141,9 @@ class RenderConfig:
 
     ``profile`` names a `RENDER_PROFILES` entry; ``randomise=True`` is the same as ``profile="randomise"``.
     ``long_side`` ``(min, max)`` bounds the longer image side of profiles that draw the frame (``t2i``):
-    training renders need fewer pixels than the 256-1024 px users' images have.
+    training renders need fewer pixels than the 256-1024 px users' images have. ``elevation`` ``(min, max)`` in
+    degrees narrows the camera elevation such profiles draw (e.g. more of the low cameras a parser reads worst);
+    images with a horizon keep their own, lower range, clipped to it (none where the two do not overlap).
     """
 
     seed: int = 0
@@ -155,6 +157,7 @@ class RenderConfig:
     threads: int = 2
     profile: str = "clevr"
     long_side: tuple[int, int] | None = None
+    elevation: tuple[float, float] | None = None
 
     @property
     def profile_name(self) -> str:
@@ -185,7 +188,26 @@ class RenderConfig:
             lo, hi = self.long_side
             if not (32 <= lo <= hi <= 4096):
                 raise ValueError(f"--long-side must be MIN:MAX with 32 <= MIN <= MAX <= 4096, got {lo}:{hi}")
+        if self.elevation is not None:
+            if self.look.t2i is None:
+                raise ValueError(f"--elevation applies to profiles that draw the camera (t2i), not "
+                                 f"{self.profile_name}")
+            elo, ehi = self.elevation
+            if not (5 <= elo <= ehi <= 89):
+                raise ValueError(f"--elevation must be MIN:MAX in degrees with 5 <= MIN <= MAX <= 89, "
+                                 f"got {elo:g}:{ehi:g}")
         return self
+
+    def t2i_look(self) -> T2ILook | None:
+        """The profile's T2I look with ``elevation`` applied (None for profiles that draw no camera)."""
+        look = self.look.t2i
+        if look is None or self.elevation is None:
+            return look
+        lo, hi = float(self.elevation[0]), float(self.elevation[1])
+        h_lo, h_hi = max(lo, look.horizon_elevation_deg[0]), min(hi, look.horizon_elevation_deg[1])
+        if h_lo > h_hi:
+            return replace(look, elevation_deg=(lo, hi), horizon_p=0.0)
+        return replace(look, elevation_deg=(lo, hi), horizon_elevation_deg=(h_lo, h_hi))
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that make two runs' images the same (threads excluded)."""
@@ -198,6 +220,8 @@ class RenderConfig:
             out["long_side"] = list(self.frame_sides())
             if self.look.t2i is not None:
                 out["profile_version"] = self.look.t2i.version
+            if self.elevation is not None:
+                out["elevation"] = [float(v) for v in self.elevation]
         return out
 
     def frame_sides(self) -> tuple[int, int]:
@@ -269,8 +293,8 @@ def plan_image(config: RenderConfig, index: int) -> ImagePlan:
         width = max(8, round(config.width * scale))
         height = max(8, round(width / aspect))
         extra["image_size"] = [width, height]
-    elif config.look.t2i is not None:
-        extra = _plan_t2i(config.look.t2i, _look_rng(config.seed, index), n, config.frame_sides())
+    elif (look := config.t2i_look()) is not None:
+        extra = _plan_t2i(look, _look_rng(config.seed, index), n, config.frame_sides())
         width, height = extra["image_size"]
     return ImagePlan(index, n, width, height, cam, lamps, cycles_seed, object_seed, extra)
 

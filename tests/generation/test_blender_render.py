@@ -111,6 +111,9 @@ def _cli(capsys, *argv):
 @pytest.mark.parametrize("extra, needle", [
     (["--num-images", "0"], "--num-images must be >= 1"),
     (["--num-images", "2", "--min-objects", "5", "--max-objects", "3"], "--min-objects (5) is larger"),
+    (["--num-images", "1", "--profile", "t2i", "--elevation", "low"], "--elevation must read MIN:MAX"),
+    (["--num-images", "1", "--profile", "t2i", "--elevation", "60:20"], "5 <= MIN <= MAX <= 89"),
+    (["--num-images", "1", "--elevation", "20:40"], "not clevr"),
 ])
 def test_bad_numbers_give_one_line(tmp_path, capsys, extra, needle):
     rc, err = _cli(capsys, "--out", tmp_path / "o", "--assets", ASSETS, *extra)
@@ -304,6 +307,20 @@ def test_t2i_profile_renders_a_tiny_image_whose_mask_box_and_json_agree(tmp_path
             assert 0 <= px < W and 0 <= py < H and depth > 0
             assert {"scale", "stretch", "mesh_variant"} <= set(o)
     assert json.loads((out / "render_config.json").read_text())["profile"] == "t2i"
+
+
+@needs_blender
+def test_elevation_option_reaches_the_render_and_its_settings(tmp_path):
+    from logicval_hf.cli.render_clevr import main
+
+    out = tmp_path / "low"
+    rc = main(["render-clevr", "--out", str(out), "--num-images", "1", "--seed", "12", "--assets", str(ASSETS),
+               "--profile", "t2i", "--long-side", "64:72", "--elevation", "18:24", "--samples", "1", "--no-denoise",
+               "--max-objects", "2", "--threads", "2", "--no-progress"])
+    assert rc == 0
+    rs = json.loads((out / "scenes" / "CLEVRX_000000.json").read_text())["render_settings"]
+    assert rs["elevation_range"] == [18.0, 24.0] and 18.0 <= rs["camera"]["elevation_deg"] <= 24.0
+    assert json.loads((out / "render_config.json").read_text())["elevation"] == [18.0, 24.0]
 
 
 def test_an_unknown_render_profile_is_one_line_naming_the_known_ones(tmp_path, capfd):

@@ -62,6 +62,30 @@ def test_long_side_bounds_training_renders():
     assert all(256 - 1 <= max(p.width, p.height) <= 320 for p in (S.plan_image(cfg, i) for i in range(40)))
 
 
+def test_elevation_narrows_the_cameras_and_clips_the_horizons_range():
+    low = S.RenderConfig(seed=4, profile="t2i", elevation=(15.0, 25.0))
+    plans = [S.plan_image(low, i).randomised for i in range(examples(120))]
+    assert all(15.0 <= p["camera"]["elevation_deg"] <= 25.0 for p in plans)
+    assert any(p["horizon"] for p in plans)  # the horizon's own 15-32 degrees, clipped to 15-25
+    high = S.RenderConfig(seed=4, profile="t2i", elevation=(50.0, 75.0))
+    plans = [S.plan_image(high, i).randomised for i in range(examples(120))]
+    assert all(50.0 <= p["camera"]["elevation_deg"] <= 75.0 for p in plans)
+    assert not any(p["horizon"] for p in plans)  # no overlap with 15-32: no horizon
+    # everything but the camera's elevation and the horizon is drawn as without the option
+    base = S.RenderConfig(seed=4, profile="t2i")
+    a, b = S.plan_image(base, 3).randomised, S.plan_image(high, 3).randomised
+    assert a["lights"] == b["lights"] and a["objects"] == b["objects"] and a["image_size"] == b["image_size"]
+
+
+def test_elevation_is_in_the_fingerprint_and_validated():
+    assert "elevation" not in S.RenderConfig(profile="t2i").fingerprint()
+    assert S.RenderConfig(profile="t2i", elevation=(15, 35)).fingerprint()["elevation"] == [15.0, 35.0]
+    with pytest.raises(ValueError, match="--elevation applies to profiles that draw the camera"):
+        S.RenderConfig(profile="randomise", elevation=(15, 35)).validate()
+    with pytest.raises(ValueError, match="5 <= MIN <= MAX <= 89"):
+        S.RenderConfig(profile="t2i", elevation=(2, 35)).validate()
+
+
 def test_kelvin_colours_are_warm_and_cool():
     warm, cool = S.kelvin_to_rgb(2800), S.kelvin_to_rgb(9000)
     assert warm[0] > warm[2] and cool[2] > cool[0] and max(warm) == max(cool) == 1.0
