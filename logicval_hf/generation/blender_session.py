@@ -12,6 +12,7 @@ carry track-to constraints aimed at the origin (kept for CLEVR, removed where th
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import os
 import shutil
@@ -41,12 +42,22 @@ class BlenderUnavailable(ValueError):
 
 
 def require_bpy():
-    """Import and return ``bpy``, or raise `BlenderUnavailable` naming what to install."""
+    """Import and return ``bpy``, or raise `BlenderUnavailable` naming what to install.
+
+    The Blender environment also needs pillow and tqdm (the renders' PNG files and progress bar); a bare ``pip
+    install bpy`` lacks them, so they are checked here, before the first render, not deep inside one.
+    """
     try:
         import bpy
     except ImportError:
         raise BlenderUnavailable(
             f"Blender renders need bpy (Blender 5.0.1 as a Python module, Python 3.11); {INSTALL_HINT}") from None
+    missing = [pip_name for module, pip_name in (("PIL", "pillow"), ("tqdm", "tqdm"))
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        raise BlenderUnavailable(
+            f"the Blender environment ({sys.executable}) has bpy but not {', '.join(missing)}: "
+            f"{sys.executable} -m pip install {' '.join(missing)}")
     return bpy
 
 

@@ -8,6 +8,7 @@ import argparse
 import json
 import math
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -144,6 +145,17 @@ def test_missing_bpy_says_how_to_set_up_blender(tmp_path, capsys, monkeypatch):
     assert rc == 2 and "not an executable Python interpreter" in err and err.count("\n") == 0
     with pytest.raises(ValueError, match="bpy"):
         B.BlenderSceneRenderer(ASSETS)
+
+
+def test_bpy_without_its_companions_names_them(monkeypatch):
+    # a bare `pip install bpy` environment: bpy imports, pillow and tqdm do not
+    monkeypatch.setitem(sys.modules, "bpy", types.ModuleType("bpy"))
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    with pytest.raises(B.BlenderUnavailable, match=r"has bpy but not tqdm: .* -m pip install tqdm$"):
+        B.require_bpy()
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(B.BlenderUnavailable, match=r"not pillow, tqdm: .*pip install pillow tqdm$"):
+        B.require_bpy()
 
 
 def test_subcommand_registers():
