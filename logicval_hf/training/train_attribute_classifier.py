@@ -20,6 +20,10 @@ task; the exported metadata says ``refine_centre: false`` and the parser keeps t
 held-out renders the refined ones were worse: median error 0.46 vs 0.39 px). ``validate`` reports the
 refined centre error beside the jitter it corrects.
 
+``--width`` multiplies every stage's channels. Started from a narrower ``--init``, the trained network is first
+widened without changing what it computes (`logicval_hf.training.widen`), so a wider classifier starts from the
+narrow one's figures instead of from scratch.
+
 Deterministic and resumable like the detector's script: every step's crops depend on ``(seed, step)`` only
 (with ``--hard-mining``, also on the objects' running losses, which every checkpoint carries); the last
 ``--val-fraction`` of every folder is held out for the temperatures and the validation figures.
@@ -241,10 +245,14 @@ class ObjectLosses:
                 self.values[k] = self.decay * self.values[k] + (1 - self.decay) * float(v)
 
 
-def build_model(width: int = 1):
-    """A small CNN on 4 x 64 x 64 crops (about 25 MMAC each): four strided stages to 4 x 4, then a fully
-    connected layer (it keeps where in the crop things are, so the mark channel can single out one object
-    among its neighbours)."""
+#: the stages' channels at width 1 (the shipped classifiers up to a22)
+BASE_CHANNELS = (24, 32, 48, 64, 128)
+
+
+def build_model(width: float = 1.0):
+    """A small CNN on 4 x 64 x 64 crops (about 25 MMAC each at width 1, about width**2 times that wider): four
+    strided stages to 4 x 4, then a fully connected layer (it keeps where in the crop things are, so the mark
+    channel can single out one object among its neighbours). ``width`` multiplies every stage's channels."""
     import torch
     from torch import nn
 
@@ -252,7 +260,7 @@ def build_model(width: int = 1):
         return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
 
     n_out = sum(len(v) for v in classes().values()) + 2  # attribute logits, centre offset
-    c = [24 * width, 32 * width, 48 * width, 64 * width, 128 * width]
+    c = [max(1, round(b * width)) for b in BASE_CHANNELS]
 
     class Net(nn.Module):
         def __init__(self):
@@ -268,6 +276,32 @@ def build_model(width: int = 1):
             return out[:, :-2], out[:, -2:]
 
     return Net()
+
+
+def model_width(first_channels: int) -> float:
+    """The width of a classifier whose first convolution has ``first_channels`` outputs."""
+    return first_channels / BASE_CHANNELS[0]
+
+
+def widen_model(narrow, wide, seed: int) -> dict:
+    """Copy the trained ``narrow`` classifier's function into the wider, freshly built ``wide`` one
+    (`logicval_hf.training.widen`): its convolution blocks and the fully connected layer reading them."""
+    from torch import nn
+
+    from logicval_hf.training.widen import widen_chain
+
+    def blocks(net):
+        return [(b[0], b[1]) for b in net.features]
+
+    def first_fc(net):
+        return next(m for m in net.head if isinstance(m, nn.Linear))
+
+    info = widen_chain(blocks(narrow), blocks(wide), first_fc(narrow), first_fc(wide), spatial=16, seed=seed)
+    # the layers after the first fully connected one keep their sizes: copied as they are
+    fc = list(narrow.head).index(first_fc(narrow))
+    for n_mod, w_mod in zip(list(narrow.head)[fc + 1:], list(wide.head)[fc + 1:], strict=True):
+        w_mod.load_state_dict(n_mod.state_dict())
+    return info
 
 
 #: weight of the centre offset's smooth-L1 loss (crop pixels) beside the attributes' cross-entropies
@@ -375,6 +409,31 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
                      "LogicVal-HF CLEVR attribute classifier (see logicval_hf/perception/scene_parser.md)")
 
 
+def init_model_width(path: Path) -> float:
+    """The width of the classifier in ``path`` (an exported .onnx or a training checkpoint), from its first
+    convolution's output channels.
+
+    Raises:
+        SystemExit: the file holds no classifier this script can read.
+    """
+    try:
+        if path.suffix == ".onnx":
+            import onnx
+            from onnx import numpy_helper
+
+            model = onnx.load(str(path))
+            init = {i.name: i for i in model.graph.initializer}
+            conv = next(n for n in model.graph.node if n.op_type == "Conv")
+            return model_width(int(numpy_helper.to_array(init[conv.input[1]]).shape[0]))
+        import torch
+
+        state = torch.load(path, map_location="cpu", weights_only=False)["model"]
+        return model_width(int(state["features.0.0.weight"].shape[0]))
+    except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not a model
+        raise SystemExit(f"train_attribute_classifier: cannot read a classifier from --init {path}: "
+                         f"{type(e).__name__}: {e}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.train_attribute_classifier",
                                  description=__doc__.split("\n")[0])
@@ -394,6 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--init", type=Path,
                     help="start from these weights (fresh optimiser and schedule): an earlier run's last.pt or an "
                          "exported .onnx classifier; ignored when --out holds a checkpoint to resume")
+    ap.add_argument("--width", type=float, default=1.0,
+                    help="multiplies every stage's channels (default 1: 0.73 M parameters, about 25 MMAC per "
+                         "object; 1.5 about 2.25 x that). With a narrower --init, the trained model is widened "
+                         "without changing what it computes (Net2WiderNet), and training goes on from there")
     ap.add_argument("--white-balance", type=float, default=DEFAULT_AUGMENTATION.white_balance_log, metavar="LOG",
                     help="per-channel white-balance gains drawn within exp(+-LOG) in linear light (default "
                          f"{DEFAULT_AUGMENTATION.white_balance_log}; light of other colour temperatures needs more)")
@@ -406,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
                          "loss (hard-example mining: views the network still reads wrong come back more often); "
                          "0 = every draw by the folders' weights (default)")
     args = ap.parse_args(argv)
+    if not 0.25 <= args.width <= 4:
+        ap.error(f"--width must lie in [0.25, 4], got {args.width}")
     if not 0 <= args.hard_mining <= 1:
         ap.error(f"--hard-mining must lie in [0, 1], got {args.hard_mining}")
     if not 0 <= args.white_balance <= 1:
@@ -441,22 +506,31 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("no usable training objects and --numpy-fraction 0")
     print(f"train_attribute_classifier: {len(train)} training objects, {len(val)} held out", flush=True)
 
-    net = build_model()
+    net = build_model(args.width)
     ck, resumed = loop.open_checkpoint(args, net, "train_attribute_classifier")
     if not resumed and args.init:
+        init_width = init_model_width(args.init)
+        if init_width > args.width:
+            raise SystemExit(f"train_attribute_classifier: {args.init} is a classifier of width {init_width:g}; "
+                             f"it can be widened, not narrowed to --width {args.width:g}")
+        start = net if init_width == args.width else build_model(init_width)
         if args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
             from logicval_hf.training.onnx_init import load_onnx_weights
 
             stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights,
                                 aug, args.balance_crops, casts)[0]
                      for k in range(4)]  # steps no run reaches
-            info = load_onnx_weights(net, args.init, stats, forward=net)
-            ck.history.append({"init": str(args.init), "init_onnx": info})
+            info = load_onnx_weights(start, args.init, stats, forward=start)
+            entry = {"init": str(args.init), "init_onnx": info}
         else:
             init = torch.load(args.init, map_location="cpu", weights_only=False)
-            net.load_state_dict(init["model"])
-            ck.history.append({"init": str(args.init), "init_steps": init["step"]})
-        print(f"train_attribute_classifier: initialised from {args.init}", flush=True)
+            start.load_state_dict(init["model"])
+            entry = {"init": str(args.init), "init_steps": init["step"]}
+        if start is not net:
+            entry["widened"] = {"from": init_width, "to": args.width, **widen_model(start, net, args.seed)}
+        ck.history.append(entry)
+        print(f"train_attribute_classifier: initialised from {args.init}"
+              + (f", widened {init_width:g} -> {args.width:g}" if start is not net else ""), flush=True)
 
     def export() -> str:
         step, elapsed = ck.step, ck.elapsed
@@ -471,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
             from logicval_hf.perception.scene_parser import CONTEXT, CROP, MARK_SIGMA, MIN_SIDE
 
             # the centre head trains as an auxiliary task; the parser keeps the detector's centres
-            meta = {"version": 1, "refine_centre": False, "attributes": list(ATTRIBUTES),
+            meta = {"version": 1, "refine_centre": False, "width": args.width, "attributes": list(ATTRIBUTES),
                     "classes": {a: list(c) for a, c in cls.items()},
                     "temperatures": temps, "input": "float32 N x 4 x CROP x CROP: RGB in [0, 1], mark",
                     "crop": {"size": CROP, "context": CONTEXT, "min_side": MIN_SIDE, "mark_sigma": MARK_SIGMA},
