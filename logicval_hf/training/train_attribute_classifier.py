@@ -245,7 +245,7 @@ class ObjectLosses:
                 self.values[k] = self.decay * self.values[k] + (1 - self.decay) * float(v)
 
 
-#: the stages' channels at width 1 (the shipped classifiers up to a22)
+#: the stages' channels at width 1 (every shipped classifier so far)
 BASE_CHANNELS = (24, 32, 48, 64, 128)
 
 
