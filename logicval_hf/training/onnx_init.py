@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load_onnx_weights"]
+__all__ = ["load_onnx_weights", "onnx_convs"]
 
 
-def _onnx_convs(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
+def onnx_convs(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """(weight, bias) of every Conv and Gemm (fully connected) node, in graph order."""
     import onnx
     from onnx import numpy_helper
@@ -62,7 +62,7 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
     from torch import nn
 
     path = Path(path)
-    convs = _onnx_convs(path)
+    convs = onnx_convs(path)
     order: list[nn.Conv2d | nn.Linear] = []
     hooks = [m.register_forward_hook(lambda mod, i, o: order.append(mod)) for m in net.modules()
              if isinstance(m, (nn.Conv2d, nn.Linear))]

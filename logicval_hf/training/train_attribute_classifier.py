@@ -409,26 +409,22 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
                      "LogicVal-HF CLEVR attribute classifier (see logicval_hf/perception/scene_parser.md)")
 
 
-def init_model_width(path: Path) -> float:
-    """The width of the classifier in ``path`` (an exported .onnx or a training checkpoint), from its first
-    convolution's output channels.
+def read_init(path: Path) -> tuple[float, dict | None]:
+    """The classifier in ``path``: its width (from its first convolution's output channels) and, for a training
+    checkpoint, the checkpoint itself (None for an exported .onnx, which `onnx_init` loads), so it is read once.
 
     Raises:
         SystemExit: the file holds no classifier this script can read.
     """
     try:
         if path.suffix == ".onnx":
-            import onnx
-            from onnx import numpy_helper
+            from logicval_hf.training.onnx_init import onnx_convs
 
-            model = onnx.load(str(path))
-            init = {i.name: i for i in model.graph.initializer}
-            conv = next(n for n in model.graph.node if n.op_type == "Conv")
-            return model_width(int(numpy_helper.to_array(init[conv.input[1]]).shape[0]))
+            return model_width(int(onnx_convs(path)[0][0].shape[0])), None
         import torch
 
-        state = torch.load(path, map_location="cpu", weights_only=False)["model"]
-        return model_width(int(state["features.0.0.weight"].shape[0]))
+        ck = torch.load(path, map_location="cpu", weights_only=False)
+        return model_width(int(ck["model"]["features.0.0.weight"].shape[0])), ck
     except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not a model
         raise SystemExit(f"train_attribute_classifier: cannot read a classifier from --init {path}: "
                          f"{type(e).__name__}: {e}") from None
@@ -509,12 +505,12 @@ def main(argv: list[str] | None = None) -> int:
     net = build_model(args.width)
     ck, resumed = loop.open_checkpoint(args, net, "train_attribute_classifier")
     if not resumed and args.init:
-        init_width = init_model_width(args.init)
+        init_width, init = read_init(args.init)
         if init_width > args.width:
             raise SystemExit(f"train_attribute_classifier: {args.init} is a classifier of width {init_width:g}; "
                              f"it can be widened, not narrowed to --width {args.width:g}")
         start = net if init_width == args.width else build_model(init_width)
-        if args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
+        if init is None:  # a shipped .onnx model whose checkpoint is gone
             from logicval_hf.training.onnx_init import load_onnx_weights
 
             stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights,
@@ -523,7 +519,6 @@ def main(argv: list[str] | None = None) -> int:
             info = load_onnx_weights(start, args.init, stats, forward=start)
             entry = {"init": str(args.init), "init_onnx": info}
         else:
-            init = torch.load(args.init, map_location="cpu", weights_only=False)
             start.load_state_dict(init["model"])
             entry = {"init": str(args.init), "init_steps": init["step"]}
         if start is not net:

@@ -93,7 +93,9 @@ def test_training_widens_a_narrower_init_and_refuses_to_narrow(tmp_path, capsys)
     assert clf.meta["width"] == 1.5
     probs, _ = clf.classify(np.zeros((2, 4, scene_parser.CROP, scene_parser.CROP), np.float32))
     assert np.allclose(probs["shape"].sum(1), 1)
-    assert A.init_model_width(wide) == 1.5 and A.init_model_width(tmp_path / "w" / "last.pt") == 1.5
+    assert A.read_init(wide) == (1.5, None)
+    width, ck = A.read_init(tmp_path / "w" / "last.pt")
+    assert width == 1.5 and ck is not None and ck["step"] == 2
 
     with pytest.raises(SystemExit, match=r"width 1\.5; it can be widened, not narrowed to --width 1"):
         A.main([*base, "--out", str(tmp_path / "x"), "--steps", "1", "--init", str(wide)])
