@@ -465,7 +465,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     images = [s["_rgb"] for s in scenes]
     preds = extract_scenes(images, backend=args.backend, **settings)
     r = score(scenes, preds)
-    r = {"data": name, "backend": args.backend, "settings": settings, **r}
+    r = {"data": name, "backend": args.backend, "settings": settings, **r,
+         "calibration": calibration(scenes, preds, r["per_image"])}
     if args.oracle:  # the main job's figure: the row's own spec, strict, on the perceived scene
         import logicval_hf as lv
 
@@ -490,6 +491,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  exact scene-graph rate     {r['exact_scene_graph_rate']:.3f}   by #objects: {r['exact_by_object_count']}"
           f"   by size: {by_size}")
     print(f"  exact by half (sorted names) {r['exact_by_half']}")
+    if r["calibration"]["ece"] is not None:
+        c = r["calibration"]
+        auroc = "-" if c["auroc"] is None else f"{c['auroc']:.3f}"  # None: every image right, or none
+        print(f"  scene confidence           ECE {c['ece']:.3f}, mean {c['mean_confidence']:.3f}, AUROC {auroc}, "
+              f"exact among the least certain tenth {c['exact_rate_least_certain_tenth']:.3f}")
     if "oracle_sat_score" in r:
         print(f"  oracle SAT score           {r['oracle_sat_score']:.4f} (strict verdict of each row's own spec)")
     if "verdicts" in r:

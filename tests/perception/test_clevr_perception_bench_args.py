@@ -3,6 +3,8 @@ missing or empty folder once printed a table of zeros)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,20 @@ def test_bad_render_sets_are_refused_in_one_line(bench, tmp_path, capsys, argv, 
 def test_a_folder_without_scenes_is_refused(bench, tmp_path):
     with pytest.raises(SystemExit, match=r"no usable scene in '.*' \(held-out share 1; expected the CLEVR layout"):
         bench.main(["--renders", str(tmp_path), "--holdout-fraction", "1", "--no-speed"])
+
+
+def test_one_set_reports_the_scene_confidence_calibration(bench, tmp_path):
+    """A single set (not only the suite) reports the confidence's calibration, and each image its confidence,
+    so a candidate read set by set can be compared on ECE as well."""
+    data = Path(__file__).resolve().parents[1] / "data" / "clevr"
+    (tmp_path / "images").mkdir()
+    scenes = json.loads((data / "scenes.json").read_text())[:3]
+    for s in scenes:
+        shutil.copy(data / s["image_filename"], tmp_path / "images" / s["image_filename"])
+    (tmp_path / "scenes.json").write_text(json.dumps(scenes))
+    out = tmp_path / "r.json"
+    bench.main([str(tmp_path), "--no-speed", "--constraints", "0", "--json", str(out)])
+    r = json.loads(out.read_text())
+    assert 0.0 <= r["calibration"]["ece"] <= 1.0
+    assert 0.0 < r["calibration"]["mean_confidence"] <= 1.0
+    assert [0.0 < p["confidence"] <= 1.0 for p in r["per_image"]] == [True] * 3
