@@ -448,6 +448,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             settings[k] = json.loads(v)
         except ValueError:
             settings[k] = v
+    try:  # a wrong backend or setting is named now, in one line, not after the images are read
+        extract_scenes([np.zeros((32, 32, 3), np.uint8)], backend=args.backend, **settings)
+    except (ValueError, KeyError, FileNotFoundError) as e:
+        ap.error(f"backend {args.backend!r} with settings {settings}: {e}")
 
     if args.suite:
         return suite(args, settings)

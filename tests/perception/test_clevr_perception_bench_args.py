@@ -25,6 +25,8 @@ def bench():
     (["--suite", "--suite-renders", "{empty}"], "expected NAME=DIR[:FRACTION], got '{empty}'"),
     (["--suite", "--suite-renders", "t={empty}:2"], "FRACTION must lie in (0, 1], got 2"),
     (["--suite", "--suite-renders", "t={empty}:half"], "FRACTION must be a number, got 'half'"),
+    (["--set", "model=x.onnx"], "unknown settings ['model'] for the clevr scene parser"),
+    (["--model", "{missing}/x.onnx"], "x.onnx"),
 ])
 def test_bad_render_sets_are_refused_in_one_line(bench, tmp_path, capsys, argv, message):
     names = {"missing": str(tmp_path / "nowhere"), "empty": str(tmp_path)}
