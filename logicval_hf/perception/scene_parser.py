@@ -288,10 +288,11 @@ def combine_experts(p_det: np.ndarray, p_cls: np.ndarray, weights: tuple[float, 
 
 
 def classifier_probs(classifier: AttributeClassifier, images: Sequence[np.ndarray], dets: list[list[Detection]],
-                     white_balance: bool = True) -> dict[str, np.ndarray] | None:
+                     white_balance: bool = True, mirror: bool = False) -> dict[str, np.ndarray] | None:
     """The second stage's calibrated probabilities (attribute -> (K, classes)) of every detection, in the order
     of ``dets`` flattened (None when there is none): one crop per detection (`object_crops`), each image's crops
-    white-balanced (`logicval_hf.perception.white_balance`) unless ``white_balance`` is False, all in one batch."""
+    white-balanced (`logicval_hf.perception.white_balance`) unless ``white_balance`` is False, all in one batch;
+    ``mirror``: each crop also read mirrored, the two readings' logits averaged (`AttributeClassifier.classify`)."""
     crops = []
     for im, ds in zip(images, dets, strict=True):
         if ds:
@@ -301,7 +302,7 @@ def classifier_probs(classifier: AttributeClassifier, images: Sequence[np.ndarra
             crops.append(balance_crops(c, illuminant_gains(im)) if white_balance else c)
     if not crops:
         return None
-    probs, _ = classifier.classify(np.concatenate(crops))
+    probs, _ = classifier.classify(np.concatenate(crops), mirror=mirror)
     return probs
 
 
@@ -318,9 +319,20 @@ class AttributeClassifier:
         self.outputs = {o.name for o in self.session.get_outputs()}
         self._lock = threading.Lock()
 
-    def classify(self, crops: np.ndarray, batch_size: int = 64) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    def classify(self, crops: np.ndarray, batch_size: int = 64, mirror: bool = False
+                 ) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
         """(attribute -> (K, classes) calibrated probabilities, (K, 2) centre offsets in crop pixels or None
-        for a model without them) of ``crops`` (from `object_crops`)."""
+        for a model without them) of ``crops`` (from `object_crops`). ``mirror``: also read every crop mirrored
+        left to right (colour, shape and material do not change in a mirror; the classifier was trained with
+        flips) and average the two readings' logits; centres stay the plain reading's."""
+        logits, centre = self._run(crops, batch_size)
+        if mirror and len(crops):
+            logits = (logits + self._run(np.ascontiguousarray(crops[..., ::-1]), batch_size)[0]) / 2
+        temps = self.meta["temperatures"]
+        probs = {a: _softmax(logits[:, sl] / float(temps.get(a, 1.0))) for a, sl in attribute_slices(self.meta).items()}
+        return probs, centre
+
+    def _run(self, crops: np.ndarray, batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
         names = ["logits"] + (["centre"] if "centre" in self.outputs else [])
         parts = []
         for start in range(0, len(crops), batch_size):
@@ -329,9 +341,7 @@ class AttributeClassifier:
         width = sum(map(len, self.meta["classes"].values()))
         logits = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, width))
         centre = (np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, 2))) if len(names) == 2 else None
-        temps = self.meta["temperatures"]
-        probs = {a: _softmax(logits[:, sl] / float(temps.get(a, 1.0))) for a, sl in attribute_slices(self.meta).items()}
-        return probs, centre
+        return logits, centre
 
 
 class SceneParser:
@@ -437,13 +447,14 @@ class SceneParser:
         return float(look["threshold"]) if look is not None else self.threshold
 
     def _detect(self, images: Sequence[np.ndarray], threshold: float | None, max_objects: int, batch_size: int,
-                flip: bool | None, second_look: bool | None = None, white_balance: bool | None = None
-                ) -> list[tuple[list[Detection], list[Detection]]]:
+                flip: bool | None, second_look: bool | None = None, white_balance: bool | None = None,
+                classifier_flip: bool | None = None) -> list[tuple[list[Detection], list[Detection]]]:
         """(detections, candidate peaks below the threshold) per image. ``second_look``
         (`logicval_hf.perception.second_look`): None as the model file says, True on (the file's settings, else
         the defaults), False off; a caller's ``threshold`` also decides the second look's averaged heats.
         ``white_balance`` (`logicval_hf.perception.white_balance`): the classifier's crops balanced (None or True)
-        or not (False)."""
+        or not (False). ``classifier_flip``: the classifier also reads each crop mirrored (None: as the model
+        file's metadata ``classifier_flip`` says, default off)."""
         look = self.look_settings(second_look)
         thr = self.decision_threshold(second_look) if threshold is None else float(threshold)
         flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
@@ -452,8 +463,9 @@ class SceneParser:
         if look is not None:
             out = rescore(self, images, out, look, thr, max_objects, batch_size)
         if self.attributes is not None:
+            mirror = bool(self.meta.get("classifier_flip", False)) if classifier_flip is None else bool(classifier_flip)
             self._classify(self.attributes, images, [d for d, _ in out], white_balance is not False,
-                           self.expert_weights)
+                           self.expert_weights, mirror)
         return out
 
     def _run(self, items: Sequence[tuple[np.ndarray, float]], thr: float, max_objects: int, batch_size: int,
@@ -489,13 +501,14 @@ class SceneParser:
 
     @staticmethod
     def _classify(classifier: AttributeClassifier, images: Sequence[np.ndarray], dets: list[list[Detection]],
-                  white_balance: bool = True, weights: dict[str, tuple[float, float]] | None = None) -> None:
+                  white_balance: bool = True, weights: dict[str, tuple[float, float]] | None = None,
+                  mirror: bool = False) -> None:
         """Merge the second stage's attribute probabilities into every detection's (all crops in one batch,
         `combine_experts` with ``weights``), each image's crops white-balanced first
         (`logicval_hf.perception.white_balance`) unless ``white_balance`` is False.
         Centres stay the detector's: the classifier's centre head is an auxiliary training task (metadata
         ``refine_centre: false``; its centres were worse, median error 0.46 vs 0.39 px on held-out renders)."""
-        probs = classifier_probs(classifier, images, dets, white_balance)
+        probs = classifier_probs(classifier, images, dets, white_balance, mirror)
         if probs is None:
             return
         weights = weights or {}
@@ -512,7 +525,7 @@ class SceneParser:
         dom = load_catalog().domain
         found = self._detect(images, settings.get("threshold"), settings.get("max_objects", 32),
                              settings.get("batch_size", 8), settings.get("flip"), settings.get("second_look"),
-                             settings.get("white_balance"))
+                             settings.get("white_balance"), settings.get("classifier_flip"))
         scenes = []
         for im, (ds, candidates) in zip(images, found, strict=True):
             h, w = im.shape[:2]
@@ -601,11 +614,12 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
     settings = dict(settings)
     model = load_model(settings.pop("model_path", None), settings.pop("threads", None),
                        settings.pop("attribute_model", None))
-    unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip", "second_look", "white_balance"}
+    unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip", "second_look", "white_balance",
+                               "classifier_flip"}
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, "
-                         "max_objects, batch_size, flip, second_look, white_balance, model_path, attribute_model, "
-                         "threads")
+                         "max_objects, batch_size, flip, second_look, white_balance, classifier_flip, model_path, "
+                         "attribute_model, threads")
     _check_values(settings)
     return model, settings
 
@@ -613,7 +627,7 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
 def _check_values(settings: dict[str, Any]) -> None:
     """Refuse values that would otherwise be coerced into something else (``flip="false"`` is truthy; a
     threshold of 2 finds nothing) with the setting's name."""
-    for name in ("flip", "second_look", "white_balance"):
+    for name in ("flip", "second_look", "white_balance", "classifier_flip"):
         v = settings.get(name)
         if v is not None and not isinstance(v, (bool, np.bool_)):
             raise ValueError(f"clevr scene parser: {name} must be true or false, not {v!r}")
@@ -632,9 +646,10 @@ def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
     ``max_objects`` (32), ``batch_size`` (8), ``flip`` (also parse the mirrored image and average; default
     from the model), ``second_look`` (read uncertain peaks again, closer: `logicval_hf.perception.second_look`;
     default from the model), ``white_balance`` (balance the attribute classifier's crops against the image's
-    colour cast: `logicval_hf.perception.white_balance`; default true), ``model_path``, ``attribute_model``
-    (the second stage's file; default the one beside the model when present; ``False``: the detector's own
-    attribute heads), ``threads`` (onnxruntime intra-op threads)."""
+    colour cast: `logicval_hf.perception.white_balance`; default true), ``classifier_flip`` (the attribute
+    classifier also reads each object's crop mirrored and averages; default from the model), ``model_path``,
+    ``attribute_model`` (the second stage's file; default the one beside the model when present; ``False``: the
+    detector's own attribute heads), ``threads`` (onnxruntime intra-op threads)."""
     model, rest = _split_settings(settings)
     return model.parse_batch(list(images), **rest)
 

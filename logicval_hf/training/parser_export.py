@@ -309,13 +309,15 @@ class ExpertReadings:
 def read_experts(parser, classifier, records: Sequence[Record], flip: bool = False) -> ExpertReadings:
     """`ExpertReadings` of held-out ``records``: ``parser`` (loaded with ``attribute_model=False``, so its
     detections keep the detector's own probabilities; its second look as its file says) finds the objects as a
-    parse with default settings would, ``classifier`` reads the same detections (`classifier_probs`)."""
+    parse with default settings would, ``classifier`` reads the same detections (`classifier_probs`; mirrored
+    too where the parser's metadata sets ``classifier_flip``)."""
     from logicval_hf.perception.scene_parser import classifier_probs
 
     if parser.attributes is not None:
         raise ValueError("read_experts: load the parser with attribute_model=False (its classifier is read apart)")
     found = parser._detect([r.rgb for r in records], None, 32, 8, flip)
-    cls_probs = classifier_probs(classifier, [r.rgb for r in records], [d for d, _ in found])
+    cls_probs = classifier_probs(classifier, [r.rgb for r in records], [d for d, _ in found],
+                                 mirror=bool(parser.meta.get("classifier_flip", False)))
     attrs = ("color", "shape", "material")
     cols: dict[str, tuple[list, list, list]] = {a: ([], [], []) for a in attrs}
     k = 0

@@ -47,10 +47,12 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool = True
-          ) -> tuple[dict[str, Any], dict[str, Any]]:
+def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool = True,
+          classifier_flip: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the detector's new metadata, figures): ``expert_weights`` (``tied``: one power per attribute for both
-    experts) and the confidence's power fitted on ``records`` for the pair (``model``, ``attribute_model``)."""
+    experts) and the confidence's power fitted on ``records`` for the pair (``model``, ``attribute_model``).
+    ``classifier_flip``: set the file's default mirrored classifier read (`AttributeClassifier.classify`) and
+    fit with it; None keeps the file's."""
     from logicval_hf.perception.scene_parser import CONFIDENCE_DEFAULTS, AttributeClassifier, SceneParser
     from logicval_hf.training.parser_export import (
         best_power,
@@ -62,6 +64,8 @@ def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool 
     )
 
     parser = SceneParser(model, attribute_model=False)
+    if classifier_flip is not None:
+        parser.meta["classifier_flip"] = bool(classifier_flip)
     readings = read_experts(parser, AttributeClassifier(attribute_model), records)
     weights, per_attribute = fit_experts(readings, tied)
     conf = {**CONFIDENCE_DEFAULTS, **(parser.meta.get("confidence") or {})}
@@ -123,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                          "product, so every object keeps the class the plain product gives it and only how sure "
                          "the probabilities and the confidence are changes; free: a power for each expert, which "
                          "may also change classes (on the 2026-12-02 renders it lost three JPEG q50 images)")
+    ap.add_argument("--classifier-flip", choices=("on", "off"), default=None,
+                    help="set the file's default for the classifier's mirrored read (each crop also read mirrored, "
+                         "the two readings averaged; setting classifier_flip) and fit with it (default: keep the "
+                         "file's; off when it has none)")
     args = ap.parse_args(argv)
     try:
         import onnx  # noqa: F401  the refit rewrites the model file's metadata
@@ -142,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                         "first": recs[0].name if recs else None})
     if not records:
         ap.error("no usable held-out scene in --data")
-    meta, figures = refit(args.model, amodel, records, args.powers == "tied")
+    flip = None if args.classifier_flip is None else args.classifier_flip == "on"
+    meta, figures = refit(args.model, amodel, records, args.powers == "tied", flip)
     meta.setdefault("provenance", {})["refit"] = {
         "data": sources, "attribute_model": amodel.name, "attribute_model_sha256": _digest(amodel), **figures}
     write_metadata(args.model, meta, args.out)

@@ -172,6 +172,7 @@ def test_unknown_setting_is_refused():
     ({"threshold": "0.5"}, "threshold must be a number"),
     ({"max_objects": 0}, "max_objects must be a whole number >= 1, not 0"),
     ({"batch_size": 2.5}, "batch_size must be a whole number"),
+    ({"classifier_flip": "yes"}, "classifier_flip must be true or false, not 'yes'"),
 ])
 def test_bad_setting_values_are_refused_by_name(setting, says):
     with pytest.raises(ValueError, match=says):
@@ -181,6 +182,35 @@ def test_bad_setting_values_are_refused_by_name(setting, says):
 def test_good_setting_values_are_taken():
     rgb = np.zeros((32, 32, 3), np.uint8)
     assert scene_parser.extract(rgb, flip=False, threshold=0.5, max_objects=3, batch_size=1).objects == ()
+
+
+def test_the_classifiers_mirrored_read_is_the_mean_of_a_crop_and_its_mirror():
+    """``classifier_flip``: each crop's logits averaged with its mirror's, so a crop and its mirror read alike."""
+    classifier = scene_parser.load_model().attributes
+    rgb = load_image(DATA / sorted(SCENES)[0])
+    squares = [(rgb.shape[1] * f, rgb.shape[0] / 2, 64.0) for f in (0.3, 0.5, 0.7)]
+    crops = scene_parser.object_crops(rgb, squares, [(x + 9, y - 5) for x, y, _ in squares])
+    mirrored = np.ascontiguousarray(crops[..., ::-1])
+    both, _ = classifier.classify(crops, mirror=True)
+    both_of_mirror, _ = classifier.classify(mirrored, mirror=True)
+    plain, _ = classifier.classify(crops)
+    plain_of_mirror, _ = classifier.classify(mirrored)
+    for a, p in both.items():
+        np.testing.assert_allclose(p, both_of_mirror[a], atol=1e-5)
+        assert np.allclose(p.sum(1), 1.0)
+        # the product of the two readings' probabilities, renormalised, up to the temperature
+        temp = float(classifier.meta["temperatures"].get(a, 1.0))
+        logq = (np.log(plain[a]) + np.log(plain_of_mirror[a])) / 2 * temp
+        logq = (logq - logq.max(1, keepdims=True)) / temp
+        np.testing.assert_allclose(p, np.exp(logq) / np.exp(logq).sum(1, keepdims=True), atol=1e-4)
+
+
+def test_the_mirrored_classifier_read_keeps_the_clevr_images_truth(parsed):
+    names = sorted(SCENES)
+    scenes = scene_parser.extract_batch([load_image(DATA / n) for n in names], classifier_flip=True)
+    for n, scene in zip(names, scenes, strict=True):
+        assert _graph(scene) == _truth_graph(SCENES[n])
+        assert len(scene.objects) == len(parsed[n].objects)
 
 
 def test_missing_model_file_names_the_path(tmp_path):

@@ -170,6 +170,29 @@ def test_free_powers_need_enough_disagreements(held_out, tmp_path, capsys):
     assert SP.SceneParser(out).expert_weights == dict.fromkeys(("color", "shape", "material"), (1.0, 1.0))
 
 
+def test_refit_can_turn_the_mirrored_classifier_read_on(held_out, tmp_path, capsys):
+    pytest.importorskip("onnx")
+    from logicval_hf.training import refit_parser as R
+
+    out = tmp_path / "mirrored.onnx"
+    assert R.main(["--data", str(held_out), "--classifier-flip", "on", "--out", str(out)]) == 0
+    amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
+    model = SP.SceneParser(out, attribute_model=amodel)
+    assert model.meta["classifier_flip"] is True
+    rgb = load_image(held_out / "images" / "R_000.png")
+    # the file's default is the mirrored read; a caller's setting still wins
+    by_default = model.parse_batch([rgb])[0]
+    asked = model.parse_batch([rgb], classifier_flip=True)[0]
+    plain = model.parse_batch([rgb], classifier_flip=False)[0]
+    assert [o.probs for o in by_default.objects] == [o.probs for o in asked.objects]
+    assert [o.probs for o in by_default.objects] != [o.probs for o in plain.objects]
+    # and back off: the key is kept, set to false
+    back = tmp_path / "plain.onnx"
+    assert R.main(["--data", str(held_out), "--model", str(out), "--attribute-model", str(amodel), "--classifier-flip",
+                   "off", "--out", str(back)]) == 0
+    assert SP.SceneParser(back).meta["classifier_flip"] is False
+
+
 def test_fitted_weights_change_what_the_parser_reads(held_out, tmp_path):
     pytest.importorskip("onnx")
     from logicval_hf.training.refit_parser import write_metadata
