@@ -325,14 +325,15 @@ class AttributeClassifier:
         for a model without them) of ``crops`` (from `object_crops`). ``mirror``: also read every crop mirrored
         left to right (colour, shape and material do not change in a mirror; the classifier was trained with
         flips) and average the two readings' logits; centres stay the plain reading's."""
-        logits, centre = self._run(crops, batch_size)
+        logits, centre = self._logits(crops, batch_size)
         if mirror and len(crops):
-            logits = (logits + self._run(np.ascontiguousarray(crops[..., ::-1]), batch_size)[0]) / 2
+            logits = (logits + self._logits(np.ascontiguousarray(crops[..., ::-1]), batch_size)[0]) / 2
         temps = self.meta["temperatures"]
         probs = {a: _softmax(logits[:, sl] / float(temps.get(a, 1.0))) for a, sl in attribute_slices(self.meta).items()}
         return probs, centre
 
-    def _run(self, crops: np.ndarray, batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    def _logits(self, crops: np.ndarray, batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(K, classes) raw logits and the centre head's (K, 2) offsets (None without that head) of ``crops``."""
         names = ["logits"] + (["centre"] if "centre" in self.outputs else [])
         parts = []
         for start in range(0, len(crops), batch_size):
@@ -463,7 +464,7 @@ class SceneParser:
         if look is not None:
             out = rescore(self, images, out, look, thr, max_objects, batch_size)
         if self.attributes is not None:
-            mirror = bool(self.meta.get("classifier_flip", False)) if classifier_flip is None else bool(classifier_flip)
+            mirror = self.classifier_flip if classifier_flip is None else bool(classifier_flip)
             self._classify(self.attributes, images, [d for d, _ in out], white_balance is not False,
                            self.expert_weights, mirror)
         return out
@@ -490,6 +491,11 @@ class SceneParser:
                     kept = [d for d in dets if d.score >= thr][:max_objects]
                     out[i] = (kept, [d for d in dets if d.score < thr])
         return out
+
+    @property
+    def classifier_flip(self) -> bool:
+        """The file's default for the classifier's mirrored read (metadata ``classifier_flip``; off without it)."""
+        return bool(self.meta.get("classifier_flip", False))
 
     @property
     def expert_weights(self) -> dict[str, tuple[float, float]]:
