@@ -114,8 +114,8 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
     sess = Session(assets, plan.width, plan.height, config.threads)
     try:
         extra = plan.randomised
-        # the t2i look's plan (the planner draws the "t2i" profile from it, so it is set exactly then)
-        t2i_look = config.look.t2i if extra.get("profile") == "t2i" else None
+        # the t2i look's plan (the planner draws a t2i-style profile from it, so it is set exactly then)
+        t2i_look = config.look.t2i if extra.get("profile") == config.profile_name else None
         t2i = t2i_look is not None
         if config.profile_name == "randomise":
             sess.place_camera(extra["camera_elevation_deg"], extra["camera_distance_scale"])
@@ -173,6 +173,8 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
             if t2i:
                 obj.update({"scale": extra["objects"][i]["scale"], "stretch": list(o["stretch"]),
                             "mesh_variant": o["variant"]})
+                if "finish" in extra["objects"][i]:  # the finish of its own material, or None (CLEVR's)
+                    obj["finish"] = o["finish"]
             objects.append(obj)
         for o, st in zip(objects, mask_stats(mask, len(objects)), strict=True):
             o.update(st)
@@ -192,7 +194,7 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
         elif t2i:
             if config.elevation is not None:
                 settings["elevation_range"] = [float(v) for v in config.elevation]
-            settings.update({"profile": "t2i", "long_side": list(config.frame_sides()),
+            settings.update({"profile": config.profile_name, "long_side": list(config.frame_sides()),
                              **{k: v for k, v in extra.items() if k not in ("image_size", "objects", "profile")},
                              "camera_placed": framing})
         split = {"clevr": "blender", "randomise": "blender-randomise"}.get(config.profile_name,
@@ -217,7 +219,10 @@ def _set_t2i_stage(sess: Session, extra: Mapping[str, Any]) -> None:
     """The t2i look's floor, horizon and lights (the camera is framed once the objects are placed)."""
     floor, horizon, lights = extra["floor"], extra["horizon"], extra["lights"]
     sess.flat_floor(floor["half_side"])
-    if horizon is not None:
+    if extra.get("sky") is not None:
+        sky = extra["sky"]
+        sess.world_sky(sky["zenith_rgb"], sky["horizon_rgb"], sky["softness"], sky["strength"])
+    elif horizon is not None:
         sess.world_light(horizon["world_rgb"], horizon["strength"])
     else:
         sess.world_light([1.0, 1.0, 1.0], lights["ambient"])
@@ -236,6 +241,8 @@ def _t2i_objects(objs: list[dict[str, Any]], draws: Sequence[Mapping[str, Any]],
         if d["mesh_variant"] and o["shape"] in ("cube", "cylinder"):
             variant = {"shape": o["shape"], "bevel": d[f"{o['shape']}_bevel"]}
         o["variant"] = variant
+        if "finish" in d:
+            o["finish"] = None if d["finish"] is None else d["finish"][o["material"]]
 
 
 def _inside(mask: np.ndarray, n: int) -> bool:

@@ -216,9 +216,10 @@ class Session:
 
     def add_object(self, obj_name: str, r: float, x: float, y: float, rotation_deg: float, group: str,
                    rgba: Sequence[float], pass_index: int, stretch: Sequence[float] = (1.0, 1.0, 1.0),
-                   variant: Mapping[str, Any] | None = None) -> Any:
+                   variant: Mapping[str, Any] | None = None, finish: Mapping[str, Any] | None = None) -> Any:
         """Add one object: the assets' mesh ``obj_name`` (or a ``variant`` mesh: ``{"shape": "cube" | "cylinder",
-        "bevel": width}``) of radius ``r`` stretched by ``stretch`` per axis, standing on the floor at (x, y)."""
+        "bevel": width}``) of radius ``r`` stretched by ``stretch`` per axis, standing on the floor at (x, y), in
+        the material node group ``group`` (with ``finish``: another finish of it, `_finish_group`)."""
         bpy = self.bpy
         if variant is not None:
             obj = self._variant_mesh(variant["shape"], float(variant["bevel"]), pass_index)
@@ -243,6 +244,8 @@ class Session:
         g = nodes.new("ShaderNodeGroup")
         g.node_tree = bpy.data.node_groups[group]
         g.inputs["Color"].default_value = tuple(rgba)
+        if finish is not None:
+            self._finish_group(g, finish)
         mat.node_tree.links.new(g.outputs["Shader"], out.inputs["Surface"])
         if "Normal" in g.inputs:  # a group's unlinked Normal input would pass a zero normal
             geo = nodes.new("ShaderNodeNewGeometry")
@@ -251,6 +254,25 @@ class Session:
         obj.data.materials.append(mat)
         self.objects.append(obj)
         return obj
+
+    def _finish_group(self, g: Any, finish: Mapping[str, Any]) -> None:
+        """Another finish of one object's material node ``g``: the rubber group's own Roughness and IOR inputs
+        (``{"roughness", "ior"}``), or, for the metal group, which has none, a copy of the group whose glossy
+        layers' roughnesses are scaled (``{"roughness_scale"}``; the shared group stays as it is)."""
+        if "roughness_scale" in finish:
+            tree = g.node_tree.copy()
+            for node in tree.nodes:
+                if node.type in ("BSDF_GLOSSY", "BSDF_ANISOTROPIC") and not node.inputs["Roughness"].is_linked:
+                    rough = node.inputs["Roughness"]
+                    rough.default_value = min(1.0, float(rough.default_value) * float(finish["roughness_scale"]))
+            g.node_tree = tree
+            return
+        for name, key in (("Roughness", "roughness"), ("IOR", "ior")):
+            if key in finish:
+                if name not in g.inputs:
+                    raise AssetsError(f"material group {g.node_tree.name!r} has no {name} input for a finish: "
+                                      f"{ASSETS_HINT}")
+                g.inputs[name].default_value = float(finish[key])
 
     def _variant_mesh(self, shape: str, bevel: float, pass_index: int) -> Any:
         """A cube (2 x 2 x 2) or cylinder (radius 1, height 2) with bevel width ``bevel``, built with bmesh:
@@ -331,6 +353,32 @@ class Session:
         if "Weight" in bg.inputs:
             bg.inputs["Weight"].default_value = 1.0
 
+    def world_sky(self, zenith_rgb: Sequence[float], horizon_rgb: Sequence[float], softness: float,
+                  strength: float) -> None:
+        """A graded world: ``horizon_rgb`` at and below the horizon blending into ``zenith_rgb`` over a height
+        ``softness`` of the view direction's z, at ``strength``: the environment metals reflect and that lights
+        the scene, where a flat world reflects as one colour."""
+        world = self.scene.world
+        nodes, links = world.node_tree.nodes, world.node_tree.links
+        bg = next(n for n in nodes if n.type == "BACKGROUND")
+        coords = nodes.new("ShaderNodeTexCoord")
+        xyz = nodes.new("ShaderNodeSeparateXYZ")
+        ramp = nodes.new("ShaderNodeMapRange")
+        ramp.clamp = True
+        ramp.inputs["From Min"].default_value = 0.0
+        ramp.inputs["From Max"].default_value = max(1e-3, float(softness))
+        mix = nodes.new("ShaderNodeMix")
+        mix.data_type = "RGBA"
+        mix.inputs["A"].default_value = (*(float(v) for v in horizon_rgb), 1.0)
+        mix.inputs["B"].default_value = (*(float(v) for v in zenith_rgb), 1.0)
+        links.new(coords.outputs["Generated"], xyz.inputs["Vector"])
+        links.new(xyz.outputs["Z"], ramp.inputs["Value"])
+        links.new(ramp.outputs["Result"], mix.inputs["Factor"])
+        links.new(mix.outputs["Result"], bg.inputs["Color"])
+        bg.inputs["Strength"].default_value = float(strength)
+        if "Weight" in bg.inputs:
+            bg.inputs["Weight"].default_value = 1.0
+
     def flat_floor(self, half_side: float = HORIZON_PLANE) -> None:
         """Replace the curved backdrop (it faces the CLEVR camera only) by a flat square floor of ``half_side``;
         a small one shows its far edge against the world colour: a horizon."""
@@ -394,7 +442,7 @@ class Session:
         for i, o in enumerate(objects):
             self.add_object(o["object"], o["r"], o["x"], o["y"], o["rotation"], o["group"],
                             self.assets.rgba(o["color"]), i + 1, o.get("stretch", (1.0, 1.0, 1.0)),
-                            o.get("variant"))
+                            o.get("variant"), o.get("finish"))
         self.update()
 
     # renders

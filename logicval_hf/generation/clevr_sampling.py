@@ -16,6 +16,11 @@ Render profiles (``logicval render-clevr --profile NAME``), declared as data in 
   and direction varied, soft or hard shadows; per-object scale jitter, mild non-uniform stretch, and cubes /
   cylinders with other bevels; 1-10 objects packed closer than CLEVR's rules allow (occlusion), every object
   whole inside the frame.
+- ``t2i_wide``: the t2i look widened where other renderers and T2I models differ from CLEVR's materials and
+  world: a graded sky or studio environment (a zenith and a horizon colour) that metals reflect and that lights
+  the scene, in place of a flat world, and per object another finish of its material (rubber rougher or
+  glossier, with more or less sheen; metal reflections sharper or more blurred). Its own stream: profile
+  ``t2i``'s draws, folders and images stay as they were.
 """
 
 from __future__ import annotations
@@ -110,6 +115,14 @@ class T2ILook:
     min_dist: float = 0.05
     margin: float = 0.0
     min_pixels_fraction: float = 0.0006                 # of the image area, every object (occlusion allowed)
+    # drawn only where these are above 0 (profile t2i_wide), after every draw above, so t2i's draws stay
+    sky_p: float = 0.0                                   # a graded environment in place of the flat world
+    sky_strength: tuple[float, float] = (0.2, 1.0)
+    sky_softness: tuple[float, float] = (0.05, 0.6)      # height of the zenith-to-horizon blend (direction z)
+    finish_p: float = 0.0                                # per object: another finish of its material
+    rubber_roughness: tuple[float, float] = (0.12, 0.75)  # the Rubber group's Roughness (CLEVR's: 0.35)
+    rubber_ior: tuple[float, float] = (1.05, 1.5)       # its IOR: how strong its sheen is (CLEVR's: 1.2)
+    metal_roughness: tuple[float, float] = (0.35, 2.2)  # x MyMetal's two glossy roughnesses (log-uniform)
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,9 @@ RENDER_PROFILES: Registry[RenderProfile] = Registry("render profile", {
                                 "camera azimuth, elevation 15-75 degrees, close to far framing, white / plain / "
                                 "textured floors, other lights and shadows, imperfect shapes, 1-10 objects",
                          min_objects=1, max_objects=10, t2i=T2ILook()),
+    "t2i_wide": RenderProfile("t2i_wide", "the t2i look widened: graded sky and studio environments that metals "
+                                          "reflect, and other finishes of rubber and metal (rougher, glossier)",
+                              min_objects=1, max_objects=10, t2i=T2ILook(version=1, sky_p=0.6, finish_p=0.6)),
 })
 
 
@@ -294,7 +310,7 @@ def plan_image(config: RenderConfig, index: int) -> ImagePlan:
         height = max(8, round(width / aspect))
         extra["image_size"] = [width, height]
     elif (look := config.t2i_look()) is not None:
-        extra = _plan_t2i(look, _look_rng(config.seed, index), n, config.frame_sides())
+        extra = _plan_t2i(look, _look_rng(config.seed, index), n, config.frame_sides(), config.profile_name)
         width, height = extra["image_size"]
     return ImagePlan(index, n, width, height, cam, lamps, cycles_seed, object_seed, extra)
 
@@ -324,8 +340,10 @@ def kelvin_to_rgb(kelvin: float) -> list[float]:
     return [_r(c) for c in rgb / max(float(rgb.max()), 1e-6)]
 
 
-def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int, int]) -> dict[str, Any]:
-    """The t2i profile's draws for one image (frame, camera, floor, horizon, lights, per-object shape jitter)."""
+def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int, int], profile: str = "t2i"
+              ) -> dict[str, Any]:
+    """A t2i-style profile's draws for one image (frame, camera, floor, horizon, lights, per-object shape
+    jitter; with ``look.sky_p`` / ``look.finish_p`` above 0 also the environment and the objects' finishes)."""
     aspects = [a for a, _ in look.frames]
     p = np.array([q for _, q in look.frames])
     aspect = aspects[int(rng.choice(len(aspects), p=p / p.sum()))]
@@ -392,10 +410,37 @@ def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int,
                         "mesh_variant": variant,
                         "cube_bevel": _r(rng.uniform(*look.cube_bevel)),
                         "cylinder_bevel": _r(rng.uniform(*look.cylinder_bevel))})
-    return {"profile": "t2i", "image_size": [width, height], "camera": camera, "floor": floor,
+    plan = {"profile": profile, "image_size": [width, height], "camera": camera, "floor": floor,
             "horizon": horizon, "lights": lights, "objects": objects,
             "spread": _r(spread), "version": look.version,
             "min_dist": look.min_dist, "margin": look.margin}
+    if look.sky_p > 0:
+        plan["sky"] = _draw_sky(look, rng)
+    if look.finish_p > 0:
+        for o in objects:
+            o["finish"] = _draw_finish(look, rng)
+    return plan
+
+
+def _draw_sky(look: T2ILook, rng: np.random.Generator) -> dict[str, Any] | None:
+    """A graded environment (None: the flat world): a zenith colour from pale to saturated, a pale horizon, the
+    blend's height and a strength; the world lights the scene as much as it shows in metals."""
+    if rng.random() >= look.sky_p:
+        return None
+    return {"zenith_rgb": _hsv_to_rgb(float(rng.random()), float(rng.uniform(0.0, 0.65)),
+                                      float(rng.uniform(0.45, 1.0))),
+            "horizon_rgb": _hsv_to_rgb(float(rng.random()), float(rng.uniform(0.0, 0.2)),
+                                       float(rng.uniform(0.6, 1.0))),
+            "softness": _r(rng.uniform(*look.sky_softness)), "strength": _r(rng.uniform(*look.sky_strength))}
+
+
+def _draw_finish(look: T2ILook, rng: np.random.Generator) -> dict[str, Any] | None:
+    """One object's finish (None: its material as CLEVR has it), drawn for both materials (the object's own
+    is chosen later, when it is placed): rubber's roughness and sheen, metal's reflection blur."""
+    if rng.random() >= look.finish_p:
+        return None
+    return {"rubber": {"roughness": _r(rng.uniform(*look.rubber_roughness)), "ior": _r(rng.uniform(*look.rubber_ior))},
+            "metal": {"roughness_scale": _r(math.exp(rng.uniform(*np.log(look.metal_roughness))))}}
 
 
 def min_pixels_for(width: int, height: int, fraction: float | None = None) -> int:

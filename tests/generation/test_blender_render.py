@@ -322,6 +322,32 @@ def test_t2i_profile_renders_a_tiny_image_whose_mask_box_and_json_agree(tmp_path
 
 
 @needs_blender
+def test_t2i_wide_profile_renders_its_sky_and_finishes(tmp_path):
+    """Profile t2i_wide: the sky and every object's finish of its own material reach the scene files, and the
+    mask, boxes and JSON agree as in the t2i look (seed 2: both images draw a sky and a finish)."""
+    from logicval_hf.cli.render_clevr import main
+
+    out = tmp_path / "wide"
+    rc = main(["render-clevr", "--out", str(out), "--num-images", "2", "--seed", "2", "--assets", str(ASSETS),
+               "--profile", "t2i_wide", "--long-side", "72:96", "--samples", "2", "--no-denoise",
+               "--max-objects", "3", "--threads", "2", "--no-progress"])
+    assert rc == 0
+    for i in range(2):
+        scene = json.loads((out / "scenes" / f"CLEVRX_{i:06d}.json").read_text())
+        mask = np.array(Image.open(out / "masks" / f"CLEVRX_{i:06d}.png"))
+        rs = scene["render_settings"]
+        assert scene["split"] == "blender-t2i_wide" and rs["profile"] == "t2i_wide"
+        assert set(rs["sky"]) == {"zenith_rgb", "horizon_rgb", "softness", "strength"}
+        assert any(o["finish"] is not None for o in scene["objects"])
+        for k, o in enumerate(scene["objects"], start=1):
+            assert o["finish"] is None or set(o["finish"]) == (
+                {"roughness", "ior"} if o["material"] == "rubber" else {"roughness_scale"})
+            ys, xs = np.nonzero(mask == k)
+            assert o["mask_pixels"] == len(xs) > 0 and o["bbox_xyxy"] == [xs.min(), ys.min(), xs.max(), ys.max()]
+    assert json.loads((out / "render_config.json").read_text())["profile"] == "t2i_wide"
+
+
+@needs_blender
 def test_elevation_option_reaches_the_render_and_its_settings(tmp_path):
     from logicval_hf.cli.render_clevr import main
 

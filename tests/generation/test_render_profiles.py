@@ -57,6 +57,41 @@ def test_t2i_draws_are_a_function_of_seed_and_index_and_cover_the_look():
     assert {p.randomised["lights"]["shadows"] for p in plans} == {"hard", "soft"}
 
 
+def test_t2i_wide_is_the_t2i_look_plus_environments_and_finishes():
+    """Profile t2i_wide draws every t2i draw first, from the same stream, then a sky and the objects' finishes:
+    t2i's own plans (and so its folders' images) carry neither."""
+    wide = S.RenderConfig(seed=5, profile="t2i_wide", min_objects=1, max_objects=10)
+    look = wide.look.t2i
+    skies, finishes = [], []
+    for i in range(examples(200)):
+        a, b = S.plan_image(T2I, i), S.plan_image(wide, i)
+        x, y = a.randomised, b.randomised
+        assert "sky" not in x and not any("finish" in o for o in x["objects"])
+        assert (a.n_objects, a.width, a.height, a.cycles_seed) == (b.n_objects, b.width, b.height, b.cycles_seed)
+        for key in ("camera", "floor", "horizon", "lights", "spread"):
+            assert x[key] == y[key], key
+        assert [{k: v for k, v in o.items() if k != "finish"} for o in y["objects"]] == x["objects"]
+        assert y["profile"] == "t2i_wide" and x["profile"] == "t2i"
+        skies.append(y["sky"])
+        finishes += [o["finish"] for o in y["objects"]]
+    drawn = [s for s in skies if s is not None]
+    assert 0.4 < len(drawn) / len(skies) < 0.8  # sky_p 0.6
+    for s in drawn:
+        assert all(0 <= c <= 1 for c in s["zenith_rgb"] + s["horizon_rgb"])
+        assert look.sky_softness[0] <= s["softness"] <= look.sky_softness[1]
+        assert look.sky_strength[0] <= s["strength"] <= look.sky_strength[1]
+    made = [f for f in finishes if f is not None]
+    assert 0.4 < len(made) / len(finishes) < 0.8  # finish_p 0.6
+    for f in made:
+        assert look.rubber_roughness[0] <= f["rubber"]["roughness"] <= look.rubber_roughness[1]
+        assert look.rubber_ior[0] <= f["rubber"]["ior"] <= look.rubber_ior[1]
+        assert look.metal_roughness[0] <= f["metal"]["roughness_scale"] <= look.metal_roughness[1]
+    assert any(f["metal"]["roughness_scale"] < 1 for f in made) and any(f["metal"]["roughness_scale"] > 1 for f in made)
+    fp = S.RenderConfig(profile="t2i_wide").fingerprint()
+    assert fp["profile"] == "t2i_wide" and fp["profile_version"] == 1
+    assert S.RenderConfig(profile="t2i").fingerprint()["profile_version"] == 2
+
+
 def test_long_side_bounds_training_renders():
     cfg = S.RenderConfig(seed=2, profile="t2i", long_side=(256, 320))
     assert all(256 - 1 <= max(p.width, p.height) <= 320 for p in (S.plan_image(cfg, i) for i in range(40)))
