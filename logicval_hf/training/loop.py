@@ -13,7 +13,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +35,39 @@ def add_loop_arguments(ap: argparse.ArgumentParser, *, out: Path, steps: int, wa
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     ap.add_argument("--max-minutes", type=float, default=0,
                     help="stop (checkpoint + export) after this many minutes of this run (0 = no limit)")
+    ap.add_argument("--anneal-by-time", action="store_true",
+                    help="with --max-minutes: the schedule's progress is the larger of step / --steps and the "
+                         "run's minutes / --max-minutes, so a run stopped by the clock ends annealed (the "
+                         "learning rates then depend on the machine's speed: a resumed run is no longer the "
+                         "uninterrupted one)")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device the network trains on (cpu, cuda, cuda:1, ...); validation and export "
+                         "run on the CPU")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="processes preparing batches ahead of the training step (0: in the training process); "
+                         "each batch is still a function of (seed, step) alone")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
 
 
 def start(args: argparse.Namespace) -> None:
     """Before the model is built: torch on ``--threads`` (OpenCV on one: the augmentation runs per sample), the
-    seed set, the run folder made."""
+    seed set, the run folder made.
+
+    Raises:
+        SystemExit: ``--device`` names no device torch has here, or ``--workers`` / ``--max-minutes`` is off.
+    """
     import cv2
     import torch
 
+    if args.workers < 0:
+        raise SystemExit(f"--workers must be >= 0, got {args.workers}")
+    if args.anneal_by_time and not args.max_minutes:
+        raise SystemExit("--anneal-by-time needs --max-minutes (the time the schedule runs over)")
+    try:
+        device = torch.device(args.device)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as e:  # an unknown name, or a device this torch build or machine lacks
+        raise SystemExit(f"--device {args.device}: not usable here ({str(e).splitlines()[0]})") from None
     torch.set_num_threads(args.threads)
     cv2.setNumThreads(1)
     torch.manual_seed(args.seed)
@@ -56,6 +80,14 @@ def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
         return lr * (step + 1) / warmup
     t = min(1.0, (step - warmup) / max(1, steps - warmup))
     return lr * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def scheduled_step(step: int, steps: int, run_minutes: float, anneal_minutes: float = 0) -> int:
+    """The step the schedule is at: ``step``, or with ``anneal_minutes`` (``--anneal-by-time``) the further of it
+    and the same share of ``steps`` as ``run_minutes`` is of ``anneal_minutes``."""
+    if anneal_minutes <= 0:
+        return step
+    return max(step, min(steps, int(steps * run_minutes / anneal_minutes)))
 
 
 class Checkpoint:
@@ -78,8 +110,13 @@ class Checkpoint:
         if not self.path.is_file():
             return False
         ck = torch.load(self.path, map_location="cpu", weights_only=False)
-        self.net.load_state_dict(ck["model"])
-        self.opt.load_state_dict(ck["opt"])
+        try:
+            self.net.load_state_dict(ck["model"])
+            self.opt.load_state_dict(ck["opt"])
+        except (RuntimeError, ValueError) as e:  # another architecture or width: shapes or parameter groups differ
+            first = next((line.strip() for line in str(e).splitlines() if "mismatch" in line), str(e).splitlines()[0])
+            raise SystemExit(f"{self.path} holds a checkpoint of another network than these flags build ({first}): "
+                             "resume with the flags it was trained with (--width, ...), or give a new --out") from None
         self.step, self.elapsed, self.history = ck["step"], ck.get("elapsed", 0.0), ck.get("history", [])
         self.state = ck.get("state", {})
         return True
@@ -132,24 +169,84 @@ def export_onnx(graph, net, path: Path, example, input_names: list[str], output_
         onnx.save(model, str(tmp))
 
 
-def train(ck: Checkpoint, batch_loss: Callable[[int], tuple[Any, dict[str, float]]], export: Callable[[], str],
-          name: str) -> None:
+def to_device(batch, device):
+    """``batch`` (tensors, or tuples / lists of them, any depth; anything else as it is) on ``device``."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_device(b, device) for b in batch)
+    return batch
+
+
+def _worker_init(_: int) -> None:
+    import cv2
+    import torch
+
+    torch.set_num_threads(1)
+    cv2.setNumThreads(1)
+
+
+def batches(make: Callable[[int], Any], start: int, stop: int, workers: int, pin: bool = False) -> Iterator[Any]:
+    """``make(step)`` for step = ``start`` .. ``stop`` - 1, in order: in this process (``workers`` 0), or
+    prepared ahead by that many forked worker processes (a torch DataLoader). Fork, because ``make`` is a closure
+    over the loaded records: the workers inherit them instead of unpickling gigabytes each."""
+    if workers == 0:
+        return (make(step) for step in range(start, stop))
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Steps(Dataset):
+        """The batches as a map-style dataset indexed by step: a worker prepares ``make(step)``."""
+
+        def __getitem__(self, step: int):
+            return make(step)
+
+    # a generator of its own: the loader's seed draw must not move the global RNG that dropout draws from
+    return iter(DataLoader(Steps(), batch_size=None, sampler=range(start, stop), num_workers=workers,
+                           prefetch_factor=4, pin_memory=pin, worker_init_fn=_worker_init,
+                           multiprocessing_context="fork", generator=torch.Generator()))
+
+
+def _move_optimiser(opt, device) -> None:
+    # a resumed optimiser's moments load onto the CPU, where the network was then
+    for state in opt.state.values():
+        for k, v in state.items():
+            if hasattr(v, "to") and k != "step":
+                state[k] = v.to(device)
+
+
+def train(ck: Checkpoint, make: Callable[[int], Any], batch_loss: Callable[[Any], tuple[Any, dict[str, float]]],
+          export: Callable[[], str], name: str) -> None:
     """Step from ``ck.step`` to ``args.steps``: learning rate per `lr_at`, AdamW step with gradients clipped at
     10, a tqdm bar with running loss parts, a checkpoint every ``--ckpt-every`` steps, ``export()`` (validate,
     calibrate, write; returns the line to print) and a checkpoint every ``--export-every`` steps, both at the end
-    and when ``--max-minutes`` of this run have passed. ``batch_loss(step)`` returns (loss, parts)."""
+    and when ``--max-minutes`` of this run have passed.
+
+    ``make(step)`` builds a step's batch on the CPU (in ``--workers`` processes when > 0, so it must not depend on
+    state the training step changes); ``batch_loss(batch)`` gets it on ``--device`` and returns (loss, parts).
+    The network trains on ``--device`` and is on the CPU for ``export()`` and when this returns."""
     import torch
     from tqdm import tqdm
 
     args, net, opt = ck.args, ck.net, ck.opt
+    device = torch.device(getattr(args, "device", "cpu"))
+    # workers fork before the network goes to an accelerator: a forked child must not inherit a CUDA context
+    stream = batches(make, ck.step, args.steps, getattr(args, "workers", 0), pin=device.type == "cuda")
+    net.to(device)
+    _move_optimiser(opt, device)
     net.train()
     t_run = t_last = time.time()
     bar = tqdm(total=args.steps, initial=ck.step, disable=args.no_progress, mininterval=10, file=sys.stdout)
     avg = None
+    by_time = getattr(args, "anneal_by_time", False) and args.max_minutes
     while ck.step < args.steps:
+        batch = next(stream)
+        at = scheduled_step(ck.step, args.steps, (time.time() - t_run) / 60, args.max_minutes if by_time else 0)
         for g in opt.param_groups:
-            g["lr"] = lr_at(ck.step, args.steps, args.lr, args.warmup)
-        loss, parts = batch_loss(ck.step)
+            g["lr"] = lr_at(at, args.steps, args.lr, args.warmup)
+        loss, parts = batch_loss(to_device(batch, device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 10.0)
@@ -169,9 +266,12 @@ def train(ck: Checkpoint, batch_loss: Callable[[int], tuple[Any, dict[str, float
                 parts_text = " ".join(f"{k} {v:.3f}" for k, v in avg.items())
                 print(f"{name}: step {ck.step} ({ck.elapsed / 60:.1f} min) loss {parts_text}", flush=True)
         if ck.step % args.export_every == 0 or ck.step == args.steps or stop:
+            net.cpu()
             line = export()
+            net.to(device)
             ck.save()
             print(f"\n{name}: step {ck.step} ({ck.elapsed / 60:.1f} min) {line}", flush=True)
         if stop:
             break
     bar.close()
+    net.cpu()

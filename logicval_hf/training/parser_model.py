@@ -234,7 +234,7 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
     l_reg = out.new_zeros(())
     rows = [(b, i) for b in range(n) for i in range(len(idx[b]))]
     if rows:
-        bsel = torch.tensor([b for b, _ in rows])
+        bsel = torch.tensor([b for b, _ in rows], device=out.device)
         csel = torch.cat([idx[b] for b in range(n)])
         pr = torch.cat([flat[bsel, 1:5, csel], flat[bsel, -2:, csel]], 1)
         gt = torch.cat([reg[b] for b in range(n)])

@@ -326,12 +326,12 @@ def per_object_loss(logits, labels, cls) -> np.ndarray:
     without gradient: what `ObjectLosses` records."""
     import torch
 
-    total = torch.zeros(len(logits))
+    total = torch.zeros(len(logits), device=logits.device)
     with torch.no_grad():
         for a, ce, known in cross_entropies(logits, labels, cls):
             if a != "size":
                 total += torch.where(known, ce, torch.zeros_like(ce))
-    return total.numpy().astype(np.float64)
+    return total.cpu().numpy().astype(np.float64)
 
 
 def loss_fn(logits, centre, labels, centre_target, cls):
@@ -473,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--white-balance must lie in [0, 1], got {args.white_balance}")
     if args.balance_crops is not None and not 0 <= args.balance_crops <= 1:
         ap.error(f"--balance-crops must lie in [0, 1], got {args.balance_crops}")
+    if args.hard_mining > 0 and args.workers > 0:
+        ap.error("--hard-mining draws each batch from the losses of the steps before it: use --workers 0")
     aug = replace(DEFAULT_AUGMENTATION, white_balance_log=args.white_balance)
 
     import torch
@@ -562,16 +564,19 @@ def main(argv: list[str] | None = None) -> int:
         losses = ObjectLosses(np.asarray(kept, float)) if kept is not None else ObjectLosses.fresh(len(train))
         ck.state["object_losses"] = losses.values  # the array `update` changes in place: each checkpoint saves it
 
-    def batch_loss(step: int):
+    def make(step: int):
         hard = (losses.probabilities(weights), args.hard_mining) if losses is not None else None
-        x, y, t, idx = make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights,
-                                  aug, args.balance_crops, casts, hard, return_indices=True)
+        return make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights, aug,
+                          args.balance_crops, casts, hard, return_indices=True)
+
+    def batch_loss(batch):
+        x, y, t, idx = batch
         logits, centre = net(x)
         if losses is not None:
             losses.update(idx, per_object_loss(logits, y, cls))
         return loss_fn(logits, centre, y, t, cls)
 
-    loop.train(ck, batch_loss, export, "train_attribute_classifier")
+    loop.train(ck, make, batch_loss, export, "train_attribute_classifier")
     return 0
 
 if __name__ == "__main__":

@@ -186,12 +186,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train_scene_parser: exported step {ck.step}: {export()}", flush=True)
         return 0
 
-    def batch_loss(step: int):
-        x, heat, idx, reg, attr, aw, hw = make_batch(train, step, args.seed, args.batch_size, args.numpy_fraction,
-                                                    tuple(args.canvas), weights=weights)
+    def make(step: int):
+        return make_batch(train, step, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas),
+                          weights=weights)
+
+    def batch_loss(batch):
+        x, heat, idx, reg, attr, aw, hw = batch
         return loss_fn(net(x), heat, idx, reg, attr, aw, cls, hw)
 
-    loop.train(ck, batch_loss, export, "train_scene_parser")
+    loop.train(ck, make, batch_loss, export, "train_scene_parser")
     return 0
 
 
