@@ -117,3 +117,22 @@ def test_resuming_with_another_width_is_one_clear_error(renders, tmp_path):
     assert _classifier(renders, tmp_path / "o", "--width", "1.25") == 0
     with pytest.raises(SystemExit, match=r"holds a checkpoint of another network .*size mismatch.*new --out"):
         _classifier(renders, tmp_path / "o")  # width 1 now, into the folder of a width-1.25 run
+
+
+def test_the_throughput_benchmark_prints_both_stages_with_ratios(renders, capsys):
+    from pathlib import Path
+
+    from helpers import load_script
+
+    bench = load_script(Path(__file__).resolve().parents[2] / "benchmarks" / "bench_parser_training.py",
+                        "bench_parser_training")
+    assert bench.main(["--data", str(renders), "--workers", "2", "--steps", "2", "--crops", "4", "--images",
+                       "1"]) == 0
+    out = capsys.readouterr().out
+    assert "(4 scenes)" in out  # the fixture's usable scenes, not numpy renders only
+    rows = [line for line in out.splitlines() if line.startswith(("| classifier |", "| detector |"))]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[4].endswith("x") and float(cells[4][:-1]) > 0
+        assert cells[7].endswith("x") and float(cells[7][:-1]) > 0
