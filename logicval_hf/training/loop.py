@@ -1,9 +1,14 @@
-"""The CPU training loop the scene-parser scripts share: its flags, checkpoint / resume, the schedule, the step
-cadence, and the ONNX export with metadata.
+"""The training loop the scene-parser scripts share: its flags, checkpoint / resume, the schedule, the step
+cadence, the device and the batch workers, and the ONNX export with metadata.
 
 `train_scene_parser` (the detector) and `train_attribute_classifier` (the second stage) differ in data, model,
 loss and what their model files say; how they step, checkpoint, resume, report progress, stop and write ONNX
 is the same and lives here, so a fix to resuming or to ``--max-minutes`` reaches both.
+
+On an accelerator (``--device cuda``) the small networks wait for their batches, which are cut and augmented
+per sample on the CPU: ``--workers N`` prepares them ahead in N forked processes (each batch still a function of
+``(seed, step)``, so the weights are those of a run without workers), and ``--anneal-by-time`` fits the schedule
+to a lease of fixed minutes. Validation and export always run on the CPU.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""Train the scene parser's second stage, the attribute classifier, on renders, on the CPU.
+"""Train the scene parser's second stage, the attribute classifier, on renders.
 
     python -m logicval_hf.training.train_attribute_classifier --data ../shared/data/clevr_blender \\
         --out ~/.cache/logicval/attribute_classifier --steps 3000 \\
         --export logicval_hf/perception/scene_parser_attributes.onnx
+
+On a GPU add ``--device cuda --workers N`` (N CPU processes prepare the batches; `loop`).
 
 The detector (``train_scene_parser``) finds every object, its centre, box and most visible point; this
 network then reads colour, shape, material and size from a crop around the object

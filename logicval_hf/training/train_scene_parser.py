@@ -1,8 +1,10 @@
-"""Train the learned CLEVR scene parser's detector (``logicval_hf/perception/scene_parser.py``) on renders, on the CPU.
+"""Train the learned CLEVR scene parser's detector (``logicval_hf/perception/scene_parser.py``) on renders.
 
     python -m logicval_hf.training.train_scene_parser --data ../shared/data/clevr_blender \\
         --data /work/cache/clevr_renders/t2i_train --out ~/.cache/logicval/scene_parser --steps 6000 \\
         --export logicval_hf/perception/scene_parser.onnx
+
+On a GPU add ``--device cuda --workers N`` (N CPU processes prepare the batches; `loop`).
 
 Training data are Blender renders of the official CLEVR assets (folders in the CLEVR layout: ``images/``,
 ``scenes/*.json`` or ``scenes.json`` with ``pixel_coords`` and ``bbox_xyxy`` or a ``masks/`` instance mask;
