@@ -236,19 +236,19 @@ def train(ck: Checkpoint, make: Callable[[int], Any], batch_loss: Callable[[Any]
     from tqdm import tqdm
 
     args, net, opt = ck.args, ck.net, ck.opt
-    device = torch.device(getattr(args, "device", "cpu"))
+    device = torch.device(args.device)
     # workers fork before the network goes to an accelerator: a forked child must not inherit a CUDA context
-    stream = batches(make, ck.step, args.steps, getattr(args, "workers", 0), pin=device.type == "cuda")
+    stream = batches(make, ck.step, args.steps, args.workers, pin=device.type == "cuda")
     net.to(device)
     _move_optimiser(opt, device)
     net.train()
     t_run = t_last = time.time()
     bar = tqdm(total=args.steps, initial=ck.step, disable=args.no_progress, mininterval=10, file=sys.stdout)
     avg = None
-    by_time = getattr(args, "anneal_by_time", False) and args.max_minutes
+    anneal_minutes = args.max_minutes if args.anneal_by_time else 0
     while ck.step < args.steps:
         batch = next(stream)
-        at = scheduled_step(ck.step, args.steps, (time.time() - t_run) / 60, args.max_minutes if by_time else 0)
+        at = scheduled_step(ck.step, args.steps, (time.time() - t_run) / 60, anneal_minutes)
         for g in opt.param_groups:
             g["lr"] = lr_at(at, args.steps, args.lr, args.warmup)
         loss, parts = batch_loss(to_device(batch, device))

@@ -24,10 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.common.atomic import atomic_path
-from logicval_hf.training.parser_data import _scene_entries
-
-#: the object fields `parser_data` reads
-OBJECT_FIELDS = ("color", "shape", "material", "size", "pixel_coords", "bbox_xyxy", "mask_index")
+from logicval_hf.training.parser_data import OBJECT_FIELDS, _scene_entries, mask_path
 
 
 def pack_folder(src: Path, dst: Path, quality: int = 90, report: list[str] | None = None) -> int:
@@ -53,7 +50,7 @@ def pack_folder(src: Path, dst: Path, quality: int = 90, report: list[str] | Non
             report.append(f"{source}: no image_filename or objects; skipped")
             continue
         stem = Path(name).stem
-        mask = src / (s.get("mask_filename") or f"masks/{name}")
+        mask = mask_path(src, s, name)
         try:
             with Image.open(src / "images" / name) as im:
                 im.convert("RGB").save(dst / "images" / f"{stem}.jpg", "JPEG", quality=quality)

@@ -92,6 +92,15 @@ def _scene_entries(folder: Path, report: list[str]) -> list[tuple[str, dict[str,
     return entries
 
 
+#: the object fields `_record` reads
+OBJECT_FIELDS = (*ATTRIBUTES, "pixel_coords", "bbox_xyxy", "mask_index")
+
+
+def mask_path(folder: Path, scene: dict[str, Any], image_name: str) -> Path:
+    """Where a scene's instance mask lies: its ``mask_filename``, else ``masks/`` + the image's name."""
+    return Path(folder) / (scene.get("mask_filename") or f"masks/{image_name}")
+
+
 def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[str, ...]]) -> Record:
     """A `Record` from one scene dict, or ValueError naming what is wrong."""
     from logicval_hf.perception import load_image
@@ -106,7 +115,7 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
     rgb = load_image(path)  # PerceptionError (a ValueError) names the file
     H, W = rgb.shape[:2]
     mask = None
-    mpath = folder / (s.get("mask_filename") or f"masks/{name}")
+    mpath = mask_path(folder, s, name)
     if mpath.is_file():
         from PIL import Image
 
