@@ -71,7 +71,7 @@ def mask_cells(objmap: np.ndarray, grid: tuple[int, int], stride: int, n: int, m
 
 def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tuple[int, int], stride: int,
             objmap: np.ndarray | None = None, kept: np.ndarray | None = None, all_labels: np.ndarray | None = None,
-            ignore: np.ndarray | None = None):
+            ignore: np.ndarray | None = None, hidden_weight: float = 1.0):
     """CenterNet targets on a ``grid = (h, w)`` of cells: heat (Gaussian per object, 1 at its centre cell),
     per-object rows (cell index, offset, log size, weight, visible-point offset) at its centre cell and the 8
     around it, and per-cell attribute labels (-1 = none) with weights.
@@ -81,8 +81,10 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
     (the cell's nearest object by a size-scaled distance owns it). The visible-point offset points from the
     cell to the object's most interior visible pixel (its centre without a map). ``ignore`` (pixels of objects
     whose centre lies off the canvas) marks cells whose heat-map negatives do not count: the object shows there
-    but is not labelled. Returns heat, rows' cells, rows, attribute labels, attribute weights and the heat
-    weights (0 on ignored cells)."""
+    but is not labelled. ``hidden_weight`` weighs the heat map's positive at the centre cell of every object
+    whose centre pixel shows another object (an object behind another, its centre on its occluder: the peaks
+    the detector misses most). Returns heat, rows' cells, rows, attribute labels, attribute weights and the heat
+    weights (0 on ignored cells, ``hidden_weight`` on hidden objects' centre cells, else 1)."""
     gh, gw = grid
     if objmap is not None and (kept is None or all_labels is None):
         raise ValueError("targets: an object map needs kept and all_labels")
@@ -92,7 +94,7 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
     heat = np.zeros((gh, gw), np.float32)
     attr = np.full((len(ATTRIBUTES), gh, gw), -1, np.int64)
     aw = np.zeros((gh, gw), np.float32)
-    idx, reg, peaks = [], [], []
+    idx, reg, peaks, hidden = [], [], [], []
     yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
     for k, ((cx, cy), (bw, bh), lab) in enumerate(zip(centres, sizes, labels, strict=True)):
         c = np.array([cx, cy]) / stride
@@ -110,6 +112,12 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
             aw[own] = wa[own]
             attr[:, own] = lab[:, None]
         peaks.append(iy * gw + ix)
+        if hidden_weight != 1.0 and objmap is not None and kept is not None:
+            px, py = int(cx), int(cy)
+            if 0 <= py < objmap.shape[0] and 0 <= px < objmap.shape[1]:
+                shows = int(objmap[py, px])
+                if shows >= 0 and shows != int(kept[k]):
+                    hidden.append(iy * gw + ix)
         lw, lh = math.log(max(bw, 1.0) / stride), math.log(max(bh, 1.0) / stride)
         # offsets relative to the centre cell and to its 8 neighbours (half weight): wherever the peak
         # lands, the offset read there points at the true centre
@@ -135,6 +143,8 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
         owner_cells, _ = mask_cells(ignore.astype(np.int16) - 1, grid, stride, 1, min_cover=0.05)
         hw[owner_cells == 0] = 0.0
         hw[heat > 0.5] = 1.0
+    for i in hidden:
+        hw.flat[i] = hidden_weight
     return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 7), attr, aw, hw
 
 
@@ -217,8 +227,9 @@ def load_init(net, state: dict[str, Any]) -> None:
 
 
 def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
-    """Focal loss on the heat map (negatives weighted by ``hw``: 0 where an unlabelled object shows), L1 on
-    offset and log size at centre cells, weighted cross-entropy per attribute around each centre."""
+    """Focal loss on the heat map (each cell weighted by ``hw``: negatives 0 where an unlabelled object shows,
+    positives by `targets`' ``hidden_weight``), L1 on offset and log size at centre cells, weighted
+    cross-entropy per attribute around each centre."""
     import torch
     import torch.nn.functional as F
 
@@ -227,9 +238,11 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
     pos = heat == 1
     n_pos = max(int(pos.sum()), 1)
     neg = ((1 - heat) ** 4) * p ** 2 * torch.log(1 - p)
+    posl = (1 - p) ** 2 * torch.log(p)
     if hw is not None:
         neg = neg * hw
-    l_heat = -(((1 - p) ** 2 * torch.log(p))[pos].sum() + neg[~pos].sum()) / n_pos
+        posl = posl * hw
+    l_heat = -(posl[pos].sum() + neg[~pos].sum()) / n_pos
     flat = out.flatten(2)  # n, C, h*w
     l_reg = out.new_zeros(())
     rows = [(b, i) for b in range(n) for i in range(len(idx[b]))]
@@ -260,9 +273,10 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
 # ---- batches --------------------------------------------------------------------------------------------
 def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy_fraction: float,
                canvas: tuple[int, int] = CANVAS, stride: int = 8, aug: Augmentation = DEFAULT,
-               weights: np.ndarray | None = None):
+               weights: np.ndarray | None = None, hidden_weight: float = 1.0):
     """The batch of ``step``: depends on (seed, step) only, so resuming reproduces an uninterrupted run.
-    ``weights``: each training record's probability of being drawn (default: uniform)."""
+    ``weights``: each training record's probability of being drawn (default: uniform); ``hidden_weight``:
+    `targets`'."""
     import torch
 
     rng = np.random.default_rng([seed, step])
@@ -279,7 +293,7 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
         v = augment(rec, rng, canvas, aug, probe)
         h, w = v.rgb.shape[0] // stride, v.rgb.shape[1] // stride
         heat, idx, reg, attr, aw, hw = targets(v.centres, v.sizes, v.labels, (h, w), stride, v.objmap, v.kept,
-                                               rec.labels, v.ignore)
+                                               rec.labels, v.ignore, hidden_weight)
         imgs.append(v.rgb.transpose(2, 0, 1))
         heats.append(heat)
         idxs.append(torch.from_numpy(idx))

@@ -127,9 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-second-look", action="store_true",
                     help="export without the second look at uncertain peaks (logicval_hf.perception.second_look; "
                          "by default its decision threshold is fitted on the held-out images and turned on)")
+    ap.add_argument("--hidden-weight", type=float, default=1.0,
+                    help="weight of the heat map's positive at the centre of every object whose centre pixel shows "
+                         "another object (behind it; the peaks the detector misses most): 1 = as any object")
     ap.add_argument("--export-only", action="store_true",
                     help="no training: validate, calibrate and export the checkpoint in --out")
     args = ap.parse_args(argv)
+    if not args.hidden_weight > 0:
+        ap.error(f"--hidden-weight must be positive, got {args.hidden_weight}")
     if any(c % 32 for c in args.canvas):
         ap.error(f"--canvas sides must be multiples of 32, got {args.canvas}")
 
@@ -190,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def make(step: int):
         return make_batch(train, step, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas),
-                          weights=weights)
+                          weights=weights, hidden_weight=args.hidden_weight)
 
     def batch_loss(batch):
         x, heat, idx, reg, attr, aw, hw = batch

@@ -253,7 +253,7 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
     argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
             "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.25", "--export", str(export),
-            "--export-every", "2", "--no-progress", "--threads", "1"]
+            "--export-every", "2", "--no-progress", "--threads", "1", "--hidden-weight", "2"]
     assert T.main(argv) == 0
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["step"] == 2
@@ -273,6 +273,14 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     # resuming continues from the checkpoint, it does not start over
     assert T.main([*argv[:5], "3", *argv[6:]]) == 0
     assert torch.load(out / "last.pt", map_location="cpu", weights_only=False)["step"] == 3
+
+
+def test_a_hidden_weight_that_is_not_positive_is_one_line(capsys):
+    from logicval_hf.training import train_scene_parser as T
+
+    with pytest.raises(SystemExit):
+        T.main(["--hidden-weight", "0", "--steps", "1"])
+    assert "--hidden-weight must be positive, got 0.0" in capsys.readouterr().err
 
 
 def test_batches_depend_on_seed_and_step_only():
@@ -330,6 +338,40 @@ def test_targets_point_the_visible_offset_at_the_visible_part():
     assert attr[0, 2, 2] == 2 and attr[0, 1, 4] == 1  # colours: the occluder's at the centre, 0's on the strip
     # each object weighs the same in the attribute loss, however much of the image it covers
     assert aw[attr[0] == 1].sum() == pytest.approx(aw[attr[0] == 2].sum())
+
+
+def test_hidden_weight_weighs_the_centre_of_an_object_behind_another():
+    import torch
+
+    from logicval_hf.training.parser_data import classes
+    from logicval_hf.training.train_scene_parser import loss_fn, targets
+
+    m = _occluded_map()
+    centres = np.array([[20.0, 20.0], [15.0, 20.0]])  # object 0's centre pixel shows object 1, its occluder
+    sizes = np.array([[40.0, 40.0], [30.0, 40.0]])
+    labels = np.array([[1, 0, 0, 0], [2, 1, 1, 1]])
+    plain = targets(centres, sizes, labels, (6, 8), 8, m, np.arange(2), labels)
+    heavy = targets(centres, sizes, labels, (6, 8), 8, m, np.arange(2), labels, hidden_weight=3.0)
+    hw = heavy[5]
+    assert hw[2, 2] == 3.0 and heavy[0][2, 2] == 1.0  # the hidden centre's cell, a positive
+    assert hw[2, 1] == 1.0 and heavy[0][2, 1] == 1.0  # the occluder's own centre is not hidden
+    assert (np.delete(hw.ravel(), 2 * 8 + 2) == 1).all()
+    for a, b in zip(plain, heavy, strict=True):  # nothing else changes
+        if a is not plain[5]:
+            assert np.array_equal(a, b)
+
+    cls = classes()
+    out = torch.zeros(1, 1 + 4 + sum(len(v) for v in cls.values()) + 2, 6, 8)
+    out[0, 0] = -3.0  # every cell unsure: p = 0.047
+    def loss(t, hw):
+        heat, idx, reg, attr, aw, _ = t
+        return loss_fn(out, torch.from_numpy(heat)[None], [torch.from_numpy(idx)], [torch.from_numpy(reg)],
+                       torch.from_numpy(attr)[None], torch.from_numpy(aw)[None], cls,
+                       None if hw is None else torch.from_numpy(hw)[None])[1]["heat"]
+    assert loss(plain, None) == pytest.approx(loss(plain, plain[5]))  # weight 1: the loss as before
+    p = torch.sigmoid(torch.tensor(-3.0))
+    one_positive = float(-((1 - p) ** 2 * torch.log(p))) / 2  # two positives
+    assert loss(heavy, hw) == pytest.approx(loss(plain, plain[5]) + 2 * one_positive, rel=1e-5)
 
 
 def test_decode_reads_attributes_at_the_visible_point():
