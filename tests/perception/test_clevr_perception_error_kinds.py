@@ -3,6 +3,8 @@ truth the pixels cannot settle (a centre within 1 px of a midline, an object bel
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,25 @@ def test_render_folders_carry_what_each_object_shows(bench, tmp_path):
         assert sum(o["_pixels_shown"] for o in s["objects"]) <= s["image_width"] * s["image_height"]
     assert any(o["_centre_shows"] == j for s in scenes for j, o in enumerate(s["objects"]))
     assert len(scenes) == 2
+
+
+def test_the_suite_table_ends_with_the_unsettled_column(bench, tmp_path, capsys):
+    data = Path(__file__).resolve().parents[1] / "data" / "clevr"
+    real = tmp_path / "real"
+    (real / "images").mkdir(parents=True)
+    scenes = json.loads((data / "scenes.json").read_text())[:2]
+    for s in scenes:
+        shutil.copy(data / s["image_filename"], real / "images" / s["image_filename"])
+    (real / "scenes.json").write_text(json.dumps(scenes))
+    renders = render_folder(tmp_path / "renders", 2, masks=True)
+    out = tmp_path / "suite.json"
+    bench.main([str(real), "--suite", "--suite-renders", f"tiny={renders}", "--no-speed", "--constraints", "0",
+                "--json", str(out)])
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert table[0].endswith("| img/s | exact but for unsettled truth |")
+    r = json.loads(out.read_text())
+    assert set(r) >= {"real CLEVR", "renders tiny"}
+    for name, row in zip(r, table[2:], strict=True):
+        assert row.startswith(f"| {name} |")
+        assert r[name]["exact_scene_graph_rate"] <= r[name]["exact_but_for_unsettled_truth"] <= 1.0
+        assert row.endswith(f"| {r[name]['exact_but_for_unsettled_truth']:.3f} |")
