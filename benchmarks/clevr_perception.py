@@ -88,8 +88,10 @@ def match_radius(width: float) -> float:
 
 #: CLEVR's own generator keeps a scene only when every object shows at least 200 pixels at 480x320
 VISIBILITY_FLOOR = 200 / (480 * 320)
-#: error kinds the truth itself cannot settle from the pixels (see ``error_kind``)
-UNSETTLED = ("region (centre within 1 px of the midline)", "(below CLEVR's visibility floor)")
+#: the errors the truth itself cannot settle from the pixels (see ``error_kind``): a region slip at a midline,
+#: and any error on an object below the visibility floor (the suffix its kind carries)
+MIDLINE = "region (centre within 1 px of the midline)"
+BELOW_FLOOR = " (below CLEVR's visibility floor)"
 
 
 def object_note(o: dict[str, Any], j: int, W: int, H: int) -> str:
@@ -97,7 +99,7 @@ def object_note(o: dict[str, Any], j: int, W: int, H: int) -> str:
     fewer pixels showing than CLEVR's generator allows, or its projected centre lying on another object."""
     shown = o.get("_pixels_shown")
     if shown is not None and shown < VISIBILITY_FLOOR * W * H:
-        return " (below CLEVR's visibility floor)"
+        return BELOW_FLOOR
     at_centre = o.get("_centre_shows")
     if at_centre is not None and at_centre >= 0 and at_centre != j:
         return " (centre hidden)"
@@ -114,14 +116,14 @@ def error_kind(kind: str, o: dict[str, Any], j: int, W: int, H: int, predicted: 
         crossed = [abs(t - m) for t, q, m in ((tx, predicted[0], W / 2), (ty, predicted[1], H / 2))
                    if (t < m) != (q < m)]
         if crossed and max(crossed) <= 1.0:
-            return UNSETTLED[0]
+            return MIDLINE
         return "region"
     return kind + object_note(o, j, W, H)
 
 
 def unsettled(kinds: list[str]) -> bool:
-    """Every error of an image is one its truth cannot settle (`UNSETTLED`)."""
-    return bool(kinds) and all(k == UNSETTLED[0] or k.endswith(UNSETTLED[1]) for k in kinds)
+    """Every error of an image is one its truth cannot settle (`MIDLINE`, `BELOW_FLOOR`)."""
+    return bool(kinds) and all(k == MIDLINE or k.endswith(BELOW_FLOOR) for k in kinds)
 
 
 # ---- data -----------------------------------------------------------------------------------------------
@@ -138,6 +140,7 @@ def load_clevr(data: Path) -> list[dict[str, Any]]:
 
 def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
     """The held-out part of a render folder, split as the scene parser's training splits it."""
+    from logicval_hf.training.parser_model import centre_owners
     from logicval_hf.training.train_scene_parser import classes, load_folder, split_holdout
 
     recs = load_folder(folder, who="clevr_perception.py")
@@ -151,10 +154,8 @@ def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
                 for c, lab in zip(r.centres, r.labels)]
         if r.mask is not None:  # what each object shows, for the error kinds (`object_note`)
             shown = np.bincount(r.mask[r.mask >= 0].ravel(), minlength=len(objs))
-            for j, o in enumerate(objs):
-                x, y = (min(max(int(v), 0), n - 1)
-                        for v, n in zip(o["pixel_coords"][:2], r.mask.shape[::-1], strict=True))
-                o["_pixels_shown"], o["_centre_shows"] = int(shown[j]), int(r.mask[y, x])
+            for o, n, at in zip(objs, shown, centre_owners(r.mask, r.centres), strict=True):
+                o["_pixels_shown"], o["_centre_shows"] = int(n), int(at)
         out.append({"image_filename": r.name, "image_width": r.rgb.shape[1], "image_height": r.rgb.shape[0],
                     "objects": objs, "_rgb": r.rgb})
     return out
@@ -265,7 +266,7 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
         "exact_scene_graph_rate": exact / max(n_img, 1),
         "confusions": {a: {f"{t}->{q}": c for (t, q), c in confusions[a].most_common(8)} for a in ATTRS},
         # diagnostics, never a substitute for the exact rate: which errors the wrong images hold, and the exact
-        # rate had the errors the truth cannot settle from the pixels (`UNSETTLED`) been forgiven
+        # rate had the errors the truth cannot settle from the pixels (`unsettled`) been forgiven
         "wrong_images_by_error_kind": dict(Counter(k for r in per_image for k in r["error_kinds"]).most_common()),
         "exact_but_for_unsettled_truth": (exact + sum(unsettled(r["error_kinds"]) for r in per_image))
                                          / max(n_img, 1),

@@ -16,8 +16,8 @@ import numpy as np
 from logicval_hf.training.parser_augment import CANVAS, DEFAULT, Augmentation, augment, probe_canvas
 from logicval_hf.training.parser_data import ATTRIBUTES, Record, classes, numpy_render
 
-__all__ = ["OBJECT_WEIGHT", "Export", "build_model", "load_init", "loss_fn", "make_batch", "mask_cells", "targets",
-           "visible_points"]
+__all__ = ["OBJECT_WEIGHT", "Export", "build_model", "centre_owners", "load_init", "loss_fn", "make_batch",
+           "mask_cells", "targets", "visible_points"]
 
 def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
     """(n, 2) pixel (x, y) per object: its most interior visible pixel (farthest from any other object's or
@@ -45,6 +45,17 @@ def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
             y, x = divmod(int(order[i0]), m.shape[1])
             out[k] = (x + 0.5, y + 0.5)
     return out
+
+
+def centre_owners(objmap: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """(K,) per centre (x, y in pixels, clipped into the map) the index of the object its pixel shows (-1: the
+    floor). An object whose own index is not there has its projected centre on another object: it is behind it."""
+    if len(centres) == 0:
+        return np.zeros(0, np.int64)
+    h, w = objmap.shape
+    xs = np.clip(np.asarray(centres, float)[:, 0].astype(np.int64), 0, w - 1)
+    ys = np.clip(np.asarray(centres, float)[:, 1].astype(np.int64), 0, h - 1)
+    return objmap[ys, xs].astype(np.int64)
 
 
 #: total attribute-loss weight of one object labelled from its mask
@@ -91,10 +102,14 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
     vis = None
     if objmap is not None and all_labels is not None:
         vis = visible_points(objmap, len(all_labels))[kept]
+    hidden_at = None  # per object: its centre shows another object
+    if hidden_weight != 1.0 and objmap is not None:
+        owners = centre_owners(objmap, centres)
+        hidden_at = (owners >= 0) & (owners != np.asarray(kept))
     heat = np.zeros((gh, gw), np.float32)
     attr = np.full((len(ATTRIBUTES), gh, gw), -1, np.int64)
     aw = np.zeros((gh, gw), np.float32)
-    idx, reg, peaks, hidden = [], [], [], []
+    idx, reg, peaks = [], [], []
     yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
     for k, ((cx, cy), (bw, bh), lab) in enumerate(zip(centres, sizes, labels, strict=True)):
         c = np.array([cx, cy]) / stride
@@ -112,12 +127,6 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
             aw[own] = wa[own]
             attr[:, own] = lab[:, None]
         peaks.append(iy * gw + ix)
-        if hidden_weight != 1.0 and objmap is not None and kept is not None:
-            px, py = int(cx), int(cy)
-            if 0 <= py < objmap.shape[0] and 0 <= px < objmap.shape[1]:
-                shows = int(objmap[py, px])
-                if shows >= 0 and shows != int(kept[k]):
-                    hidden.append(iy * gw + ix)
         lw, lh = math.log(max(bw, 1.0) / stride), math.log(max(bh, 1.0) / stride)
         # offsets relative to the centre cell and to its 8 neighbours (half weight): wherever the peak
         # lands, the offset read there points at the true centre
@@ -143,8 +152,10 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
         owner_cells, _ = mask_cells(ignore.astype(np.int16) - 1, grid, stride, 1, min_cover=0.05)
         hw[owner_cells == 0] = 0.0
         hw[heat > 0.5] = 1.0
-    for i in hidden:
-        hw.flat[i] = hidden_weight
+    if hidden_at is not None:
+        for i, hid in zip(peaks, hidden_at, strict=True):
+            if hid:
+                hw.flat[i] = hidden_weight
     return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 7), attr, aw, hw
 
 
