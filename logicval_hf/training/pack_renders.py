@@ -8,8 +8,8 @@ renders are mostly PNG bytes and scene JSON the training never reads. The copy k
 includes JPEG loss), the instance mask as PNG (lossless: the visible points are computed from it), and one
 ``scenes.json`` per folder with the image and mask names and each object's colour, shape, material, size,
 ``pixel_coords``, ``bbox_xyxy`` and ``mask_index``. Scene names are unchanged, so ``split_holdout`` holds out the
-same scenes of the copy as of the original. The shipped pair G15 + a31 was trained on such a copy (3738 scenes,
-42.6 MB against about 290 MB).
+same scenes of the copy as of the original. The pair G15 + a31 (the shipped pair's parents) was trained on such a
+copy (3738 scenes, 42.6 MB against about 290 MB).
 
 Scenes whose image or mask cannot be read are reported by name and skipped; a folder that is re-packed is
 rewritten whole (its ``scenes.json`` atomically, last).
