@@ -105,6 +105,21 @@ def violations(program: str, max_count: int = 12) -> set[int]:
     return out
 
 
+def clevr_folder(root: Path, n: int) -> Path:
+    """A folder in real CLEVR's layout (``images/`` and one ``scenes.json``) holding the first ``n`` of the
+    CLEVR images shipped in ``tests/data/clevr`` with their official scenes."""
+    import json
+    import shutil
+
+    data = Path(__file__).resolve().parent / "data" / "clevr"
+    scenes = json.loads((data / "scenes.json").read_text())[:n]
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    for s in scenes:
+        shutil.copy(data / s["image_filename"], root / "images" / s["image_filename"])
+    (root / "scenes.json").write_text(json.dumps(scenes))
+    return root
+
+
 def render_folder(root: Path, n: int, masks: bool = False) -> Path:
     """A tiny render folder in the CLEVR layout, drawn by the numpy renderer, plus one corrupt image and one
     corrupt scene file. ``masks``: also instance masks in the Blender renders' format (8-bit PNG, object i

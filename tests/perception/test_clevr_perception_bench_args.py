@@ -4,12 +4,11 @@ missing or empty folder once printed a table of zeros)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers import load_script
+from helpers import clevr_folder, load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "clevr_perception.py"
 
@@ -44,14 +43,9 @@ def test_a_folder_without_scenes_is_refused(bench, tmp_path):
 def test_one_set_reports_the_scene_confidence_calibration(bench, tmp_path):
     """A single set (not only the suite) reports the confidence's calibration, and each image its confidence,
     so a candidate read set by set can be compared on ECE as well."""
-    data = Path(__file__).resolve().parents[1] / "data" / "clevr"
-    (tmp_path / "images").mkdir()
-    scenes = json.loads((data / "scenes.json").read_text())[:3]
-    for s in scenes:
-        shutil.copy(data / s["image_filename"], tmp_path / "images" / s["image_filename"])
-    (tmp_path / "scenes.json").write_text(json.dumps(scenes))
+    real = clevr_folder(tmp_path / "real", 3)
     out = tmp_path / "r.json"
-    bench.main([str(tmp_path), "--no-speed", "--constraints", "0", "--json", str(out)])
+    bench.main([str(real), "--no-speed", "--constraints", "0", "--json", str(out)])
     r = json.loads(out.read_text())
     assert 0.0 <= r["calibration"]["ece"] <= 1.0
     assert 0.0 < r["calibration"]["mean_confidence"] <= 1.0

@@ -4,12 +4,11 @@ truth the pixels cannot settle (a centre within 1 px of a midline, an object bel
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers import load_script, render_folder
+from helpers import clevr_folder, load_script, render_folder
 from logicval_hf import Scene, SceneObject
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "clevr_perception.py"
@@ -80,13 +79,7 @@ def test_render_folders_carry_what_each_object_shows(bench, tmp_path):
 
 
 def test_the_suite_table_ends_with_the_unsettled_column(bench, tmp_path, capsys):
-    data = Path(__file__).resolve().parents[1] / "data" / "clevr"
-    real = tmp_path / "real"
-    (real / "images").mkdir(parents=True)
-    scenes = json.loads((data / "scenes.json").read_text())[:2]
-    for s in scenes:
-        shutil.copy(data / s["image_filename"], real / "images" / s["image_filename"])
-    (real / "scenes.json").write_text(json.dumps(scenes))
+    real = clevr_folder(tmp_path / "real", 2)
     renders = render_folder(tmp_path / "renders", 2, masks=True)
     out = tmp_path / "suite.json"
     bench.main([str(real), "--suite", "--suite-renders", f"tiny={renders}", "--no-speed", "--constraints", "0",
