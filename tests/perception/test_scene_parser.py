@@ -97,6 +97,21 @@ def test_batched_equals_one_by_one_with_mixed_sizes(parsed):
         assert single.to_dict() == parsed[n].to_dict()
 
 
+def test_sessions_do_not_spin_between_runs_and_spinning_changes_no_result(monkeypatch, parsed):
+    """A parse alternates between the detector's and the classifier's sessions; a pool thread spinning after
+    its run would compete with the next session for the cores (half the speed one image at a time on 2
+    cores, benchmarks/bench_ort_spinning.py). Spinning is a scheduling matter only: the scenes are the same."""
+    key = "session.intra_op.allow_spinning"
+    shipped = scene_parser.SceneParser()
+    assert shipped.session.get_session_options().get_session_config_entry(key) == "0"
+    assert shipped.attributes.session.get_session_options().get_session_config_entry(key) == "0"
+    monkeypatch.setattr(scene_parser, "ORT_SPINNING", True)
+    spinning = scene_parser.SceneParser()
+    assert spinning.session.get_session_options().get_session_config_entry(key) == "1"
+    rgbs = [load_image(DATA / n) for n in sorted(parsed)]
+    assert [s.to_dict() for s in spinning.parse_batch(rgbs)] == [s.to_dict() for s in shipped.parse_batch(rgbs)]
+
+
 def test_jpeg_reencode_of_a_clevr_image_gives_the_same_graph():
     name = "clevr_v1_train__CLEVR_train_000514.png"
     rgb = load_image(DATA / name)
