@@ -76,7 +76,8 @@ def main() -> None:
         return
     if args.images is not None and not args.images.is_dir():
         ap.error(f"--images: no such folder: {args.images}")
-    if args.images is not None and not any(p.suffix.lower() in (".png", ".jpg", ".jpeg") for p in args.images.iterdir()):
+    suffixes = (".png", ".jpg", ".jpeg")
+    if args.images is not None and not any(p.suffix.lower() in suffixes for p in args.images.iterdir()):
         ap.error(f"--images: no PNG or JPEG in {args.images}")
     if args.rounds < 1 or args.specs < 1 or args.size < 32:
         ap.error("--rounds and --specs must be at least 1, --size at least 32")

@@ -18,7 +18,9 @@ the networks are trained, and both depend on the pair, not on either network alo
 The renders must be ones neither network trained on: the last ``FRACTION`` of a training folder by name
 (``DIR:0.05``, the training hold-out), or whole folders rendered for this (``DIR``). Nothing else in the
 file changes (weights, threshold, temperatures, second look); the fit and its figures are recorded under
-``provenance.refit``. The model is written atomically to ``--out`` (it may be the input file).
+``provenance.refit``. The model is written atomically to ``--out`` (it may be the input file). Refit the float
+detector, then make its 8-bit copy again (`logicval_hf.training.quantize_parser`): the copy carries the metadata
+it was made with.
 """
 
 from __future__ import annotations

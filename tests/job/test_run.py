@@ -344,13 +344,15 @@ def test_atomic_write_helpers(tmp_path):
 
 
 def test_backend_fingerprint_covers_every_model_file_of_the_backend(tmp_path):
-    """The clevr backend declares two weight files (detector, attribute classifier): retraining either re-scores."""
+    """The clevr backend declares its weight files (float detector, its 8-bit copy, attribute classifier):
+    retraining any re-scores."""
     import dataclasses
 
     from logicval_hf.perception import BACKENDS, get_backend, register_backend
 
     clevr = get_backend("clevr")
-    assert [p.name for p in clevr.model_files] == ["scene_parser.onnx", "scene_parser_attributes.onnx"]
+    assert [p.name for p in clevr.model_files] == ["scene_parser.onnx", "scene_parser_int8.onnx",
+                                                   "scene_parser_attributes.onnx"]
     det, attrs = tmp_path / "d.onnx", tmp_path / "d_attributes.onnx"
     det.write_bytes(b"detector v1")
     attrs.write_bytes(b"classifier v1")

@@ -220,7 +220,7 @@ def test_a_plain_function_is_wrapped_as_before():
 
 def test_built_in_backends_declare_themselves():
     clevr, given, neural = get_backend("clevr"), get_backend("given"), get_backend("neural")
-    assert clevr.domains == ("clevr",) and clevr.extract_batch is not None and len(clevr.model_files) == 2
+    assert clevr.domains == ("clevr",) and clevr.extract_batch is not None and len(clevr.model_files) == 3
     assert clevr.check() == [] and json.loads(json.dumps(clevr.info()))["ready"] is True
     assert given.raw_input and given.takes_domain and given.domains is None
     assert neural.takes_domain and neural.extra == "neural" and "torch" in neural.requires

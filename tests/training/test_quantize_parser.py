@@ -1,0 +1,119 @@
+"""logicval_hf/training/quantize_parser.py and the shipped 8-bit detector it made."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import render_folder
+
+pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+from logicval_hf.perception import load_image  # noqa: E402
+from logicval_hf.perception import scene_parser as SP  # noqa: E402
+from logicval_hf.training.quantize_parser import KEEP_FLOAT, main, quantize  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "clevr"
+IMAGE = DATA / "clevr_v1_train__CLEVR_train_000514.png"
+
+
+def _meta(path: Path) -> dict:
+    graph = onnx.load(str(path))
+    return json.loads(next(e.value for e in graph.metadata_props if e.key == SP.META_KEY))
+
+
+def _graph(scene) -> list[tuple]:
+    return sorted(tuple(o.attributes.values()) for o in scene.objects)
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("q") / "detector_int8.onnx"
+    images = [load_image(p) for p in sorted(DATA.glob("*.png"))[:3]]
+    record = quantize(SP.DEFAULT_MODEL, images, out, provenance={"data": "three test images"})
+    assert record["calibration_images"] == 3 and record["data"] == "three test images"
+    return out
+
+
+def test_convolutions_are_8_bit_but_the_stem_and_head(quantized):
+    graph = onnx.load(str(quantized)).graph
+    ops = [n.op_type for n in graph.node]
+    assert "QuantizeLinear" in ops and "DequantizeLinear" in ops
+    record = _meta(quantized)["provenance"]["quantized"]
+    assert all(any(k in name for k in KEEP_FLOAT) for name in record["float_convolutions"])
+    assert len(record["float_convolutions"]) == 3 and record["int8_convolutions"] == 15
+    assert record["weights"] == "int8 (7-bit range)"
+    assert quantized.stat().st_size < SP.DEFAULT_MODEL.stat().st_size / 2
+
+
+def test_the_copy_keeps_the_float_files_metadata_and_records_its_source(quantized):
+    meta, source = _meta(quantized), _meta(SP.DEFAULT_MODEL)
+    record = meta["provenance"].pop("quantized")
+    assert meta == source
+    assert record["source_sha256"] == hashlib.sha256(SP.DEFAULT_MODEL.read_bytes()).hexdigest()[:16]
+
+
+def test_the_copy_reads_like_the_float_file(quantized):
+    rgb = load_image(IMAGE)
+    float_parser = SP.SceneParser(SP.DEFAULT_MODEL)
+    int8_parser = SP.SceneParser(quantized, attribute_model=SP.attribute_model_beside(SP.DEFAULT_MODEL))
+    x = SP.prepare(rgb)[0][None]
+    heat_f = float_parser.forward(x)[0]
+    heat_q = int8_parser.forward(x)[0]
+    assert np.abs(heat_f - heat_q).max() < 0.15  # peaks only: the max-pooled heat at local maxima
+    assert _graph(int8_parser.parse_batch([rgb])[0]) == _graph(float_parser.parse_batch([rgb])[0])
+
+
+def test_the_shipped_8_bit_detector_was_made_from_the_shipped_float_one():
+    """Refitting the float file without quantizing it again would leave the default reading stale metadata."""
+    meta, source = _meta(SP.INT8_MODEL), _meta(SP.DEFAULT_MODEL)
+    record = meta["provenance"].pop("quantized")
+    assert meta == source
+    assert record["source_sha256"] == hashlib.sha256(SP.DEFAULT_MODEL.read_bytes()).hexdigest()[:16]
+
+
+def test_precision_picks_a_shipped_detector_and_both_share_the_classifier():
+    assert SP.SceneParser().path == SP.INT8_MODEL
+    assert SP.SceneParser(precision="fp32").path == SP.DEFAULT_MODEL
+    assert SP.SceneParser().attributes.path == SP.SceneParser(precision="fp32").attributes.path
+    assert SP.attribute_model_beside(Path("m/x_int8.onnx")) == Path("m/x_attributes.onnx")
+    rgb = load_image(IMAGE)
+    assert _graph(SP.extract(rgb, precision="fp32")) == _graph(SP.extract(rgb))
+
+
+@pytest.mark.parametrize(("settings", "says"), [
+    ({"precision": "fp16"}, "precision must be one of int8, fp32, not 'fp16'"),
+    ({"precision": "fp32", "model_path": str(SP.DEFAULT_MODEL)}, "with model_path the file decides"),
+])
+def test_bad_precision_is_refused_by_name(settings, says):
+    with pytest.raises(ValueError, match=says):
+        SP.extract(np.zeros((32, 32, 3), np.uint8), **settings)
+
+
+def test_the_command_line_quantizes_a_render_folder(tmp_path, capsys):
+    folder = render_folder(tmp_path / "renders", 3)
+    out = tmp_path / "q.onnx"
+    assert main(["--data", str(folder), "--images", "2", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["out"] == str(out) and printed["calibration_images"] == 2
+    assert printed["data"][0]["folder"] == str(folder)
+    assert _meta(out)["provenance"]["quantized"]["data"] == printed["data"]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--data", "{nowhere}"], "is not a CLEVR-layout folder"),
+    (["--data", "{folder}", "--images", "0"], "--images must be at least 1"),
+    (["--data", "{folder}", "--model", "{nowhere}/m.onnx"], "--model: "),
+])
+def test_bad_arguments_are_one_line(tmp_path, capsys, argv, says):
+    folder = render_folder(tmp_path / "renders", 2)
+    names = {"nowhere": str(tmp_path / "nowhere"), "folder": str(folder)}
+    with pytest.raises(SystemExit) as e:
+        main([a.format(**names) for a in argv])
+    assert e.value.code == 2
+    assert says in capsys.readouterr().err
