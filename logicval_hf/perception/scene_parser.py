@@ -379,14 +379,7 @@ class SceneParser:
 
     def __init__(self, path: str | os.PathLike | None = None, threads: int | None = None,
                  attribute_model: str | os.PathLike | bool | None = None, precision: str | None = None):
-        if precision is not None and precision not in SHIPPED_DETECTORS:
-            raise ValueError(f"clevr scene parser: precision must be one of {', '.join(SHIPPED_DETECTORS)}, "
-                             f"not {precision!r}")
-        if precision is not None and path is not None:
-            raise ValueError("clevr scene parser: precision picks a shipped detector; with model_path the file "
-                             "decides (quantize a file of your own with python -m "
-                             "logicval_hf.training.quantize_parser)")
-        self.path = Path(path) if path is not None else SHIPPED_DETECTORS[precision or DEFAULT_PRECISION]
+        self.path = Path(path) if path is not None else SHIPPED_DETECTORS[_shipped_precision(precision, path)]
         self.session, self.meta = _session(
             self.path, threads, "scene-parser model",
             "train one with python -m logicval_hf.training.train_scene_parser --export FILE")
@@ -633,7 +626,21 @@ def scene_confidence(dets: Sequence[Detection], candidates: Sequence[float], wid
     return float(min(1.0, max(0.0, math.exp(float(conf_meta["power"]) * logp))))
 
 
-_CACHE: dict[tuple[str, int | None, str, str | None], SceneParser] = {}
+def _shipped_precision(precision: Any, path: Any) -> str:
+    """The ``precision`` setting checked: which shipped detector to read (`SHIPPED_DETECTORS`; the default when
+    None). Refused by name: an unknown value, or one given with a model file of the caller's own."""
+    if precision is None:
+        return DEFAULT_PRECISION
+    if not isinstance(precision, str) or precision not in SHIPPED_DETECTORS:
+        raise ValueError(f"clevr scene parser: precision must be one of {', '.join(SHIPPED_DETECTORS)}, "
+                         f"not {precision!r}")
+    if path is not None:
+        raise ValueError("clevr scene parser: precision picks a shipped detector; with model_path the file "
+                         "decides (quantize a file of your own with python -m logicval_hf.training.quantize_parser)")
+    return precision
+
+
+_CACHE: dict[tuple[str, int | None, str, str], SceneParser] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -644,7 +651,7 @@ def load_model(path: str | os.PathLike | None = None, threads: int | None = None
     process, path, attribute model and precision."""
     amodel = (str(Path(attribute_model).resolve()) if isinstance(attribute_model, (str, os.PathLike))
               else str(attribute_model))
-    key = (str(Path(path).resolve()) if path is not None else "", threads, amodel, precision)
+    key = (str(Path(path).resolve()) if path is not None else "", threads, amodel, _shipped_precision(precision, path))
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE[key] = SceneParser(path, threads, attribute_model, precision)

@@ -82,12 +82,14 @@ def test_precision_picks_a_shipped_detector_and_both_share_the_classifier():
     assert SP.SceneParser(precision="fp32").path == SP.DEFAULT_MODEL
     assert SP.SceneParser().attributes.path == SP.SceneParser(precision="fp32").attributes.path
     assert SP.attribute_model_beside(Path("m/x_int8.onnx")) == Path("m/x_attributes.onnx")
+    assert SP.load_model() is SP.load_model(precision="int8")  # the default is loaded once
     rgb = load_image(IMAGE)
     assert _graph(SP.extract(rgb, precision="fp32")) == _graph(SP.extract(rgb))
 
 
 @pytest.mark.parametrize(("settings", "says"), [
     ({"precision": "fp16"}, "precision must be one of int8, fp32, not 'fp16'"),
+    ({"precision": ["int8"]}, "precision must be one of int8, fp32, not \\['int8'\\]"),
     ({"precision": "fp32", "model_path": str(SP.DEFAULT_MODEL)}, "with model_path the file decides"),
 ])
 def test_bad_precision_is_refused_by_name(settings, says):
