@@ -1,7 +1,7 @@
 """An 8-bit copy of a scene-parser detector file, for reading images about 1.5 times faster on the CPU.
 
-    python -m logicval_hf.training.quantize_parser --data /work/cache/clevr_renders/t2i_train4a \\
-        --data /work/cache/clevr_renders/t2i_wide2_train
+    python -m logicval_hf.training.quantize_parser --data ~/.cache/logicval/clevr_renders/t2i_train \\
+        --data ~/.cache/logicval/clevr_renders/t2i_wide_train
 
 onnxruntime's static quantisation (QDQ format): every convolution's weights per output channel in signed 8 bits
 and its input activations in unsigned 8 bits, with ranges taken (min-max) from the detector's own reads of
