@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -126,17 +127,24 @@ def known_images(count: int, size: tuple[int, int] = (320, 320), seed: int = 0):
     return [specs[k] for k in keep], [oracle[k] for k in keep], [perturbed[k] for k in keep]
 
 
-def client_loop(url: str, requests_per_client: int, seed: int, images, deadline: float):
-    """One Flow-GRPO-shaped client: requests whose strict rewards spell a random pattern; returns mismatches."""
+def client_loop(url: str, requests_per_client: int, seed: int, images, deadline: float,
+                started: threading.Event | None = None, until: threading.Event | None = None):
+    """One Flow-GRPO-shaped client: requests whose strict rewards spell a random pattern; returns (requests
+    answered, mismatches). ``started`` is set once a first answer came back. ``until``: keep sending past
+    ``requests_per_client`` until that event is set, and send one request more after it, so a fault test's kill
+    falls inside the load however fast the server reads (bounded by ``deadline`` and 100 extra requests)."""
     specs, oracle, perturbed = images
     rng = random.Random(seed)
     sess = requests.Session()
     sess.mount("http://", HTTPAdapter(max_retries=Retry(total=1000, backoff_factor=0.2, status_forcelist=[500],
                                                         allowed_methods=False)))
-    done, wrong = 0, []
-    for _ in range(requests_per_client):
+    done, wrong, after = 0, [], 0
+    for _ in range(requests_per_client + (100 if until is not None else 0)):
         if time.monotonic() > deadline:
             break
+        if done >= requests_per_client and (until is None or after >= 1):
+            break
+        during = until is not None and until.is_set()
         bits = rng.getrandbits(len(specs))
         imgs, items, expected = pattern_request(bits, specs, oracle, perturbed)
         r = sess.post(url, data=pickle.dumps({"images": imgs, "meta_datas": items, "only_strict": False}),
@@ -145,4 +153,7 @@ def client_loop(url: str, requests_per_client: int, seed: int, images, deadline:
         if got != expected:
             wrong.append((expected, got))
         done += 1
+        after += during
+        if started is not None:
+            started.set()
     return done, wrong

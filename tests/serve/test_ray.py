@@ -59,19 +59,20 @@ def test_kill_9_of_a_replica_under_load_loses_and_swaps_nothing(ray_server):
     images = known_images(8)
     victim = sorted(_replica_pids(ray_server))[0]
     deadline = time.monotonic() + 240
-    killed = threading.Event()
+    started, killed = threading.Event(), threading.Event()
 
     def killer():
-        time.sleep(2)
+        started.wait(120)  # the clients are under way (each keeps sending until after the kill)
         os.kill(victim, signal.SIGKILL)
         killed.set()
 
     threading.Thread(target=killer, daemon=True).start()
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(lambda k: client_loop(ray_server, 3, 100 + k, images, deadline), range(8)))
+        results = list(pool.map(lambda k: client_loop(ray_server, 3, 100 + k, images, deadline, started, killed),
+                                range(8)))
     assert killed.is_set()
     wrong = [w for _, ws in results for w in ws]
-    assert sum(d for d, _ in results) == 24 and wrong == [], wrong[:3]
+    assert sum(d for d, _ in results) >= 24 and wrong == [], wrong[:3]
     for _ in range(120):  # Ray brings the replica back (bounded wait)
         pids = _replica_pids(ray_server, tries=10)
         if len(pids) == 2 and victim not in pids:
