@@ -24,6 +24,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+#: the files of an --images folder that are read
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+def image_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
 
 
 def images(args: argparse.Namespace) -> list:
@@ -31,9 +37,8 @@ def images(args: argparse.Namespace) -> list:
     from PIL import Image
 
     if args.images is not None:
-        files = sorted(p for p in args.images.iterdir() if p.suffix.lower() in (".png", ".jpg", ".jpeg"))
         return [np.asarray(Image.open(p).convert("RGB").resize((args.size, args.size), Image.BILINEAR))
-                for p in files]
+                for p in image_files(args.images)]
     from logicval_hf.benchmark.sampler import sample
     from logicval_hf.generation.builtin import make_generator
 
@@ -76,8 +81,7 @@ def main() -> None:
         return
     if args.images is not None and not args.images.is_dir():
         ap.error(f"--images: no such folder: {args.images}")
-    suffixes = (".png", ".jpg", ".jpeg")
-    if args.images is not None and not any(p.suffix.lower() in suffixes for p in args.images.iterdir()):
+    if args.images is not None and not image_files(args.images):
         ap.error(f"--images: no PNG or JPEG in {args.images}")
     if args.rounds < 1 or args.specs < 1 or args.size < 32:
         ap.error("--rounds and --specs must be at least 1, --size at least 32")

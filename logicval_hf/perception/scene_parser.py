@@ -61,8 +61,15 @@ __all__ = ["DEFAULT_MODEL", "INT8_MODEL", "SHIPPED_DETECTORS", "META_KEY", "Scen
 DEFAULT_MODEL = Path(__file__).with_name("scene_parser.onnx")
 #: Suffix of an 8-bit copy of a detector file (`logicval_hf.training.quantize_parser`).
 INT8_SUFFIX = "_int8"
+
+
+def int8_copy_of(detector: Path) -> Path:
+    """Where the 8-bit copy of the float ``detector`` file lies: ``<stem>_int8.onnx`` beside it."""
+    return detector.with_name(detector.stem + INT8_SUFFIX + ".onnx")
+
+
 #: The shipped detector in 8 bits, made from `DEFAULT_MODEL`: read by default (``precision="int8"``).
-INT8_MODEL = DEFAULT_MODEL.with_name(DEFAULT_MODEL.stem + INT8_SUFFIX + ".onnx")
+INT8_MODEL = int8_copy_of(DEFAULT_MODEL)
 #: The shipped detector per ``precision`` setting; the default reads about 1.5 times faster at the same
 #: accuracy on every measured set (model card, *Inference cost*).
 SHIPPED_DETECTORS = {"int8": INT8_MODEL, "fp32": DEFAULT_MODEL}

@@ -30,11 +30,15 @@ import argparse
 import hashlib
 import json
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from logicval_hf.perception.scene_parser import SceneParser
 
 __all__ = ["KEEP_FLOAT", "calibration_inputs", "main", "quantize"]
 
@@ -43,12 +47,11 @@ __all__ = ["KEEP_FLOAT", "calibration_inputs", "main", "quantize"]
 KEEP_FLOAT = ("s4.0.0", "head.")
 
 
-def calibration_inputs(model: Path, images: Sequence[np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
-    """The detector's inputs for ``images`` as the parser reads them: each image's first look (224 px) and its
+def calibration_inputs(parser: SceneParser, images: Sequence[np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
+    """The detector's inputs for ``images`` as ``parser`` reads them: each image's first look (224 px) and its
     read at the scale that look chooses, one image per feed."""
-    from logicval_hf.perception.scene_parser import SceneParser, prepare, target_scale
+    from logicval_hf.perception.scene_parser import prepare, target_scale
 
-    parser = SceneParser(model, attribute_model=False)
     multiple = parser.meta.get("multiple", 32)
     probe_side = int((parser.scale_meta or {}).get("probe_side", 224))
     for rgb, scale in zip(images, parser.scales(list(images)), strict=True):
@@ -85,22 +88,19 @@ def quantize(model: Path, images: Sequence[np.ndarray], out: Path, keep_float: S
         quantize_static,
     )
 
-    from logicval_hf.common.atomic import atomic_path
-    from logicval_hf.perception.scene_parser import META_KEY
+    from logicval_hf.perception.scene_parser import SceneParser
+    from logicval_hf.training.refit_parser import write_metadata
 
     if not images:
         raise ValueError("no calibration images")
-    graph = onnx.load(str(model))
-    entries = [e for e in graph.metadata_props if e.key == META_KEY]
-    if not entries:
-        raise ValueError(f"{model}: not a LogicVal scene-parser model (no {META_KEY!r} metadata)")
-    meta = json.loads(entries[0].value)
-    convs = [n.name for n in graph.graph.node if n.op_type == "Conv"]
+    parser = SceneParser(model, attribute_model=False)  # refuses a file without LogicVal metadata, by name
+    graph = onnx.load(str(model)).graph
+    convs = [n.name for n in graph.node if n.op_type == "Conv"]
     kept = [n for n in convs if any(k in n for k in keep_float)]
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self.feeds = calibration_inputs(model, images)
+            self.feeds = calibration_inputs(parser, images)
 
         def get_next(self) -> dict[str, np.ndarray] | None:
             return next(self.feeds, None)
@@ -110,17 +110,15 @@ def quantize(model: Path, images: Sequence[np.ndarray], out: Path, keep_float: S
               "weights": "int8 (7-bit range)", "activations": "uint8",
               "float_convolutions": kept, "int8_convolutions": len(convs) - len(kept),
               "onnxruntime": onnxruntime.__version__, **(provenance or {})}
-    with atomic_path(out) as tmp:
-        quantize_static(str(model), str(tmp), Reader(), quant_format=QuantFormat.QDQ,
+    meta = json.loads(json.dumps(parser.meta))
+    meta.setdefault("provenance", {})["quantized"] = record
+    with tempfile.TemporaryDirectory() as work:
+        quantized = Path(work) / out.name  # quantize_static keeps the source's metadata; the record is added after
+        quantize_static(str(model), str(quantized), Reader(), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True,
                         reduce_range=True, calibrate_method=CalibrationMethod.MinMax,
-                        nodes_to_exclude=[n.name for n in graph.graph.node if n.op_type != "Conv" or n.name in kept])
-        q = onnx.load(str(tmp))
-        meta.setdefault("provenance", {})["quantized"] = record
-        del q.metadata_props[:]
-        for e in graph.metadata_props:  # the source's metadata, LogicVal's entry with the record added
-            q.metadata_props.add(key=e.key, value=json.dumps(meta) if e.key == META_KEY else e.value)
-        onnx.save(q, str(tmp))
+                        nodes_to_exclude=[n.name for n in graph.node if n.op_type != "Conv" or n.name in kept])
+        write_metadata(quantized, meta, out)
     return record
 
 
@@ -132,7 +130,7 @@ def _folder(text: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from logicval_hf.perception.scene_parser import DEFAULT_MODEL
+    from logicval_hf.perception.scene_parser import DEFAULT_MODEL, int8_copy_of
     from logicval_hf.training.parser_data import load_folder
 
     ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.quantize_parser",
@@ -164,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         sources.append({"folder": str(folder), "images": len(recs), "first": recs[0].name if recs else None})
     if not images:
         ap.error("no usable scene in --data")
-    out = args.out or args.model.with_name(args.model.stem + "_int8.onnx")
+    out = args.out or int8_copy_of(args.model)
     try:
         record = quantize(args.model, images, out, args.keep_float, {"data": sources})
     except ValueError as e:
