@@ -165,3 +165,14 @@ def png_header(w: int, h: int) -> bytes:
 
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+
+
+def occluded_map():
+    """A 48x64 object map: object 0 (behind) is a 40x40 square whose centre (20, 20) is covered by object 1 (in
+    front); only a strip of 0 on its right stays visible."""
+    import numpy as np
+
+    m = np.full((48, 64), -1, np.int16)
+    m[0:40, 0:40] = 0
+    m[0:40, 0:30] = 1
+    return m

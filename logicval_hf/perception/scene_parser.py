@@ -50,6 +50,8 @@ import numpy as np
 
 from logicval_hf.perception.backend import PerceptionBackend
 from logicval_hf.perception.second_look import SECOND_LOOK_DEFAULTS, rescore
+from logicval_hf.perception.visible_peaks import OUTPUTS as VISIBLE_PEAK_OUTPUTS
+from logicval_hf.perception.visible_peaks import VISIBLE_PEAK_DEFAULTS, hidden_objects
 from logicval_hf.perception.white_balance import balance_crops, illuminant_gains
 
 __all__ = ["DEFAULT_MODEL", "INT8_MODEL", "SHIPPED_DETECTORS", "META_KEY", "SceneParser", "load_model", "extract",
@@ -229,6 +231,7 @@ class Detection:
     vx: float = 0.0  # the object's most visible point in image pixels (its centre for models without that head)
     vy: float = 0.0
     scale: float = 1.0  # the scale the image was read at (network input pixels per image pixel)
+    source: str = "centre"  # the heat map that found it: "centre", or "visible" (`visible_peaks`)
 
 
 def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str, Any], scale: float,
@@ -406,31 +409,33 @@ class SceneParser:
     def threshold(self) -> float:
         return float(self.meta.get("threshold", 0.35))
 
-    def forward(self, batch: np.ndarray, flip: bool = False
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def forward(self, batch: np.ndarray, flip: bool = False, extra: Sequence[str] = ()) -> tuple[Any, ...]:
         """(peak, reg, logits, vis) of a batch (vis None for a model without the visible-point head).
         ``flip``: also run the mirrored images and average their offsets and logits into the original's (the
         scene is the same up to the mirror: two looks per object at twice the cost); peaks, hence the object
         count, stay those of the original view, because averaging two heat maps whose peaks sit in
-        neighbouring cells can split or drop an object."""
-        names = ["peak", "reg", "logits"] + (["vis"] if "vis" in self.outputs else [])
+        neighbouring cells can split or drop an object. ``extra``: names of further outputs, returned after
+        those four (the original view's)."""
+        vis_name = ["vis"] if "vis" in self.outputs else []
+        names = ["peak", "reg", "logits", *vis_name, *extra]
         if not flip:
             with self._lock:  # one session, many threads: onnxruntime already uses all intra-op threads
                 outs = self.session.run(names, {"image": batch})
-            return tuple(outs) if len(outs) == 4 else (*outs, None)
+            return (*outs[:3], outs[3] if vis_name else None, *outs[3 + len(vis_name):])
         n = len(batch)
         with self._lock:
             outs = self.session.run(names, {"image": np.concatenate([batch, batch[..., ::-1]])})
         peak, reg, logits = outs[:3]
+        rest = [o[:n] for o in outs[3 + len(vis_name):]]
 
         def mirror_offsets(r):
             rf = r[n:, ..., ::-1].copy()
             rf[:, 0] = 1 - rf[:, 0]  # mirrored cell j' = gw - 1 - j holds x offset 1 - ox
             return (r[:n] + rf) / 2
 
-        vis = mirror_offsets(outs[3]) if len(outs) == 4 else None
+        vis = mirror_offsets(outs[3]) if vis_name else None
         logits = (logits[:n] + logits[n:, ..., ::-1]) / 2
-        return peak[:n], mirror_offsets(reg), logits, vis
+        return (peak[:n], mirror_offsets(reg), logits, vis, *rest)
 
     def detect_batch(self, images: Sequence[np.ndarray], threshold: float | None = None, max_objects: int = 32,
                      batch_size: int = 8, flip: bool | None = None, second_look: bool | None = None
@@ -474,6 +479,26 @@ class SceneParser:
             return None
         return self.second_look or dict(SECOND_LOOK_DEFAULTS)
 
+    @property
+    def visible_peaks(self) -> dict[str, Any] | None:
+        """The read of objects where they show (`logicval_hf.perception.visible_peaks`) when the model file turns
+        it on (its metadata ``visible_peaks``; the file must have the outputs)."""
+        vp = self.meta.get("visible_peaks")
+        has = all(o in self.outputs for o in VISIBLE_PEAK_OUTPUTS)
+        return {**VISIBLE_PEAK_DEFAULTS, **vp} if isinstance(vp, dict) and has else None
+
+    def peak_settings(self, visible_peaks: bool | None = None) -> dict[str, Any] | None:
+        """The visible-peak read a parse uses: None as the model file says, True on (the file's settings, else
+        the defaults; refused by name for a file without the outputs), False off (None)."""
+        if visible_peaks is None:
+            return self.visible_peaks
+        if not visible_peaks:
+            return None
+        if not all(o in self.outputs for o in VISIBLE_PEAK_OUTPUTS):
+            raise ValueError(f"clevr scene parser: visible_peaks=True needs a detector trained with "
+                             f"--visible-peaks; {self.path.name} has no outputs {', '.join(VISIBLE_PEAK_OUTPUTS)}")
+        return self.visible_peaks or dict(VISIBLE_PEAK_DEFAULTS)
+
     def decision_threshold(self, second_look: bool | None = None) -> float:
         """The default threshold objects are kept at: the second look's (on averaged heats) where it is on,
         else the first read's."""
@@ -482,20 +507,33 @@ class SceneParser:
 
     def _detect(self, images: Sequence[np.ndarray], threshold: float | None, max_objects: int, batch_size: int,
                 flip: bool | None, second_look: bool | None = None, white_balance: bool | None = None,
-                classifier_flip: bool | None = None) -> list[tuple[list[Detection], list[Detection]]]:
+                classifier_flip: bool | None = None, visible_peaks: bool | None = None
+                ) -> list[tuple[list[Detection], list[Detection]]]:
         """(detections, candidate peaks below the threshold) per image. ``second_look``
         (`logicval_hf.perception.second_look`): None as the model file says, True on (the file's settings, else
         the defaults), False off; a caller's ``threshold`` also decides the second look's averaged heats.
         ``white_balance`` (`logicval_hf.perception.white_balance`): the classifier's crops balanced (None or True)
         or not (False). ``classifier_flip``: the classifier also reads each crop mirrored (None: as the model
-        file's metadata ``classifier_flip`` says, default off)."""
+        file's metadata ``classifier_flip`` says, default off). ``visible_peaks``
+        (`logicval_hf.perception.visible_peaks`): None as the model file says, True on, False off; its objects
+        join after the second look, which judges centre peaks only."""
         look = self.look_settings(second_look)
+        vpeaks = self.peak_settings(visible_peaks)
         thr = self.decision_threshold(second_look) if threshold is None else float(threshold)
         flip = bool(self.meta.get("flip", False)) if flip is None else bool(flip)
         scales = self.scales(images, self.threshold, batch_size)
-        out = self._run(list(zip(images, scales, strict=True)), thr, max_objects, batch_size, flip, CANDIDATE_FLOOR)
+        raw: list[Any] = [None] * len(images)
+        out = self._run(list(zip(images, scales, strict=True)), thr, max_objects, batch_size, flip, CANDIDATE_FLOOR,
+                        raw if vpeaks is not None else None)
         if look is not None:
             out = rescore(self, images, out, look, thr, max_objects, batch_size)
+        if vpeaks is not None:
+            for i, (im, (kept, cands)) in enumerate(zip(images, out, strict=True)):
+                vpeak, vreg, logits, scale = raw[i]
+                room = max(max_objects - len(kept), 0)
+                new = hidden_objects(vpeak, vreg, logits, self.meta, scale, im.shape[1], im.shape[0], kept, vpeaks,
+                                     room)
+                out[i] = (kept + new, cands)
         if self.attributes is not None:
             mirror = self.classifier_flip if classifier_flip is None else bool(classifier_flip)
             self._classify(self.attributes, images, [d for d, _ in out], white_balance is not False,
@@ -503,9 +541,11 @@ class SceneParser:
         return out
 
     def _run(self, items: Sequence[tuple[np.ndarray, float]], thr: float, max_objects: int, batch_size: int,
-             flip: bool, floor: float) -> list[tuple[list[Detection], list[Detection]]]:
+             flip: bool, floor: float, raw: list[Any] | None = None
+             ) -> list[tuple[list[Detection], list[Detection]]]:
         """One look at every image at its scale: detections above ``thr`` and the candidate peaks in
-        [``floor``, ``thr``)."""
+        [``floor``, ``thr``). ``raw``: filled per image with (vpeak, vreg, logits, scale) for the visible-peak
+        read."""
         multiple = self.meta.get("multiple", MULTIPLE)
         prepared = [prepare(im, multiple=multiple, scale=sc) for im, sc in items]
         groups: dict[tuple[int, int], list[int]] = {}
@@ -516,8 +556,12 @@ class SceneParser:
         for idx in groups.values():
             for start in range(0, len(idx), batch_size):
                 chunk = idx[start:start + batch_size]
-                peak, reg, logits, vis = self.forward(np.stack([prepared[i][0] for i in chunk]), flip)
+                outs = self.forward(np.stack([prepared[i][0] for i in chunk]), flip,
+                                    VISIBLE_PEAK_OUTPUTS if raw is not None else ())
+                peak, reg, logits, vis = outs[:4]
                 for k, i in enumerate(chunk):
+                    if raw is not None:
+                        raw[i] = (outs[4][k], outs[5][k], logits[k], prepared[i][1])
                     h, w = items[i][0].shape[:2]
                     dets = decode(peak[k], reg[k], logits[k], self.meta, prepared[i][1], w, h, low,
                                   max_objects + MAX_CANDIDATES, None if vis is None else vis[k])
@@ -564,7 +608,8 @@ class SceneParser:
         dom = load_catalog().domain
         found = self._detect(images, settings.get("threshold"), settings.get("max_objects", 32),
                              settings.get("batch_size", 8), settings.get("flip"), settings.get("second_look"),
-                             settings.get("white_balance"), settings.get("classifier_flip"))
+                             settings.get("white_balance"), settings.get("classifier_flip"),
+                             settings.get("visible_peaks"))
         scenes = []
         for im, (ds, candidates) in zip(images, found, strict=True):
             h, w = im.shape[:2]
@@ -670,11 +715,11 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
     model = load_model(settings.pop("model_path", None), settings.pop("threads", None),
                        settings.pop("attribute_model", None), settings.pop("precision", None))
     unknown = set(settings) - {"threshold", "max_objects", "batch_size", "flip", "second_look", "white_balance",
-                               "classifier_flip"}
+                               "classifier_flip", "visible_peaks"}
     if unknown:
         raise ValueError(f"unknown settings {sorted(unknown)} for the clevr scene parser; known: threshold, "
-                         "max_objects, batch_size, flip, second_look, white_balance, classifier_flip, model_path, "
-                         "attribute_model, precision, threads")
+                         "max_objects, batch_size, flip, second_look, white_balance, classifier_flip, visible_peaks, "
+                         "model_path, attribute_model, precision, threads")
     _check_values(settings)
     return model, settings
 
@@ -682,7 +727,7 @@ def _split_settings(settings: dict[str, Any]) -> tuple[SceneParser, dict[str, An
 def _check_values(settings: dict[str, Any]) -> None:
     """Refuse values that would otherwise be coerced into something else (``flip="false"`` is truthy; a
     threshold of 2 finds nothing) with the setting's name."""
-    for name in ("flip", "second_look", "white_balance", "classifier_flip"):
+    for name in ("flip", "second_look", "white_balance", "classifier_flip", "visible_peaks"):
         v = settings.get(name)
         if v is not None and not isinstance(v, (bool, np.bool_)):
             raise ValueError(f"clevr scene parser: {name} must be true or false, not {v!r}")
@@ -702,7 +747,9 @@ def extract_batch(images: Iterable[np.ndarray], **settings: Any) -> list[Any]:
     from the model), ``second_look`` (read uncertain peaks again, closer: `logicval_hf.perception.second_look`;
     default from the model), ``white_balance`` (balance the attribute classifier's crops against the image's
     colour cast: `logicval_hf.perception.white_balance`; default true), ``classifier_flip`` (the attribute
-    classifier also reads each object's crop mirrored and averages; default from the model), ``model_path``,
+    classifier also reads each object's crop mirrored and averages; default from the model), ``visible_peaks``
+    (also find objects where they show, for those whose centre is hidden behind another:
+    `logicval_hf.perception.visible_peaks`; default from the model), ``model_path``,
     ``attribute_model`` (the second stage's file; default the one beside the model when present; ``False``: the
     detector's own attribute heads), ``threads`` (onnxruntime intra-op threads)."""
     model, rest = _split_settings(settings)

@@ -29,9 +29,9 @@ from logicval_hf.training.parser_augment import DEFAULT, Augmentation
 from logicval_hf.training.parser_data import ATTRIBUTES, Record
 from logicval_hf.training.parser_model import Export
 
-__all__ = ["EXPERT_POWERS", "THRESHOLDS", "ExpertReadings", "calibrate", "evaluate", "expert_nll", "export_onnx",
-           "fit_expert_weights", "fit_experts", "fit_second_look", "fit_temperature", "isotonic_table", "meta_for",
-           "read_experts"]
+__all__ = ["EXPERT_POWERS", "MATCH_RADIUS", "THRESHOLDS", "ExpertReadings", "calibrate", "evaluate", "expert_nll",
+           "export_onnx", "fit_expert_weights", "fit_experts", "fit_second_look", "fit_temperature", "isotonic_table",
+           "meta_for", "read_experts", "scene_exact"]
 
 THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)
 #: matched when the predicted centre lies within this share of the image width of the truth's
@@ -66,13 +66,16 @@ def export_onnx(net, path: Path, meta: dict[str, Any], canvas: tuple[int, int] =
     """ONNX with dynamic batch and image size, metadata embedded; written atomically."""
     import torch
 
-    outputs = ["peak", "reg", "logits", "heat", "vis"]
+    outputs = ["peak", "reg", "logits", "heat", "vis"] + (["vpeak", "vreg"] if getattr(net, "visible_peaks", False)
+                                                          else [])
     axes = {"image": {0: "n", 2: "h", 3: "w"}, **{o: {0: "n", 2: "gh", 3: "gw"} for o in outputs}}
     loop.export_onnx(Export.wrap(net), net, path, torch.zeros(1, 3, canvas[1], canvas[0]), ["image"], outputs,
                      axes, meta, "LogicVal-HF CLEVR scene parser (see logicval_hf/perception/scene_parser.md)")
 
 
-def _exact(dets, rec: Record, pairs, attributes: Sequence[str]) -> bool:
+def scene_exact(dets, rec: Record, pairs, attributes: Sequence[str]) -> bool:
+    """Whether ``dets`` (matched to ``rec``'s objects by ``pairs``) read ``rec`` exactly: the count, every
+    matched object's ``attributes`` and the region of its centre rounded as the parser emits it."""
     from logicval_hf.contract.spatial import region_of
 
     H, W = rec.rgb.shape[:2]
@@ -113,7 +116,7 @@ def evaluate(model_path: Path, records: Sequence[Record], flip: bool, attribute_
             dt = [d for d in dets if d.score >= t]
             pairs = match_centres([(d.cx, d.cy) for d in dt], rec.centres, MATCH_RADIUS * W, assign_far=True)
             per_thr[t]["count"] += len(dt) == len(rec.centres)
-            per_thr[t]["exact"] += _exact(dt, rec, pairs, attrs3)
+            per_thr[t]["exact"] += scene_exact(dt, rec, pairs, attrs3)
         allp = list(dets) + list(cands)
         pairs = match_centres([(d.cx, d.cy) for d in allp], rec.centres, MATCH_RADIUS * W, assign_far=True)
         real = {i for i, _ in pairs}
@@ -198,7 +201,7 @@ def confidence_outcomes(per_image, conf_meta: dict[str, Any], attributes: Sequen
         H, W = rec.rgb.shape[:2]
         raw.append(math.log(max(scene_confidence(dets, [c.score for c in cands], W, H, base, attributes), 1e-12)))
         pairs = match_centres([(d.cx, d.cy) for d in dets], rec.centres, MATCH_RADIUS * W, assign_far=True)
-        exact.append(_exact(dets, rec, pairs, ("color", "shape", "material")))
+        exact.append(scene_exact(dets, rec, pairs, ("color", "shape", "material")))
     return np.array(raw, float), np.array(exact, float)
 
 

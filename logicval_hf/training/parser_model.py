@@ -16,8 +16,8 @@ import numpy as np
 from logicval_hf.training.parser_augment import CANVAS, DEFAULT, Augmentation, augment, probe_canvas
 from logicval_hf.training.parser_data import ATTRIBUTES, Record, classes, numpy_render
 
-__all__ = ["OBJECT_WEIGHT", "Export", "build_model", "centre_owners", "load_init", "loss_fn", "make_batch",
-           "mask_cells", "targets", "visible_points"]
+__all__ = ["OBJECT_WEIGHT", "VISIBLE_PEAK_CHANNELS", "Export", "build_model", "centre_owners", "load_init", "loss_fn",
+           "make_batch", "mask_cells", "targets", "visible_peak_targets", "visible_points"]
 
 def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
     """(n, 2) pixel (x, y) per object: its most interior visible pixel (farthest from any other object's or
@@ -80,6 +80,22 @@ def mask_cells(objmap: np.ndarray, grid: tuple[int, int], stride: int, n: int, m
     return owner, cover
 
 
+def _rows_around(ix: int, iy: int, grid: tuple[int, int], centre: np.ndarray, size: tuple[float, float],
+                 stride: int) -> list[tuple[int, list[float]]]:
+    """(cell index, [dx, dy, log w, log h, weight]) at cell (``ix``, ``iy``) and its 8 neighbours on the grid
+    (weight 1 at the cell, 0.5 around it): the offset from each cell to ``centre`` (in cells) and the log box
+    size in cells, so a peak one cell off still points at the object's centre."""
+    gh, gw = grid
+    lw, lh = math.log(max(size[0], 1.0) / stride), math.log(max(size[1], 1.0) / stride)
+    out = []
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            jx, jy = ix + dx, iy + dy
+            if 0 <= jx < gw and 0 <= jy < gh:
+                out.append((jy * gw + jx, [centre[0] - jx, centre[1] - jy, lw, lh, 1.0 if dx == dy == 0 else 0.5]))
+    return out
+
+
 def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tuple[int, int], stride: int,
             objmap: np.ndarray | None = None, kept: np.ndarray | None = None, all_labels: np.ndarray | None = None,
             ignore: np.ndarray | None = None, hidden_weight: float = 1.0):
@@ -127,15 +143,12 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
             aw[own] = wa[own]
             attr[:, own] = lab[:, None]
         peaks.append(iy * gw + ix)
-        lw, lh = math.log(max(bw, 1.0) / stride), math.log(max(bh, 1.0) / stride)
         # offsets relative to the centre cell and to its 8 neighbours (half weight): wherever the peak
         # lands, the offset read there points at the true centre
-        for dy in (-1, 0, 1):
-            for dx in (-1, 0, 1):
-                jx, jy = ix + dx, iy + dy
-                if 0 <= jx < gw and 0 <= jy < gh:
-                    idx.append(jy * gw + jx)
-                    reg.append([c[0] - jx, c[1] - jy, lw, lh, 1.0 if dx == dy == 0 else 0.5, v[0] - jx, v[1] - jy])
+        for j, row in _rows_around(ix, iy, grid, c, (bw, bh), stride):
+            idx.append(j)
+            jx, jy = j % gw, j // gw
+            reg.append([*row, v[0] - jx, v[1] - jy])
     for i in peaks:  # overlapping Gaussians: keep the exact peaks at 1
         heat.flat[i] = 1.0
     if objmap is not None and all_labels is not None:
@@ -159,8 +172,53 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
     return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 7), attr, aw, hw
 
 
-def build_model(width: int = 1):
-    """A small FPN-like fully convolutional network, stride 8 output (about 0.8 GMAC at 480x320)."""
+#: output channels of the visible-peak head: its heat logit, the offset from the cell to the object's projected
+#: centre (x, y, in cells) and the object's log box width and height (in cells)
+VISIBLE_PEAK_CHANNELS = 5
+
+
+def visible_peak_targets(centres: np.ndarray, sizes: np.ndarray, grid: tuple[int, int], stride: int,
+                         objmap: np.ndarray | None = None, kept: np.ndarray | None = None,
+                         n_all: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Targets of the visible-peak head on a ``grid = (h, w)`` of cells: a heat map with a Gaussian at each
+    object's most visible point (`visible_points`; its centre without an object map), sized by the pixels it
+    shows, and per-object rows (cell index, offset to the projected centre, log size, weight) at that cell and
+    the 8 around it.
+
+    Why: an object whose projected centre lies on its occluder has no centre peak of its own (the occluder's
+    is there), but the pixels it shows are its own; a peak there, with the way back to its centre, finds it.
+    Objects that show no pixel get no peak. Returns heat, rows' cells and rows (dx, dy, log w, log h, weight)."""
+    gh, gw = grid
+    vis = np.asarray(centres, float).reshape(-1, 2).copy()
+    shown = np.full(len(vis), np.nan)
+    if objmap is not None and kept is not None and n_all is not None:
+        allvis = visible_points(objmap, n_all)
+        counts = np.bincount(objmap[objmap >= 0].astype(np.int64).ravel(), minlength=n_all)
+        vis = allvis[kept]
+        shown = counts[kept].astype(float)
+    heat = np.zeros((gh, gw), np.float32)
+    idx, reg, peaks = [], [], []
+    yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
+    for k, ((cx, cy), (bw, bh)) in enumerate(zip(centres, sizes, strict=True)):
+        if np.isnan(vis[k, 0]):
+            continue
+        v = vis[k] / stride
+        ix, iy = min(max(int(v[0]), 0), gw - 1), min(max(int(v[1]), 0), gh - 1)
+        area = shown[k] if not np.isnan(shown[k]) else 0.7 * max(bw * bh, 1.0)
+        sig = max(0.5, 0.12 * math.sqrt(max(area, 1.0)) / stride)
+        heat = np.maximum(heat, np.exp(-((xx - ix) ** 2 + (yy - iy) ** 2) / (2 * sig * sig)))
+        peaks.append(iy * gw + ix)
+        for j, row in _rows_around(ix, iy, grid, np.array([cx, cy]) / stride, (bw, bh), stride):
+            idx.append(j)
+            reg.append(row)
+    for i in peaks:
+        heat.flat[i] = 1.0
+    return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 5)
+
+
+def build_model(width: int = 1, visible_peaks: bool = False):
+    """A small FPN-like fully convolutional network, stride 8 output (about 0.8 GMAC at 480x320).
+    ``visible_peaks``: `VISIBLE_PEAK_CHANNELS` more output channels after the others (`visible_peak_targets`)."""
     import torch
     from torch import nn
 
@@ -168,6 +226,7 @@ def build_model(width: int = 1):
         return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
 
     n_out = 1 + 4 + sum(len(v) for v in classes().values()) + 2  # heat, reg, logits, visible-point offset
+    n_out += VISIBLE_PEAK_CHANNELS if visible_peaks else 0
     c1, c2, c3, c4, c5 = (16 * width, 32 * width, 64 * width, 96 * width, 128 * width)
 
     class Net(nn.Module):
@@ -185,9 +244,12 @@ def build_model(width: int = 1):
             out_conv = nn.Conv2d(96, n_out, 1)
             prior = torch.zeros(n_out)
             prior[0] = -2.19  # heat prior 0.1 (CenterNet)
+            if visible_peaks:
+                prior[n_out - VISIBLE_PEAK_CHANNELS] = -2.19
             out_conv.bias = nn.Parameter(prior)
             self.head = nn.Sequential(head_in, out_conv)
             self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.visible_peaks = visible_peaks
 
         def forward(self, x):
             x = (x - 0.5) / 0.25
@@ -216,36 +278,43 @@ class Export:
 
             def forward(self, image):
                 out = self.net(image)
+                n_logits = out.shape[1] - 7 - (VISIBLE_PEAK_CHANNELS if net.visible_peaks else 0)
                 heat = torch.sigmoid(out[:, :1])
                 peak = heat * (nn.functional.max_pool2d(heat, 3, 1, 1) == heat).to(heat.dtype)
-                return peak, out[:, 1:5], out[:, 5:-2], heat, out[:, -2:]
+                vis = out[:, 5 + n_logits:7 + n_logits]
+                if not net.visible_peaks:
+                    return peak, out[:, 1:5], out[:, 5:5 + n_logits], heat, vis
+                vheat = torch.sigmoid(out[:, 7 + n_logits:8 + n_logits])
+                vpeak = vheat * (nn.functional.max_pool2d(vheat, 3, 1, 1) == vheat).to(vheat.dtype)
+                return peak, out[:, 1:5], out[:, 5:5 + n_logits], heat, vis, vpeak, out[:, 8 + n_logits:]
 
         return Wrapped().eval()
 
 
 def load_init(net, state: dict[str, Any]) -> None:
     """Load ``state`` into ``net``; a checkpoint from before the visible-point head (two output channels
-    fewer) keeps its channels and the new ones start at zero (= read attributes at the centre, as before)."""
+    fewer) or the visible-peak head (`VISIBLE_PEAK_CHANNELS` fewer) keeps its channels and the new ones start
+    at zero (= read attributes at the centre, as before; the visible-peak heat at its prior)."""
     import torch
 
     own = net.state_dict()
     for k in ("head.1.weight", "head.1.bias"):
-        if k in state and state[k].shape[0] + 2 == own[k].shape[0]:
-            w = torch.zeros_like(own[k])
+        if k in state and state[k].shape[0] < own[k].shape[0]:
+            w = own[k].clone() if k.endswith("bias") else torch.zeros_like(own[k])
             w[:state[k].shape[0]] = state[k]
+            if k.endswith("bias"):
+                w[state[k].shape[0]:] = 0.0
+                if getattr(net, "visible_peaks", False):
+                    w[own[k].shape[0] - VISIBLE_PEAK_CHANNELS] = -2.19
             state = {**state, k: w}
     net.load_state_dict(state)
 
 
-def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
-    """Focal loss on the heat map (each cell weighted by ``hw``: negatives 0 where an unlabelled object shows,
-    positives by `targets`' ``hidden_weight``), L1 on offset and log size at centre cells, weighted
-    cross-entropy per attribute around each centre."""
+def _focal(logit, heat, hw=None):
+    """CenterNet's focal loss of a heat map's logits against its Gaussian targets (cells weighted by ``hw``)."""
     import torch
-    import torch.nn.functional as F
 
-    n = out.shape[0]
-    p = torch.sigmoid(out[:, 0]).clamp(1e-4, 1 - 1e-4)
+    p = torch.sigmoid(logit).clamp(1e-4, 1 - 1e-4)
     pos = heat == 1
     n_pos = max(int(pos.sum()), 1)
     neg = ((1 - heat) ** 4) * p ** 2 * torch.log(1 - p)
@@ -253,14 +322,38 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
     if hw is not None:
         neg = neg * hw
         posl = posl * hw
-    l_heat = -(posl[pos].sum() + neg[~pos].sum()) / n_pos
+    return -(posl[pos].sum() + neg[~pos].sum()) / n_pos
+
+
+def _rows(flat, idx, channels):
+    """(predictions at each row's cell, batch index per row) for per-image cell lists ``idx``."""
+    import torch
+
+    n = flat.shape[0]
+    bsel = torch.cat([torch.full((len(idx[b]),), b, dtype=torch.long) for b in range(n)]).to(flat.device)
+    csel = torch.cat([idx[b] for b in range(n)])
+    return torch.cat([flat[bsel, c, csel] for c in channels], 1)
+
+
+def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None, vp=None):
+    """Focal loss on the heat map (each cell weighted by ``hw``: negatives 0 where an unlabelled object shows,
+    positives by `targets`' ``hidden_weight``), L1 on offset and log size at centre cells, weighted
+    cross-entropy per attribute around each centre; with ``vp`` (the visible-peak targets of `make_batch`:
+    heat, cells, rows) the same focal loss on the visible-peak heat map and L1 on its offsets and sizes."""
+    import torch
+    import torch.nn.functional as F
+
+    n = out.shape[0]
+    n_logits = sum(len(v) for v in cls.values())
+    l_heat = _focal(out[:, 0], heat, hw)
     flat = out.flatten(2)  # n, C, h*w
     l_reg = out.new_zeros(())
+    vis = slice(5 + n_logits, 7 + n_logits)
     rows = [(b, i) for b in range(n) for i in range(len(idx[b]))]
     if rows:
         bsel = torch.tensor([b for b, _ in rows], device=out.device)
         csel = torch.cat([idx[b] for b in range(n)])
-        pr = torch.cat([flat[bsel, 1:5, csel], flat[bsel, -2:, csel]], 1)
+        pr = torch.cat([flat[bsel, 1:5, csel], flat[bsel, vis, csel]], 1)
         gt = torch.cat([reg[b] for b in range(n)])
         w = gt[:, 4:5]
         l_reg = ((pr - torch.cat([gt[:, :4], gt[:, 5:7]], 1)).abs() * w).sum() / w.sum()
@@ -278,16 +371,30 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
         parts[a] = float(la.detach())
         l_attr = l_attr + la
     total = l_heat + l_reg + l_attr
-    return total, {"heat": float(l_heat.detach()), "reg": float(l_reg.detach()), **parts}
+    extra = {}
+    if vp is not None:
+        vheat, vidx, vreg = vp
+        v0 = 7 + n_logits
+        l_vheat = _focal(out[:, v0], vheat)
+        l_vreg = out.new_zeros(())
+        if sum(len(i) for i in vidx):
+            pr = _rows(flat, vidx, [slice(v0 + 1, v0 + 5)])
+            gt = torch.cat(list(vreg))
+            w = gt[:, 4:5]
+            l_vreg = ((pr - gt[:, :4]).abs() * w).sum() / w.sum()
+        total = total + l_vheat + l_vreg
+        extra = {"vheat": float(l_vheat.detach()), "vreg": float(l_vreg.detach())}
+    return total, {"heat": float(l_heat.detach()), "reg": float(l_reg.detach()), **parts, **extra}
 
 
 # ---- batches --------------------------------------------------------------------------------------------
 def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy_fraction: float,
                canvas: tuple[int, int] = CANVAS, stride: int = 8, aug: Augmentation = DEFAULT,
-               weights: np.ndarray | None = None, hidden_weight: float = 1.0):
+               weights: np.ndarray | None = None, hidden_weight: float = 1.0, visible_peaks: bool = False):
     """The batch of ``step``: depends on (seed, step) only, so resuming reproduces an uninterrupted run.
     ``weights``: each training record's probability of being drawn (default: uniform); ``hidden_weight``:
-    `targets`'."""
+    `targets`'. ``visible_peaks``: an eighth element, the visible-peak targets (`visible_peak_targets`:
+    heat maps, cells and rows per image) for `loss_fn`'s ``vp``."""
     import torch
 
     rng = np.random.default_rng([seed, step])
@@ -295,6 +402,7 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
     if probe:
         canvas = probe_canvas(aug)
     imgs, heats, idxs, regs, attrs, aws, hws = [], [], [], [], [], [], []
+    vheats, vidxs, vregs = [], [], []
     for j in range(batch_size):
         if not train or rng.random() < numpy_fraction:
             rec = numpy_render((seed, step, j))
@@ -312,6 +420,14 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
         attrs.append(attr)
         aws.append(aw)
         hws.append(hw)
+        if visible_peaks:
+            vh, vi, vr = visible_peak_targets(v.centres, v.sizes, (h, w), stride, v.objmap, v.kept, len(rec.labels))
+            vheats.append(vh)
+            vidxs.append(torch.from_numpy(vi))
+            vregs.append(torch.from_numpy(vr))
     x = torch.from_numpy(np.stack(imgs)).float().div_(255)
-    return (x, torch.from_numpy(np.stack(heats)), idxs, regs, torch.from_numpy(np.stack(attrs)),
-            torch.from_numpy(np.stack(aws)), torch.from_numpy(np.stack(hws)))
+    batch = (x, torch.from_numpy(np.stack(heats)), idxs, regs, torch.from_numpy(np.stack(attrs)),
+             torch.from_numpy(np.stack(aws)), torch.from_numpy(np.stack(hws)))
+    if visible_peaks:
+        return (*batch, (torch.from_numpy(np.stack(vheats)), vidxs, vregs))
+    return batch

@@ -34,7 +34,10 @@ from typing import Any
 
 from logicval_hf.training.parser_data import Record, load_folder, parse_held_out_folder, split_holdout
 
-__all__ = ["main", "refit", "write_metadata"]
+__all__ = ["VISIBLE_PEAK_GRID", "choose_visible_threshold", "fit_visible_peaks", "main", "refit", "write_metadata"]
+
+#: the visible-peak thresholds `fit_visible_peaks` chooses among
+VISIBLE_PEAK_GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
 
 
 def _folder(spec: str) -> tuple[Path, float]:
@@ -49,12 +52,63 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
+def choose_visible_threshold(records: list[Record], found: list[list[Any]], radius: float,
+                             grid: tuple[float, ...] = VISIBLE_PEAK_GRID) -> tuple[dict[str, Any] | None, dict]:
+    """(the ``visible_peaks`` metadata entry, figures) from each record's detections ``found`` by a parse with
+    the visible-peak read at the lowest threshold of ``grid``: the threshold under which most records read
+    exactly (ties: the higher threshold, fewer objects added), or None where none reads more of them exactly
+    than the read without visible peaks. The objects a higher threshold adds are those of at least that heat."""
+    from logicval_hf.common.matching import match_centres
+    from logicval_hf.training.parser_export import MATCH_RADIUS, scene_exact
+
+    attrs = ("color", "shape", "material")
+
+    def exact_at(t: float | None) -> int:
+        n = 0
+        for rec, dets in zip(records, found, strict=True):
+            ds = [d for d in dets if d.source != "visible" or (t is not None and d.score >= t)]
+            pairs = match_centres([(d.cx, d.cy) for d in ds], rec.centres, MATCH_RADIUS * rec.rgb.shape[1],
+                                  assign_far=True)
+            n += scene_exact(ds, rec, pairs, attrs)
+        return n
+
+    base = exact_at(None)
+    by = {t: exact_at(t) for t in grid}
+    added = {t: sum(d.source == "visible" and d.score >= t for ds in found for d in ds) for t in grid}
+    best = max(grid, key=lambda t: (by[t], t))
+    figures = {"images": len(records), "radius": radius, "exact_without": base,
+               "exact_by_threshold": {str(t): by[t] for t in grid},
+               "objects_added_by_threshold": {str(t): added[t] for t in grid}}
+    if by[best] <= base:
+        return None, {**figures, "chosen": None}
+    return {"threshold": best, "radius": radius}, {**figures, "chosen": best}
+
+
+def fit_visible_peaks(model: Path, attribute_model: Path, records: list[Record], radius: float = 2.0,
+                      grid: tuple[float, ...] = VISIBLE_PEAK_GRID) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """`choose_visible_threshold` over the pair's parse of ``records`` (one parse, at the lowest threshold).
+
+    Raises:
+        ValueError: ``model`` has no visible-peak outputs (trained without ``--visible-peaks``).
+    """
+    from logicval_hf.perception.scene_parser import SceneParser
+
+    parser = SceneParser(model, attribute_model=attribute_model)
+    parser.meta["visible_peaks"] = {"threshold": min(grid), "radius": radius}
+    if parser.visible_peaks is None:
+        raise ValueError(f"{model}: no visible-peak outputs (train the detector with --visible-peaks)")
+    found = parser._detect([r.rgb for r in records], None, 32, 8, None)
+    return choose_visible_threshold(records, [d for d, _ in found], radius, grid)
+
+
 def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool = True,
-          classifier_flip: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+          classifier_flip: bool | None = None, visible_peaks: dict[str, Any] | bool | None = None
+          ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the detector's new metadata, figures): ``expert_weights`` (``tied``: one power per attribute for both
     experts) and the confidence's power fitted on ``records`` for the pair (``model``, ``attribute_model``).
     ``classifier_flip``: set the file's default mirrored classifier read (`AttributeClassifier.classify`) and
-    fit with it; None keeps the file's."""
+    fit with it; None keeps the file's. ``visible_peaks``: the metadata entry of the visible-peak read to set
+    and fit with (`fit_visible_peaks`), False to remove it, None to keep the file's."""
     from logicval_hf.perception.scene_parser import CONFIDENCE_DEFAULTS, AttributeClassifier, SceneParser
     from logicval_hf.training.parser_export import (
         best_power,
@@ -68,6 +122,10 @@ def refit(model: Path, attribute_model: Path, records: list[Record], tied: bool 
     parser = SceneParser(model, attribute_model=False)
     if classifier_flip is not None:
         parser.meta["classifier_flip"] = bool(classifier_flip)
+    if visible_peaks is False:
+        parser.meta.pop("visible_peaks", None)
+    elif isinstance(visible_peaks, dict):
+        parser.meta["visible_peaks"] = dict(visible_peaks)
     readings = read_experts(parser, AttributeClassifier(attribute_model), records)
     weights, per_attribute = fit_experts(readings, tied)
     conf = {**CONFIDENCE_DEFAULTS, **(parser.meta.get("confidence") or {})}
@@ -133,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="set the file's default for the classifier's mirrored read (each crop also read mirrored, "
                          "the two readings averaged; setting classifier_flip) and fit with it (default: keep the "
                          "file's; off when it has none)")
+    ap.add_argument("--visible-peaks", choices=("fit", "off"), default=None,
+                    help="fit: choose the visible-peak threshold (objects found where they show, for those whose "
+                         "centre is hidden; logicval_hf.perception.visible_peaks) on --data, kept only where it "
+                         "reads more images exactly than without, then fit the rest with it; off: remove the "
+                         "read from the file (default: keep the file's)")
     args = ap.parse_args(argv)
     try:
         import onnx  # noqa: F401  the refit rewrites the model file's metadata
@@ -153,7 +216,17 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         ap.error("no usable held-out scene in --data")
     flip = None if args.classifier_flip is None else args.classifier_flip == "on"
-    meta, figures = refit(args.model, amodel, records, args.powers == "tied", flip)
+    visible: dict[str, Any] | bool | None = None if args.visible_peaks is None else False
+    peak_figures = None
+    if args.visible_peaks == "fit":
+        try:
+            entry, peak_figures = fit_visible_peaks(args.model, amodel, records)
+        except ValueError as e:
+            ap.error(f"--visible-peaks fit: {e}")
+        visible = entry if entry is not None else False
+    meta, figures = refit(args.model, amodel, records, args.powers == "tied", flip, visible)
+    if peak_figures is not None:
+        figures["visible_peaks"] = peak_figures
     meta.setdefault("provenance", {})["refit"] = {
         "data": sources, "attribute_model": amodel.name, "attribute_model_sha256": _digest(amodel), **figures}
     write_metadata(args.model, meta, args.out)

@@ -130,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden-weight", type=float, default=1.0,
                     help="weight of the heat map's positive at the centre of every object whose centre pixel shows "
                          "another object (behind it; the peaks the detector misses most): 1 = as any object")
+    ap.add_argument("--visible-peaks", action="store_true",
+                    help="train a second heat map at each object's most visible point, with the way back to its "
+                         "centre (parser_model.visible_peak_targets): it finds objects whose centre is hidden "
+                         "behind another; a checkpoint or model without it starts the new channels at zero")
     ap.add_argument("--export-only", action="store_true",
                     help="no training: validate, calibrate and export the checkpoint in --out")
     args = ap.parse_args(argv)
@@ -165,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train_scene_parser: {len(train)} training scenes, {len(val)} held out "
           f"({args.numpy_val} numpy renders), {len(problems)} problems", flush=True)
 
-    net = build_model()
+    net = build_model(visible_peaks=args.visible_peaks)
     ck, resumed = loop.open_checkpoint(args, net, "train_scene_parser")
     if not resumed and args.init and args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
         from logicval_hf.training.onnx_init import load_onnx_weights
@@ -195,11 +199,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def make(step: int):
         return make_batch(train, step, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas),
-                          weights=weights, hidden_weight=args.hidden_weight)
+                          weights=weights, hidden_weight=args.hidden_weight, visible_peaks=args.visible_peaks)
 
     def batch_loss(batch):
-        x, heat, idx, reg, attr, aw, hw = batch
-        return loss_fn(net(x), heat, idx, reg, attr, aw, cls, hw)
+        x, heat, idx, reg, attr, aw, hw = batch[:7]
+        return loss_fn(net(x), heat, idx, reg, attr, aw, cls, hw, batch[7] if len(batch) > 7 else None)
 
     loop.train(ck, make, batch_loss, export, "train_scene_parser")
     return 0

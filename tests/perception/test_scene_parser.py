@@ -14,7 +14,7 @@ from logicval_hf import Scene, load_catalog
 from logicval_hf.contract.spatial import region_of
 from logicval_hf.perception import load_image
 
-from helpers import render_folder
+from helpers import occluded_map, render_folder
 
 pytest.importorskip("onnxruntime")
 
@@ -310,19 +310,12 @@ def test_batches_depend_on_seed_and_step_only():
 
 
 # ---- occlusion: attributes are read where an object shows ------------------------------------------------
-def _occluded_map() -> np.ndarray:
-    """Object 0 (behind) is a 40x40 square whose centre (20, 20) is covered by object 1 (in front); only a
-    strip of 0 on its right stays visible."""
-    m = np.full((48, 64), -1, np.int16)
-    m[0:40, 0:40] = 0
-    m[0:40, 0:30] = 1
-    return m
 
 
 def test_visible_point_lies_inside_the_visible_part():
     from logicval_hf.training.train_scene_parser import visible_points
 
-    m = _occluded_map()
+    m = occluded_map()
     pts = visible_points(m, 3)
     x, y = pts[0]
     assert m[int(y), int(x)] == 0 and 30 <= x < 40  # on the strip, not on the occluder at its centre
@@ -333,7 +326,7 @@ def test_visible_point_lies_inside_the_visible_part():
 def test_mask_cells_label_each_cell_by_the_object_covering_it():
     from logicval_hf.training.train_scene_parser import mask_cells
 
-    owner, cover = mask_cells(_occluded_map(), (6, 8), 8, 2)
+    owner, cover = mask_cells(occluded_map(), (6, 8), 8, 2)
     assert owner[1, 1] == 1 and cover[1, 1] == 1.0  # the occluded object's centre cell belongs to the occluder
     assert owner[1, 4] == 0  # the visible strip belongs to the object behind
     assert owner[5, 7] == -1 and cover[5, 7] == 0  # floor
@@ -342,7 +335,7 @@ def test_mask_cells_label_each_cell_by_the_object_covering_it():
 def test_targets_point_the_visible_offset_at_the_visible_part():
     from logicval_hf.training.train_scene_parser import targets
 
-    m = _occluded_map()
+    m = occluded_map()
     centres = np.array([[20.0, 20.0], [15.0, 20.0]])
     sizes = np.array([[40.0, 40.0], [30.0, 40.0]])
     labels = np.array([[1, 0, 0, 0], [2, 1, 1, 1]])
@@ -361,7 +354,7 @@ def test_hidden_weight_weighs_the_centre_of_an_object_behind_another():
     from logicval_hf.training.parser_data import classes
     from logicval_hf.training.train_scene_parser import loss_fn, targets
 
-    m = _occluded_map()
+    m = occluded_map()
     centres = np.array([[20.0, 20.0], [15.0, 20.0]])  # object 0's centre pixel shows object 1, its occluder
     sizes = np.array([[40.0, 40.0], [30.0, 40.0]])
     labels = np.array([[1, 0, 0, 0], [2, 1, 1, 1]])
