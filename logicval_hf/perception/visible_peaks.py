@@ -8,7 +8,9 @@ pixels. A detector trained with ``--visible-peaks`` (`logicval_hf.training.parse
 has a second heat map that peaks at each object's most visible point, and at that cell the offset back to the
 object's centre and its box size. Every such peak above ``threshold`` that no detection already explains (no
 detection's own most visible point within ``radius`` cells of it) becomes an object: its centre from the
-offset, its attributes read at the cell where it shows, as every detection's are.
+offset, its attributes read at the cell where it shows, as every detection's are. Its score is the visible
+peak's heat, which the scene confidence maps as it maps a centre peak's (with the centre map's calibration;
+`refit_parser` fits the confidence's power with the read on where it turns it on).
 
 A model file turns it on with a ``visible_peaks`` entry in its metadata (values chosen on held-out renders;
 see the model card); the setting ``visible_peaks=False`` turns it off, ``True`` turns it on for a file that
