@@ -176,3 +176,10 @@ def occluded_map():
     m[0:40, 0:40] = 0
     m[0:40, 0:30] = 1
     return m
+
+
+def detector_argv(folder, out, export, *extra: str) -> list[str]:
+    """``train_scene_parser`` arguments for a two-step run on a tiny folder (``--steps`` is the sixth item)."""
+    return ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
+            "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.25", "--export", str(export),
+            "--no-progress", "--threads", "1", *extra]

@@ -56,7 +56,7 @@ from logicval_hf.perception.white_balance import balance_crops, illuminant_gains
 
 __all__ = ["DEFAULT_MODEL", "INT8_MODEL", "SHIPPED_DETECTORS", "META_KEY", "SceneParser", "load_model", "extract",
            "extract_batch", "prepare",
-           "decode", "adaptive_scale", "scene_confidence", "combine_experts", "classifier_probs"]
+           "cell_probs", "decode", "adaptive_scale", "scene_confidence", "combine_experts", "classifier_probs"]
 
 #: The shipped detector in floating point (ONNX graph with metadata): what training starts from and refits
 #: (`logicval_hf.training.refit_parser`), read with ``precision="fp32"``.
@@ -234,6 +234,13 @@ class Detection:
     source: str = "centre"  # the heat map that found it: "centre", or "visible" (`visible_peaks`)
 
 
+def cell_probs(logits: np.ndarray, meta: dict[str, Any], x: int, y: int) -> dict[str, np.ndarray]:
+    """Per attribute the calibrated class probabilities the detector reads at cell (``x``, ``y``): softmax of
+    that cell's logits (stacked in metadata order) over the attribute's temperature."""
+    temps = meta.get("temperatures", {})
+    return {a: _softmax(logits[sl, y, x] / float(temps.get(a, 1.0))) for a, sl in attribute_slices(meta).items()}
+
+
 def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str, Any], scale: float,
            width: int, height: int, threshold: float, max_objects: int, vis: np.ndarray | None = None
            ) -> list[Detection]:
@@ -254,8 +261,6 @@ def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str
     bw = np.exp(reg[2, ys, xs]) * stride / scale
     bh = np.exp(reg[3, ys, xs]) * stride / scale
     out = []
-    attr_slices = attribute_slices(meta)
-    temps = meta.get("temperatures", {})
     for i in range(len(ys)):
         if not (0 <= cx[i] < width and 0 <= cy[i] < height):  # a peak in the padding
             continue
@@ -267,7 +272,7 @@ def decode(peak: np.ndarray, reg: np.ndarray, logits: np.ndarray, meta: dict[str
             ay = min(max(math.floor(float(gy)), 0), logits.shape[1] - 1)
             vx = min(max(float(gx * stride / scale), 0.0), width - 1.0)
             vy = min(max(float(gy * stride / scale), 0.0), height - 1.0)
-        probs = {a: _softmax(logits[sl, ay, ax] / float(temps.get(a, 1.0))) for a, sl in attr_slices.items()}
+        probs = cell_probs(logits, meta, ax, ay)
         out.append(Detection(float(cx[i]), float(cy[i]), float(bw[i]), float(bh[i]), float(scores[i]), probs,
                              (ax, ay), vx, vy, float(scale)))
     return out
@@ -480,12 +485,16 @@ class SceneParser:
         return self.second_look or dict(SECOND_LOOK_DEFAULTS)
 
     @property
+    def has_visible_peak_outputs(self) -> bool:
+        """Whether the detector was trained with the visible-peak head (``--visible-peaks``)."""
+        return all(o in self.outputs for o in VISIBLE_PEAK_OUTPUTS)
+
+    @property
     def visible_peaks(self) -> dict[str, Any] | None:
         """The read of objects where they show (`logicval_hf.perception.visible_peaks`) when the model file turns
         it on (its metadata ``visible_peaks``; the file must have the outputs)."""
         vp = self.meta.get("visible_peaks")
-        has = all(o in self.outputs for o in VISIBLE_PEAK_OUTPUTS)
-        return {**VISIBLE_PEAK_DEFAULTS, **vp} if isinstance(vp, dict) and has else None
+        return {**VISIBLE_PEAK_DEFAULTS, **vp} if isinstance(vp, dict) and self.has_visible_peak_outputs else None
 
     def peak_settings(self, visible_peaks: bool | None = None) -> dict[str, Any] | None:
         """The visible-peak read a parse uses: None as the model file says, True on (the file's settings, else
@@ -494,7 +503,7 @@ class SceneParser:
             return self.visible_peaks
         if not visible_peaks:
             return None
-        if not all(o in self.outputs for o in VISIBLE_PEAK_OUTPUTS):
+        if not self.has_visible_peak_outputs:
             raise ValueError(f"clevr scene parser: visible_peaks=True needs a detector trained with "
                              f"--visible-peaks; {self.path.name} has no outputs {', '.join(VISIBLE_PEAK_OUTPUTS)}")
         return self.visible_peaks or dict(VISIBLE_PEAK_DEFAULTS)

@@ -57,7 +57,7 @@ def hidden_objects(vpeak: np.ndarray, vreg: np.ndarray, logits: np.ndarray, meta
     Returns:
         New `Detection`\\ s, strongest first, with ``vx, vy`` at the visible peak.
     """
-    from logicval_hf.perception.scene_parser import Detection, _softmax, attribute_slices
+    from logicval_hf.perception.scene_parser import Detection, cell_probs
 
     stride = meta["stride"]
     thr, radius = float(cfg["threshold"]), float(cfg["radius"]) * stride / scale
@@ -66,8 +66,6 @@ def hidden_objects(vpeak: np.ndarray, vreg: np.ndarray, logits: np.ndarray, meta
         return []
     order = np.argsort(-vpeak[0, ys, xs], kind="stable")
     seen = [(d.vx, d.vy) for d in found]
-    slices = attribute_slices(meta)
-    temps = meta.get("temperatures", {})
     out: list[Detection] = []
     for i in order:
         y, x = int(ys[i]), int(xs[i])
@@ -78,7 +76,7 @@ def hidden_objects(vpeak: np.ndarray, vreg: np.ndarray, logits: np.ndarray, meta
         cy = (y + float(vreg[1, y, x])) * stride / scale
         if not (0 <= cx < width and 0 <= cy < height and px < width and py < height):
             continue  # a peak in the padding, or a centre off the image (not an object of this frame)
-        probs = {a: _softmax(logits[sl, y, x] / float(temps.get(a, 1.0))) for a, sl in slices.items()}
+        probs = cell_probs(logits, meta, x, y)
         bw = math.exp(float(vreg[2, y, x])) * stride / scale
         bh = math.exp(float(vreg[3, y, x])) * stride / scale
         out.append(Detection(cx, cy, bw, bh, float(vpeak[0, y, x]), probs, (x, y), min(px, width - 1.0),

@@ -300,12 +300,10 @@ def load_init(net, state: dict[str, Any]) -> None:
     own = net.state_dict()
     for k in ("head.1.weight", "head.1.bias"):
         if k in state and state[k].shape[0] < own[k].shape[0]:
-            w = own[k].clone() if k.endswith("bias") else torch.zeros_like(own[k])
+            w = torch.zeros_like(own[k])
             w[:state[k].shape[0]] = state[k]
-            if k.endswith("bias"):
-                w[state[k].shape[0]:] = 0.0
-                if getattr(net, "visible_peaks", False):
-                    w[own[k].shape[0] - VISIBLE_PEAK_CHANNELS] = -2.19
+            if k.endswith("bias") and getattr(net, "visible_peaks", False):
+                w[own[k].shape[0] - VISIBLE_PEAK_CHANNELS] = -2.19  # the visible-peak heat's prior
             state = {**state, k: w}
     net.load_state_dict(state)
 
@@ -326,7 +324,8 @@ def _focal(logit, heat, hw=None):
 
 
 def _rows(flat, idx, channels):
-    """(predictions at each row's cell, batch index per row) for per-image cell lists ``idx``."""
+    """(rows, sum of ``channels``' widths): the predictions of ``channels`` (slices of ``flat``'s channel axis)
+    at every row's cell, for per-image cell lists ``idx``, rows in image order."""
     import torch
 
     n = flat.shape[0]
@@ -348,12 +347,8 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None, vp=None):
     l_heat = _focal(out[:, 0], heat, hw)
     flat = out.flatten(2)  # n, C, h*w
     l_reg = out.new_zeros(())
-    vis = slice(5 + n_logits, 7 + n_logits)
-    rows = [(b, i) for b in range(n) for i in range(len(idx[b]))]
-    if rows:
-        bsel = torch.tensor([b for b, _ in rows], device=out.device)
-        csel = torch.cat([idx[b] for b in range(n)])
-        pr = torch.cat([flat[bsel, 1:5, csel], flat[bsel, vis, csel]], 1)
+    if sum(len(i) for i in idx):
+        pr = _rows(flat, idx, [slice(1, 5), slice(5 + n_logits, 7 + n_logits)])  # offset, size; visible point
         gt = torch.cat([reg[b] for b in range(n)])
         w = gt[:, 4:5]
         l_reg = ((pr - torch.cat([gt[:, :4], gt[:, 5:7]], 1)).abs() * w).sum() / w.sum()

@@ -94,9 +94,9 @@ def fit_visible_peaks(model: Path, attribute_model: Path, records: list[Record],
     from logicval_hf.perception.scene_parser import SceneParser
 
     parser = SceneParser(model, attribute_model=attribute_model)
-    parser.meta["visible_peaks"] = {"threshold": min(grid), "radius": radius}
-    if parser.visible_peaks is None:
+    if not parser.has_visible_peak_outputs:
         raise ValueError(f"{model}: no visible-peak outputs (train the detector with --visible-peaks)")
+    parser.meta["visible_peaks"] = {"threshold": min(grid), "radius": radius}
     found = parser._detect([r.rgb for r in records], None, 32, 8, None)
     return choose_visible_threshold(records, [d for d, _ in found], radius, grid)
 

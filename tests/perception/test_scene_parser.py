@@ -14,7 +14,7 @@ from logicval_hf import Scene, load_catalog
 from logicval_hf.contract.spatial import region_of
 from logicval_hf.perception import load_image
 
-from helpers import occluded_map, render_folder
+from helpers import detector_argv, occluded_map, render_folder
 
 pytest.importorskip("onnxruntime")
 
@@ -266,9 +266,7 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
 
     folder = render_folder(tmp_path / "renders", 4, masks=True)
     out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
-    argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
-            "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.25", "--export", str(export),
-            "--export-every", "2", "--no-progress", "--threads", "1", "--hidden-weight", "2"]
+    argv = detector_argv(folder, out, export, "--export-every", "2", "--hidden-weight", "2")
     assert T.main(argv) == 0
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["step"] == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import occluded_map, render_folder
+from helpers import detector_argv, occluded_map, render_folder
 
 pytest.importorskip("onnxruntime")
 
@@ -81,10 +81,7 @@ def test_two_steps_with_visible_peaks_export_the_outputs_and_parse(tmp_path):
 
     folder = render_folder(tmp_path / "renders", 4, masks=True)
     out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
-    argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
-            "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.25", "--export", str(export),
-            "--no-progress", "--threads", "1", "--visible-peaks"]
-    assert T.main(argv) == 0
+    assert T.main(detector_argv(folder, out, export, "--visible-peaks")) == 0
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["model"]["head.1.weight"].shape[0] == T.build_model(visible_peaks=True).state_dict()[
         "head.1.weight"].shape[0]
