@@ -68,6 +68,8 @@ def hidden_objects(vpeak: np.ndarray, vreg: np.ndarray, logits: np.ndarray, meta
     seen = [(d.vx, d.vy) for d in found]
     out: list[Detection] = []
     for i in order:
+        if len(out) >= max_new:
+            break
         y, x = int(ys[i]), int(xs[i])
         px, py = (x + 0.5) * stride / scale, (y + 0.5) * stride / scale
         if any(math.hypot(px - sx, py - sy) <= radius for sx, sy in seen):
@@ -82,6 +84,4 @@ def hidden_objects(vpeak: np.ndarray, vreg: np.ndarray, logits: np.ndarray, meta
         out.append(Detection(cx, cy, bw, bh, float(vpeak[0, y, x]), probs, (x, y), min(px, width - 1.0),
                              min(py, height - 1.0), float(scale), "visible"))
         seen.append((px, py))
-        if len(out) >= max_new:
-            break
     return out

@@ -69,6 +69,8 @@ def test_at_most_max_new_objects_strongest_first():
         vpeak[0, 4, x] = 0.6 + 0.1 * k
     out = hidden_objects(vpeak, vreg, logits, META, 1.0, 80, 64, [], CFG, max_new=2)
     assert [d.cell for d in out] == [(7, 4), (4, 4)]
+    # a parse whose detections already fill max_objects leaves no room
+    assert hidden_objects(vpeak, vreg, logits, META, 1.0, 80, 64, [], CFG, max_new=0) == []
 
 
 def test_a_detector_without_the_outputs_refuses_the_setting_by_name():
