@@ -200,6 +200,14 @@ def truth_scene(s: dict[str, Any]) -> Scene:
 
 
 # ---- scoring --------------------------------------------------------------------------------------------
+def _share(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
 def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
     n_img = len(scenes)
     count_ok = exact = 0
@@ -260,9 +268,15 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
     res: dict[str, Any] = {
         "images": n_img, "objects_true": n_true, "objects_pred": n_pred,
         "count_accuracy": count_ok / max(n_img, 1),
-        "detection_recall": n_match / max(n_true, 1), "detection_precision": n_match / max(n_pred, 1),
-        "attribute_accuracy_on_matched": {a: attr_ok[a] / max(n_match, 1) for a in ATTRS},
-        "region_accuracy_on_matched": region_ok / max(n_match, 1),
+        # None where nothing was there to find, predicted or matched (a set of empty scenes), never a 0 that
+        # reads as a failure
+        "detection_recall": _share(n_match, n_true), "detection_precision": _share(n_match, n_pred),
+        "attribute_accuracy_on_matched": {a: _share(attr_ok[a], n_match) for a in ATTRS},
+        "region_accuracy_on_matched": _share(region_ok, n_match),
+        # on scenes with no objects (the right image for an UNSAT prompt) every object read is a false one
+        "empty_scenes": sum(1 for s in scenes if not s["objects"]),
+        "empty_scenes_read_empty": sum(1 for s, p in zip(scenes, preds, strict=True)
+                                       if not s["objects"] and not p.objects),
         "exact_scene_graph_rate": exact / max(n_img, 1),
         "confusions": {a: {f"{t}->{q}": c for (t, q), c in confusions[a].most_common(8)} for a in ATTRS},
         # diagnostics, never a substitute for the exact rate: which errors the wrong images hold, and the exact
@@ -549,10 +563,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"backend {args.backend!r} on {name}: {r['images']} images, {r['objects_true']} true objects, "
           f"{r['objects_pred']} predicted")
     print(f"  count accuracy             {r['count_accuracy']:.3f}")
-    print(f"  detection recall/precision {r['detection_recall']:.3f} / {r['detection_precision']:.3f}")
+    print(f"  detection recall/precision {_fmt(r['detection_recall'])} / {_fmt(r['detection_precision'])}")
     for a, v in r["attribute_accuracy_on_matched"].items():
-        print(f"  {a:9s} acc (matched)     {v:.3f}")
-    print(f"  region acc (matched)       {r['region_accuracy_on_matched']:.3f}")
+        print(f"  {a:9s} acc (matched)     {_fmt(v)}")
+    print(f"  region acc (matched)       {_fmt(r['region_accuracy_on_matched'])}")
+    if r["empty_scenes"]:
+        print(f"  empty scenes read empty    {r['empty_scenes_read_empty']}/{r['empty_scenes']}")
     by_size = r["exact_by_image_size"] if len(r["exact_by_image_size"]) <= 6 else f"{len(r['exact_by_image_size'])} sizes"
     print(f"  exact scene-graph rate     {r['exact_scene_graph_rate']:.3f}   by #objects: {r['exact_by_object_count']}"
           f"   by size: {by_size}")

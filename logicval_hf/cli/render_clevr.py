@@ -40,7 +40,7 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
                           randomise=args.randomise, threads=args.threads,
                           profile="randomise" if args.randomise else profile.name,
                           long_side=_long_side(args.long_side),
-                          elevation=_elevation(args.elevation)).validate()
+                          elevation=_elevation(args.elevation), empty=args.empty).validate()
     assets = load_assets(args.assets)  # both checks before any work
     if args.blender_python or not bpy_in_process():
         # bpy needs numpy<2: it usually lives in an environment of its own (see generation/blender_process.py)
@@ -90,7 +90,8 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
                         ("--elevation", args.elevation)):
         if value is not None:
             argv += [flag, str(value)]
-    return argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
+    return (argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
+            + ["--empty"] * bool(args.empty))
 
 
 def add_subcommands(subparsers: Any) -> None:
@@ -128,6 +129,10 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--elevation", default=None, metavar="MIN:MAX",
                    help="camera elevation range in degrees for profiles that draw the camera (t2i: default 15:75); "
                         "images with a horizon keep their lower range, clipped to this one")
+    p.add_argument("--empty", action="store_true",
+                   help="render every image without its objects: the profile's stage (camera framed on a scene "
+                        "drawn as usual, floor, lights) with nothing on it, the right image for an UNSAT prompt; "
+                        "measures objects a parser sees where there are none")
     p.add_argument("--start-index", type=int, default=0, help="index of the first image (default 0)")
     p.add_argument("--chunk", type=int, default=20, help="images per chunk; scenes.json is refreshed after each")
     p.add_argument("--threads", type=int, default=2, help="Cycles render threads (default 2)")

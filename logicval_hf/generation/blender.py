@@ -161,6 +161,10 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
             directions = sess.directions()  # of the camera framed on these objects
         else:
             objs, restarts = sample_objects(obj_rng, plan.n_objects, assets, directions, visible=visible)
+        framed_on = len(objs)
+        if config.empty:  # the stage as the scene framed it, without the scene
+            objs = []
+            sess.build(objs)
         name = _name(index)
         img_dir, mask_dir, scene_dir = out / "images", out / "masks", out / "scenes"
         tmp_img = img_dir / f".{name}.render.png"
@@ -187,6 +191,7 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
                     "randomise": int(config.profile_name == "randomise"),
                     "min_objects": config.min_objects, "max_objects": config.max_objects,
                     "min_pixels_per_object": need, "restarts": restarts,
+                    **({"empty": 1, "framed_on_objects": framed_on} if config.empty else {}),
                     "camera_jitter": list(plan.camera_jitter),
                     "lamp_jitter": {k: list(v) for k, v in plan.lamp_jitter.items()}}
         if config.profile_name == "randomise":

@@ -160,6 +160,9 @@ class RenderConfig:
     training renders need fewer pixels than the 256-1024 px users' images have. ``elevation`` ``(min, max)`` in
     degrees narrows the camera elevation such profiles draw (e.g. more of the low cameras a parser reads worst);
     images with a horizon keep their own, lower range, clipped to it (none where the two do not overlap).
+    ``empty``: every image shows its stage without objects (the right image for an unsatisfiable prompt). The
+    scene is drawn as usual and frames the camera, so the empty frames have the profile's cameras, floors and
+    lights, then its objects are removed before the render.
     """
 
     seed: int = 0
@@ -174,6 +177,7 @@ class RenderConfig:
     profile: str = "clevr"
     long_side: tuple[int, int] | None = None
     elevation: tuple[float, float] | None = None
+    empty: bool = False
 
     @property
     def profile_name(self) -> str:
@@ -238,6 +242,8 @@ class RenderConfig:
                 out["profile_version"] = self.look.t2i.version
             if self.elevation is not None:
                 out["elevation"] = [float(v) for v in self.elevation]
+        if self.empty:  # absent when off, so folders rendered before the option keep their manifests
+            out["empty"] = 1
         return out
 
     def frame_sides(self) -> tuple[int, int]:

@@ -167,7 +167,12 @@ def test_subcommand_registers():
     assert a.func is cmd_render_clevr and a.denoise is False and (a.samples, a.width, a.height) == (32, 480, 320)
     # object counts default to the profile's (clevr: 3-10), resolved when the command runs
     assert (a.min_objects, a.max_objects, a.chunk, a.threads, a.start_index, a.randomise) == (None, None, 20, 2, 0, False)
-    assert a.profile is None and a.long_side is None
+    assert a.profile is None and a.long_side is None and a.empty is False
+    # the command the Blender environment runs keeps the option
+    from logicval_hf.cli.render_clevr import _argv_of
+
+    empty = p.parse_args(["render-clevr", "--out", "o", "--num-images", "3", "--assets", "x", "--empty"])
+    assert empty.empty and "--empty" in _argv_of(empty) and "--empty" not in _argv_of(a)
 
 
 # ---- renders (through the command, so they run wherever bpy lives: here or in its own environment) -------------
@@ -345,6 +350,30 @@ def test_t2i_wide_profile_renders_its_sky_and_finishes(tmp_path):
             ys, xs = np.nonzero(mask == k)
             assert o["mask_pixels"] == len(xs) > 0 and o["bbox_xyxy"] == [xs.min(), ys.min(), xs.max(), ys.max()]
     assert json.loads((out / "render_config.json").read_text())["profile"] == "t2i_wide"
+
+
+@needs_blender
+def test_empty_frames_show_the_stage_the_scene_framed_without_its_objects(tmp_path):
+    """``--empty``: the right image for an UNSAT prompt, in the profile's look. The same seed and index without
+    the option draws the same camera, floor and lights, and the objects that framed it."""
+    from logicval_hf.cli.render_clevr import main
+
+    common = ["--num-images", "1", "--seed", "11", "--assets", str(ASSETS), "--profile", "t2i", "--long-side",
+              "72:96", "--samples", "2", "--no-denoise", "--max-objects", "3", "--threads", "2", "--no-progress"]
+    assert main(["render-clevr", "--out", str(tmp_path / "full"), *common]) == 0
+    assert main(["render-clevr", "--out", str(tmp_path / "empty"), *common, "--empty"]) == 0
+    full, empty = (json.loads((tmp_path / d / "scenes" / "CLEVRX_000000.json").read_text()) for d in ("full", "empty"))
+    mask = np.array(Image.open(tmp_path / "empty" / "masks" / "CLEVRX_000000.png"))
+    img = np.array(Image.open(tmp_path / "empty" / "images" / "CLEVRX_000000.png"))
+    assert empty["objects"] == [] and not mask.any() and img.shape[:2] == mask.shape
+    assert all(v == [] for v in empty["relationships"].values())
+    rs, rf = empty["render_settings"], full["render_settings"]
+    assert rs["empty"] == 1 and rs["framed_on_objects"] == len(full["objects"]) >= 1 and "empty" not in rf
+    assert {k: rs[k] for k in ("camera_placed", "floor", "lights", "width", "height")} == \
+        {k: rf[k] for k in ("camera_placed", "floor", "lights", "width", "height")}
+    full_img = np.array(Image.open(tmp_path / "full" / "images" / "CLEVRX_000000.png"))
+    assert (full_img != img).any()
+    assert json.loads((tmp_path / "empty" / "render_config.json").read_text())["empty"] == 1
 
 
 @needs_blender

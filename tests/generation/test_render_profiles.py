@@ -33,6 +33,9 @@ def test_old_manifests_stay_valid_and_t2i_folders_say_their_profile():
     assert S.RenderConfig(randomise=True).fingerprint() == S.RenderConfig(profile="randomise").fingerprint()
     fp = S.RenderConfig(profile="t2i", long_side=(256, 448)).fingerprint()
     assert fp["profile"] == "t2i" and fp["long_side"] == [256, 448]
+    # folders of empty frames say so; every other folder's manifest is as before the option
+    assert "empty" not in fp and S.RenderConfig(profile="t2i", long_side=(256, 448), empty=True).fingerprint() == {**fp, "empty": 1}
+    assert S.RenderConfig(empty=True).fingerprint() == {**S.RenderConfig().fingerprint(), "empty": 1}
 
 
 def test_t2i_draws_are_a_function_of_seed_and_index_and_cover_the_look():

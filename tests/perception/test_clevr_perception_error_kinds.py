@@ -92,3 +92,20 @@ def test_the_suite_table_ends_with_the_unsettled_column(bench, tmp_path, capsys)
         assert row.startswith(f"| {name} |")
         assert r[name]["exact_scene_graph_rate"] <= r[name]["exact_but_for_unsettled_truth"] <= 1.0
         assert row.endswith(f"| {r[name]['exact_but_for_unsettled_truth']:.3f} |")
+
+
+def test_empty_scenes_count_what_was_seen_there_and_leave_undefined_rates_undefined(bench):
+    W, H = 256, 256  # two frames with no objects (render-clevr --empty): one read empty, one with a false object
+    e1 = {"image_filename": "e1.png", "image_width": W, "image_height": H, "objects": []}
+    e2 = {"image_filename": "e2.png", "image_width": W, "image_height": H, "objects": []}
+    r = bench.score([e1, e2], [_pred(W, H), _pred(W, H, (50, 60, "red"))])
+    assert r["empty_scenes"] == 2 and r["empty_scenes_read_empty"] == 1
+    assert r["count_accuracy"] == r["exact_scene_graph_rate"] == 0.5
+    assert r["per_image"][1]["error_kinds"] == ["spurious"]
+    # nothing to find and nothing matched: no recall or attribute accuracy, rather than a 0 that reads as failure
+    assert r["detection_recall"] is None and r["detection_precision"] == 0.0
+    assert r["region_accuracy_on_matched"] is None and set(r["attribute_accuracy_on_matched"].values()) == {None}
+    full = {"image_filename": "f.png", "image_width": W, "image_height": H, "objects": [_obj(50.0, 60.0)]}
+    mixed = bench.score([e1, full], [_pred(W, H), _pred(W, H, (50, 60, "red"))])
+    assert mixed["empty_scenes"] == 1 and mixed["empty_scenes_read_empty"] == 1
+    assert mixed["detection_recall"] == mixed["detection_precision"] == 1.0
