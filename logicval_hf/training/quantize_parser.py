@@ -6,15 +6,18 @@
 onnxruntime's static quantisation (QDQ format): every convolution's weights per output channel in signed 8 bits
 and its input activations in unsigned 8 bits, with ranges taken (min-max) from the detector's own reads of
 calibration images: each image at the scale the parser reads it (its first look at 224 px and the read at the
-scale that look chooses, `SceneParser.scales`). Two parts stay in floating point, by name (``--keep-float``):
+scale that look chooses, `SceneParser.scales`). The head stays in floating point, by name (``--keep-float``):
+heat, offsets, log box sizes, visible-point offsets and attribute logits share one output convolution whose
+channels differ in range by orders of magnitude, so one 8-bit scale over its output drowns the heat map
+(quantised with the rest, real CLEVR's counts fell from 1.000 to 0.900).
 
-* the stem convolution, which reads raw pixels (three channels: quantising it saves little and costs most);
-* the head: heat, offsets, log box sizes, visible-point offsets and attribute logits share one output
-  convolution whose channels differ in range by orders of magnitude, so one 8-bit scale over its output drowns
-  the heat map (quantised with the rest, real CLEVR's counts fell from 1.000 to 0.900).
-
-Weights use 7 of the 8 bits (``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose
-16-bit sums can saturate, so full-range weights could read differently from one CPU to another.
+Everything before the head is integer arithmetic, the stem included, so the read is the same on every CPU.
+Rounding to 8 bits turns the last-bit differences of a floating-point convolution (its sums are ordered
+differently by AVX-512 and AVX2 kernels) into whole steps of the next layer's input. With the stem kept in
+floating point (the file shipped before 2026-12-05), the heat differed by up to 0.005 between this machine's
+AVX-512 VNNI kernels and AVX2 ones (the same inputs under ``qemu-x86_64 -cpu Haswell``); with the image quantised
+on entry, both give the same outputs bit for bit. For the same reason, weights use 7 of the 8 bits
+(``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose 16-bit sums can saturate.
 
 Calibration images must be ones the parser trained on or any renders not used for evaluation: the first
 ``--images`` scenes by name of each ``--data`` folder (a training folder's first scenes lie in its training split;
@@ -43,8 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["KEEP_FLOAT", "calibration_inputs", "main", "quantize"]
 
 #: name fragments of the convolutions kept in floating point (`logicval_hf.training.parser_model`'s naming):
-#: the stem convolution and the head
-KEEP_FLOAT = ("s4.0.0", "head.")
+#: the head, which nothing quantised follows (see the module docstring for why the stem is no longer kept)
+KEEP_FLOAT = ("head.",)
 
 
 def calibration_inputs(parser: SceneParser, images: Sequence[np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
