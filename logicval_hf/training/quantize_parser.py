@@ -14,10 +14,11 @@ channels differ in range by orders of magnitude, so one 8-bit scale over its out
 Everything before the head is integer arithmetic, the stem included, so the read is the same on every CPU.
 Rounding to 8 bits turns the last-bit differences of a floating-point convolution (its sums are ordered
 differently by AVX-512 and AVX2 kernels) into whole steps of the next layer's input. With the stem kept in
-floating point (the file shipped before 2026-12-05), the heat differed by up to 0.005 between this machine's
-AVX-512 VNNI kernels and AVX2 ones (the same inputs under ``qemu-x86_64 -cpu Haswell``); with the image quantised
-on entry, both give the same outputs bit for bit. For the same reason, weights use 7 of the 8 bits
-(``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose 16-bit sums can saturate.
+floating point (the file shipped before 2026-12-05), the heat differed by up to 0.005 between AVX-512 VNNI
+kernels and AVX2 ones (the same inputs natively and under ``qemu-x86_64 -cpu Haswell``); with the image quantised
+on entry, only by the float head's own rounding (1.5e-7), which nothing after it amplifies. For the same reason,
+weights use 7 of the 8 bits (``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose
+16-bit sums can saturate.
 
 Calibration images must be ones the parser trained on or any renders not used for evaluation: the first
 ``--images`` scenes by name of each ``--data`` folder (a training folder's first scenes lie in its training split;
