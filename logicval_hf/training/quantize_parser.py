@@ -14,9 +14,11 @@ channels differ in range by orders of magnitude, so one 8-bit scale over its out
 Everything before the head is integer arithmetic, the stem included, so the read is the same on every CPU.
 Rounding to 8 bits turns the last-bit differences of a floating-point convolution (its sums are ordered
 differently by AVX-512 and AVX2 kernels) into whole steps of the next layer's input. With the stem kept in
-floating point (the file shipped before 2026-12-05), the heat differed by up to 0.005 between AVX-512 VNNI
-kernels and AVX2 ones (the same inputs natively and under ``qemu-x86_64 -cpu Haswell``); with the image quantised
-on entry, only by the float head's own rounding (1.5e-7), which nothing after it amplifies. For the same reason,
+floating point (the file shipped before 2026-12-05), the heat of one of 12 renders differed by 0.005 between
+AVX-512 VNNI kernels and AVX2 ones (the same inputs natively and under ``qemu-x86_64 -cpu Haswell``,
+``benchmarks/detector_cpu_check.py``), and that file's exact rates differed by up to four images a set between
+two machines; with the image quantised on entry, outputs differ by the float head's own rounding alone (1.5e-7
+in heat), which nothing after it amplifies. For the same reason,
 weights use 7 of the 8 bits (``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose
 16-bit sums can saturate.
 
