@@ -158,11 +158,10 @@ def fit_threshold(first: Sequence[float], second: Sequence[float], is_object: Se
         errors = np.array([wrong_decisions(avg, g, is_object) for g in grid])
         worst = np.array([errors[np.abs(grid - g) <= FIT_WINDOW + 1e-9].max() for g in grid])
         tied = [k for k in range(len(grid)) if worst[k] == worst.min()]
-        best = float(grid[tied[len(tied) // 2]])
+        k = tied[len(tied) // 2]
         at_default = int(np.argmin(np.abs(grid - default)))
-        k = int(np.argmin(np.abs(grid - best)))
         if worst[k] < worst[at_default] and errors[k] <= errors[at_default]:
-            t, moved = best, True
+            t, moved = float(grid[k]), True
     return t, {"band_peaks": len(is_object), "errors_first_read": first_errors,
                "errors_second_look": wrong_decisions(avg, t, is_object), "fitted": fitted,
                "threshold_moved": moved}

@@ -14,7 +14,7 @@ from logicval_hf import Scene, load_catalog
 from logicval_hf.contract.spatial import region_of
 from logicval_hf.perception import load_image
 
-from helpers import detector_argv, occluded_map, render_folder
+from helpers import occluded_map, render_folder, two_step_detector
 
 pytest.importorskip("onnxruntime")
 
@@ -264,10 +264,7 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     pytest.importorskip("onnx")
     from logicval_hf.training import train_scene_parser as T
 
-    folder = render_folder(tmp_path / "renders", 4, masks=True)
-    out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
-    argv = detector_argv(folder, out, export, "--export-every", "2", "--hidden-weight", "2")
-    assert T.main(argv) == 0
+    folder, out, export, argv = two_step_detector(tmp_path, "--export-every", "2", "--hidden-weight", "2")
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["step"] == 2
     net = T.build_model()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import detector_argv, occluded_map, render_folder
+from helpers import occluded_map, render_folder, two_step_detector
 
 pytest.importorskip("onnxruntime")
 
@@ -79,9 +79,7 @@ def test_two_steps_with_visible_peaks_export_the_outputs_and_parse(tmp_path):
     pytest.importorskip("onnx")
     from logicval_hf.training import train_scene_parser as T
 
-    folder = render_folder(tmp_path / "renders", 4, masks=True)
-    out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
-    assert T.main(detector_argv(folder, out, export, "--visible-peaks")) == 0
+    folder, out, export, _ = two_step_detector(tmp_path, "--visible-peaks")
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["model"]["head.1.weight"].shape[0] == T.build_model(visible_peaks=True).state_dict()[
         "head.1.weight"].shape[0]
