@@ -216,9 +216,17 @@ def visible_peak_targets(centres: np.ndarray, sizes: np.ndarray, grid: tuple[int
     return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 5)
 
 
-def build_model(width: int = 1, visible_peaks: bool = False):
-    """A small FPN-like fully convolutional network, stride 8 output (about 0.8 GMAC at 480x320).
-    ``visible_peaks``: `VISIBLE_PEAK_CHANNELS` more output channels after the others (`visible_peak_targets`)."""
+#: the backbone's channels at strides 2, 4, 8, 16 and 32 at width 1 (every shipped detector so far)
+BASE_CHANNELS = (16, 32, 64, 96, 128)
+#: the head's hidden channels, whatever the width (its cost is already about a sixth of the network's)
+HEAD_CHANNELS = 96
+
+
+def build_model(width: float = 1.0, visible_peaks: bool = False):
+    """A small FPN-like fully convolutional network, stride 8 output (about 0.8 GMAC at 480x320 at width 1).
+    ``width`` multiplies the backbone's and the pyramid's channels (`BASE_CHANNELS`; about width**2 times the
+    cost); ``visible_peaks``: `VISIBLE_PEAK_CHANNELS` more output channels after the others
+    (`visible_peak_targets`)."""
     import torch
     from torch import nn
 
@@ -227,7 +235,7 @@ def build_model(width: int = 1, visible_peaks: bool = False):
 
     n_out = 1 + 4 + sum(len(v) for v in classes().values()) + 2  # heat, reg, logits, visible-point offset
     n_out += VISIBLE_PEAK_CHANNELS if visible_peaks else 0
-    c1, c2, c3, c4, c5 = (16 * width, 32 * width, 64 * width, 96 * width, 128 * width)
+    c1, c2, c3, c4, c5 = (max(1, round(b * width)) for b in BASE_CHANNELS)
 
     class Net(nn.Module):
         def __init__(self):
@@ -240,8 +248,8 @@ def build_model(width: int = 1, visible_peaks: bool = False):
             self.fuse16 = cbr(c4, c4)
             self.lat8 = nn.Conv2d(c4, c3, 1)
             self.fuse8 = cbr(c3, c3)
-            head_in = cbr(c3, 96)  # built before the output layer: a seed gives the weights it always gave
-            out_conv = nn.Conv2d(96, n_out, 1)
+            head_in = cbr(c3, HEAD_CHANNELS)  # built before the output layer: a seed gives the weights it always gave
+            out_conv = nn.Conv2d(HEAD_CHANNELS, n_out, 1)
             prior = torch.zeros(n_out)
             prior[0] = -2.19  # heat prior 0.1 (CenterNet)
             if visible_peaks:
@@ -250,6 +258,7 @@ def build_model(width: int = 1, visible_peaks: bool = False):
             self.head = nn.Sequential(head_in, out_conv)
             self.up = nn.Upsample(scale_factor=2, mode="nearest")
             self.visible_peaks = visible_peaks
+            self.width = width
 
         def forward(self, x):
             x = (x - 0.5) / 0.25
@@ -261,6 +270,56 @@ def build_model(width: int = 1, visible_peaks: bool = False):
             return self.head(f8)
 
     return Net()
+
+
+def model_width(first_channels: int) -> float:
+    """The width of a detector whose first convolution has ``first_channels`` outputs."""
+    return first_channels / BASE_CHANNELS[0]
+
+
+def _widening_plan() -> tuple[tuple[str, str | None, str | None, str], ...]:
+    plan: list[tuple[str, str | None, str | None, str]] = []
+    source: str | None = None
+    for stage in ("s4", "s8", "s16", "s32"):
+        for k in range(3):
+            target = f"f{stage[1:]}" if k == 2 else f"{stage}.{k}"  # a stage's output: f4, f8, f16, f32
+            plan.append((f"{stage}.{k}.0", f"{stage}.{k}.1", source, target))
+            source = target
+    # the pyramid adds each lateral convolution's output to the stage output below: one channel group for both
+    return (*plan, ("lat16", None, "f32", "f16"), ("fuse16.0", "fuse16.1", "f16", "fused16"),
+            ("lat8", None, "fused16", "f8"), ("fuse8.0", "fuse8.1", "f8", "fused8"),
+            ("head.0.0", "head.0.1", "fused8", "head"), ("head.1", None, "head", "out"))
+
+
+#: how `build_model`'s convolutions are widened, in forward order: (convolution, its BatchNorm or None, the
+#: channel group it reads (None: the image), the group it writes); `logicval_hf.training.widen.widen_graph`
+WIDENING_PLAN = _widening_plan()
+
+
+def widen_model(narrow, wide, seed: int, plan=WIDENING_PLAN) -> dict[str, Any]:
+    """Copy the trained ``narrow`` detector's function into the wider, freshly built ``wide`` one
+    (`logicval_hf.training.widen`, following ``plan``). The pyramid sums each stage's output with the lateral
+    convolution from the stage above, so the two share one channel group (``f16``, ``f8``); the head's hidden
+    channels and outputs keep their sizes.
+
+    Returns:
+        {"channels": {group: [narrow, wide]}}.
+
+    Raises:
+        ValueError: the two detectors differ in more than width (the visible-peak head, say).
+    """
+    from logicval_hf.training.widen import Layer, widen_graph
+
+    if narrow.visible_peaks != wide.visible_peaks:
+        raise ValueError("the two detectors differ in the visible-peak head; widen first, then add the head")
+
+    def get(net, name):
+        return None if name is None else net.get_submodule(name)
+
+    layers = [Layer(get(narrow, c), get(narrow, b), get(wide, c), get(wide, b), src, dst)
+              for c, b, src, dst in plan]
+    groups = widen_graph(layers, seed)
+    return {"channels": {g: [int(m.max()) + 1, len(m)] for g, (m, _) in groups.items()}}
 
 
 class Export:

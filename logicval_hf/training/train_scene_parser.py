@@ -61,8 +61,10 @@ from logicval_hf.training.parser_model import (
     loss_fn,
     make_batch,
     mask_cells,
+    model_width,
     targets,
     visible_points,
+    widen_model,
 )
 
 __all__ = ["ATTRIBUTES", "CANVAS", "OBJECT_WEIGHT", "SIZES", "Export", "Record", "augment", "build_model",
@@ -81,7 +83,7 @@ def numpy_val(n: int, seed: int) -> list[Record]:
 
 def do_export(net, args, cls, val: list[Record], step: int, elapsed: float, data_info, history) -> dict:
     init = next((h for h in history if "init" in h), None)
-    provenance = {"trained_steps": step, "initialised_from": init, "canvas": list(args.canvas),
+    provenance = {"trained_steps": step, "initialised_from": init, "width": args.width, "canvas": list(args.canvas),
                   "train_seconds": round(elapsed), "seed": args.seed, "batch_size": args.batch_size, "lr": args.lr,
                   "numpy_fraction": args.numpy_fraction, "data": data_info, "augmentation": describe(DEFAULT),
                   "torch": __import__("torch").__version__}
@@ -94,6 +96,27 @@ def do_export(net, args, cls, val: list[Record], step: int, elapsed: float, data
     history.append(figures)
     write_history(args.out, history)
     return figures
+
+
+def read_init(path: Path) -> tuple[float, dict | None]:
+    """The detector in ``path``: its width (from its first convolution's output channels) and, for a training
+    checkpoint, the checkpoint itself (None for an exported .onnx, which `onnx_init` loads), so it is read once.
+
+    Raises:
+        SystemExit: the file holds no detector this script can read.
+    """
+    try:
+        if path.suffix == ".onnx":
+            from logicval_hf.training.onnx_init import onnx_convs
+
+            return model_width(int(onnx_convs(path)[0][0].shape[0])), None
+        import torch
+
+        ck = torch.load(path, map_location="cpu", weights_only=False)
+        return model_width(int(ck["model"]["s4.0.0.weight"].shape[0])), ck
+    except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not a model
+        raise SystemExit(f"train_scene_parser: cannot read a detector from --init {path}: "
+                         f"{type(e).__name__}: {e}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="train a second heat map at each object's most visible point, with the way back to its "
                          "centre (parser_model.visible_peak_targets): it finds objects whose centre is hidden "
                          "behind another; a checkpoint or model without it starts the new channels at zero")
+    ap.add_argument("--width", type=float, default=1.0,
+                    help="multiplies the backbone's and the pyramid's channels (1 = every shipped detector so far, "
+                         "about 0.8 GMAC at 480x320; 1.25 about 1.5 x that, 1.5 about 2 x). With a narrower --init, "
+                         "the trained model is widened first without changing what it computes "
+                         "(logicval_hf.training.widen), so training starts from its figures")
     ap.add_argument("--export-only", action="store_true",
                     help="no training: validate, calibrate and export the checkpoint in --out")
     args = ap.parse_args(argv)
@@ -141,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--hidden-weight must be positive, got {args.hidden_weight}")
     if any(c % 32 for c in args.canvas):
         ap.error(f"--canvas sides must be multiples of 32, got {args.canvas}")
-
-    import torch
+    if not 0.25 <= args.width <= 4:
+        ap.error(f"--width must lie in [0.25, 4], got {args.width:g}")
 
     loop.start(args)
     cls = classes()
@@ -169,22 +197,32 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train_scene_parser: {len(train)} training scenes, {len(val)} held out "
           f"({args.numpy_val} numpy renders), {len(problems)} problems", flush=True)
 
-    net = build_model(visible_peaks=args.visible_peaks)
+    net = build_model(args.width, visible_peaks=args.visible_peaks)
     ck, resumed = loop.open_checkpoint(args, net, "train_scene_parser")
-    if not resumed and args.init and args.init.suffix == ".onnx":  # a shipped model whose checkpoint is gone
-        from logicval_hf.training.onnx_init import load_onnx_weights
+    if not resumed and args.init:
+        init_width, init = read_init(args.init)
+        if init_width > args.width:
+            raise SystemExit(f"train_scene_parser: {args.init} is a detector of width {init_width:g}; it can be "
+                             f"widened, not narrowed to --width {args.width:g}")
+        start = net if init_width == args.width else build_model(init_width, visible_peaks=args.visible_peaks)
+        if init is None:  # a shipped model whose checkpoint is gone
+            from logicval_hf.training.onnx_init import load_onnx_weights
 
-        stats = [make_batch(train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, tuple(args.canvas),
-                            weights=weights)[0]
-                 for k in range(8)]  # steps no run reaches
-        info = load_onnx_weights(net, args.init, stats)
-        ck.history.append({"init": str(args.init), "init_steps": None, "init_onnx": info})
-        print(f"train_scene_parser: initialised from {args.init} ({info['convolutions']} convolutions)", flush=True)
-    elif not resumed and args.init:
-        init = torch.load(args.init, map_location="cpu", weights_only=False)
-        load_init(net, init["model"])
-        ck.history.append({"init": str(args.init), "init_steps": init["step"], "init_args": init.get("args")})
-        print(f"train_scene_parser: initialised from {args.init} (step {init['step']} of that run)", flush=True)
+            stats = [make_batch(train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction,
+                                tuple(args.canvas), weights=weights)[0]
+                     for k in range(8)]  # steps no run reaches
+            info = load_onnx_weights(start, args.init, stats)
+            entry = {"init": str(args.init), "init_steps": None, "init_onnx": info}
+            said = f"{info['convolutions']} convolutions"
+        else:
+            load_init(start, init["model"])
+            entry = {"init": str(args.init), "init_steps": init["step"], "init_args": init.get("args")}
+            said = f"step {init['step']} of that run"
+        if start is not net:
+            entry["widened"] = {"from": init_width, "to": args.width, **widen_model(start, net, args.seed)}
+            said += f", widened {init_width:g} -> {args.width:g}"
+        ck.history.append(entry)
+        print(f"train_scene_parser: initialised from {args.init} ({said})", flush=True)
 
     def export() -> str:
         fig = do_export(net, args, cls, val, ck.step, ck.elapsed, data_info, ck.history)
