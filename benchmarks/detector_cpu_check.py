@@ -39,13 +39,14 @@ OUTPUTS = ("peak", "reg", "logits")
 
 
 def prepare_inputs(images: list[Path], out: Path) -> None:
-    """Each image as the shipped parser feeds it to the detector (its reading scale), saved to ``out``."""
+    """Each image as the shipped parser feeds it to the detector, saved to ``out``: its first look and its read
+    at the scale that look chooses (the feeds `quantize_parser` calibrates on), two inputs per image."""
     from logicval_hf.perception import load_image
-    from logicval_hf.perception.scene_parser import SceneParser, prepare
+    from logicval_hf.perception.scene_parser import SceneParser
+    from logicval_hf.training.quantize_parser import calibration_inputs
 
     parser = SceneParser(attribute_model=False)
-    rgbs = [load_image(p) for p in images]
-    np.savez(out, *[prepare(rgb, scale=s)[0] for rgb, s in zip(rgbs, parser.scales(rgbs), strict=True)])
+    np.savez(out, *[feed["image"][0] for feed in calibration_inputs(parser, [load_image(p) for p in images])])
 
 
 def run_outputs(model: Path, inputs: Path, out: Path) -> None:
