@@ -34,6 +34,11 @@ def test_a_round_trains_both_networks_leaves_flat_products_and_resumes(tmp_path,
     assert det["minutes"] == 3.5 and clf["minutes"] == 1.5  # the default share: 0.3 for the classifier
     assert det["held_out"]["step"] == 2 and "wall_minutes" in det and "wall_minutes" in clf
     assert f"{folder}#weight=2" in det["argv"] and det["argv"][det["argv"].index("--width") + 1] == "1.25"
+    import torch
+
+    for name, key, channels in (("detector", "s4.0.0.weight", 20), ("classifier", "features.0.0.weight", 24)):
+        ck = torch.load(out / f"{name}_last.pt", map_location="cpu", weights_only=False)
+        assert "opt" not in ck and ck["step"] == 2 and ck["model"][key].shape[0] == channels
     parser = SP.SceneParser(out / "detector.onnx", attribute_model=out / "classifier.onnx")
     assert parser.meta["provenance"]["width"] == 1.25
     scene = parser.parse_batch([np.zeros((128, 160, 3), np.uint8)])[0]
