@@ -147,6 +147,28 @@ def open_checkpoint(args: argparse.Namespace, net, name: str) -> tuple[Checkpoin
     return ck, resumed
 
 
+def read_init(path: Path, first_weight: str, width_of: Callable[[int], float], who: str,
+              what: str) -> tuple[float, dict | None]:
+    """The network in ``path`` (an exported .onnx or a training checkpoint): its width, from its first
+    convolution's output channels (``width_of``; in a checkpoint the weight named ``first_weight``), and the
+    checkpoint itself (None for an .onnx, which `onnx_init` loads), so the file is read once.
+
+    Raises:
+        SystemExit: the file holds no ``what`` (e.g. "detector") that ``who`` (the script) can read.
+    """
+    try:
+        if path.suffix == ".onnx":
+            from logicval_hf.training.onnx_init import onnx_convs
+
+            return width_of(int(onnx_convs(path)[0][0].shape[0])), None
+        import torch
+
+        ck = torch.load(path, map_location="cpu", weights_only=False)
+        return width_of(int(ck["model"][first_weight].shape[0])), ck
+    except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not a model
+        raise SystemExit(f"{who}: cannot read a {what} from --init {path}: {type(e).__name__}: {e}") from None
+
+
 def export_onnx(graph, net, path: Path, example, input_names: list[str], output_names: list[str],
                 dynamic_axes: dict[str, dict[int, str]], meta: dict[str, Any], doc: str) -> None:
     """``graph`` (``net`` or a module wrapping it) traced on ``example`` to ONNX, ``meta`` embedded under the

@@ -412,24 +412,8 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
 
 
 def read_init(path: Path) -> tuple[float, dict | None]:
-    """The classifier in ``path``: its width (from its first convolution's output channels) and, for a training
-    checkpoint, the checkpoint itself (None for an exported .onnx, which `onnx_init` loads), so it is read once.
-
-    Raises:
-        SystemExit: the file holds no classifier this script can read.
-    """
-    try:
-        if path.suffix == ".onnx":
-            from logicval_hf.training.onnx_init import onnx_convs
-
-            return model_width(int(onnx_convs(path)[0][0].shape[0])), None
-        import torch
-
-        ck = torch.load(path, map_location="cpu", weights_only=False)
-        return model_width(int(ck["model"]["features.0.0.weight"].shape[0])), ck
-    except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not a model
-        raise SystemExit(f"train_attribute_classifier: cannot read a classifier from --init {path}: "
-                         f"{type(e).__name__}: {e}") from None
+    """The classifier in ``path``: its width and, for a training checkpoint, the checkpoint (`loop.read_init`)."""
+    return loop.read_init(path, "features.0.0.weight", model_width, "train_attribute_classifier", "classifier")
 
 
 def main(argv: list[str] | None = None) -> int:
