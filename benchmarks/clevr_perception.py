@@ -68,6 +68,7 @@ sys.path.insert(0, str(REPO))
 from logicval_hf import Scene, SceneObject  # noqa: E402
 from logicval_hf.common.matching import match_centres  # noqa: E402
 from logicval_hf.perception import BACKENDS, extract_scenes, load_image, register_backend  # noqa: E402
+from logicval_hf.perception.scene_parser import attribute_model_beside  # noqa: E402
 
 ATTRS = ("color", "shape", "material")
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_dev"
@@ -528,6 +529,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         extract_scenes([np.zeros((32, 32, 3), np.uint8)], backend=args.backend, **settings)
     except (ValueError, KeyError, FileNotFoundError) as e:
         ap.error(f"backend {args.backend!r} with settings {settings}: {e}")
+    if args.backend == "clevr" and args.model and "attribute_model" not in settings:
+        # A detector exported by train_scene_parser has no classifier beside it, so the parser falls back to the
+        # detector's own attribute heads: say so, or its figures pass for the two-stage read's.
+        beside = attribute_model_beside(Path(args.model))
+        if not beside.is_file():
+            print(f"clevr_perception.py: no {beside.name} beside {args.model}: attributes are read by the detector's "
+                  "own heads (--set attribute_model=PATH picks a classifier)", file=sys.stderr)
 
     if args.suite:
         return suite(args, settings)

@@ -4,11 +4,13 @@ missing or empty folder once printed a table of zeros)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
-
 from helpers import clevr_folder, load_script
+
+from logicval_hf.perception.scene_parser import MODEL_PATHS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "clevr_perception.py"
 
@@ -50,3 +52,20 @@ def test_one_set_reports_the_scene_confidence_calibration(bench, tmp_path):
     assert 0.0 <= r["calibration"]["ece"] <= 1.0
     assert 0.0 < r["calibration"]["mean_confidence"] <= 1.0
     assert [0.0 < p["confidence"] <= 1.0 for p in r["per_image"]] == [True] * 3
+
+
+def test_a_detector_without_its_classifier_is_named(bench, tmp_path, capsys):
+    """A detector file of one's own (as train_scene_parser exports it) has no classifier beside it, so the
+    parser reads attributes with the detector's own heads: the benchmark says so, and is silent when a
+    classifier is given or lies beside the file."""
+    detector = tmp_path / "mine.onnx"
+    shutil.copy(MODEL_PATHS[0], detector)
+    real = clevr_folder(tmp_path / "real", 2)
+    base = [str(real), "--no-speed", "--constraints", "0", "--model", str(detector)]
+    bench.main(base)
+    assert "no mine_attributes.onnx beside" in capsys.readouterr().err
+    bench.main([*base, "--set", f"attribute_model={MODEL_PATHS[2]}"])
+    assert "own heads" not in capsys.readouterr().err
+    shutil.copy(MODEL_PATHS[2], tmp_path / "mine_attributes.onnx")
+    bench.main(base)
+    assert "own heads" not in capsys.readouterr().err
