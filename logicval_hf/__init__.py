@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING
 
+from logicval_hf.common.version import __version__
 from logicval_hf.contract.catalog import Catalog, Domain, Slot, Template, load_catalog
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
@@ -12,8 +13,6 @@ if TYPE_CHECKING:  # the lazy entry points below, spelled out for type checkers 
     from logicval_hf.perception import extract_scene, extract_scenes
     from logicval_hf.scoring.probabilistic import probability
     from logicval_hf.training.captions import ground_captions
-
-__version__ = "0.1.0"
 
 # Entry points resolved on first use, so `import logicval_hf` stays light.
 _LAZY = {

@@ -11,6 +11,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 # read by torch (and numpy's BLAS) when first imported, and inherited by the subprocesses the tests start.
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# The user-level cache (built benchmark rows; logicval_hf.common.paths) stays untouched by tests: off unless set.
+# The tests of the cache itself point it at a temporary folder.
+os.environ.setdefault("LOGICVAL_CACHE", "off")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Running in parallel: `pytest -m "not slow" -n 2` (pytest-xdist, in the `test` extra; see the README's Tests).

@@ -14,6 +14,7 @@ import pytest
 from logicval_hf import Scene, SceneObject, Spec, load_catalog
 from logicval_hf.contract.params import random_constraint
 
+
 def requires(*modules: str):
     """Skip mark for tests that need optional packages. Unlike a module-level ``pytest.importorskip`` it
     imports nothing (``find_spec`` of the top-level package): every xdist worker collects every test file, and
@@ -28,6 +29,17 @@ def load_script(path: Path, name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write ``{relative path: text}`` under ``root`` (texts dedented), e.g. a small package; returns ``root``."""
+    import textwrap
+
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
 
 
 class lazy:

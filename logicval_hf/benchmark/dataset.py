@@ -30,20 +30,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from logicval_hf import __version__
 from logicval_hf.benchmark.sampler import (
     CHANCE_SCENES,
     DEFAULT_SEED,
     PACKAGE_NAMES,
     PACKAGES,
     Benchmark,
-    build_benchmark,
     cached_benchmark,
+    stored_benchmark,
     unsat_causes,
 )
 from logicval_hf.common.atomic import atomic_path, atomic_write_text
 from logicval_hf.common.hub import check_repo_id, default_repo_id, hf_api
 from logicval_hf.common.markdown import md_table
+from logicval_hf.common.version import __version__
 from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import (
@@ -201,7 +201,7 @@ def write_dataset(
     Returns a summary: ``{"folder", "files", "rows": {package: count}, "seconds": {...}}``.
     """
     out = Path(out)
-    bm = benchmark if benchmark is not None else build_benchmark(seed, progress=progress)
+    bm = benchmark if benchmark is not None else stored_benchmark(seed, progress=progress)
     feats = features()
     sizes: dict[str, dict[str, int]] = {}
     for name in PACKAGE_NAMES:

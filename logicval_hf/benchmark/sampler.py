@@ -54,10 +54,12 @@ import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from logicval_hf.asp.programs import spec_program
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, SolveResult
+from logicval_hf.benchmark.store import USER_CACHE, read_stored, write_stored
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.scene import Scene, SceneObject
@@ -67,7 +69,7 @@ from logicval_hf.contract.verbalise import CONSTRAINT_ITEM_TEMPLATE, constraint_
 __all__ = [
     "DEFAULT_SEED", "CHANCE_SCENES", "CHANCE_SEED", "PACKAGES", "PACKAGE_NAMES", "Package", "Sampled",
     "Benchmark", "sample", "chance_rates", "random_scene", "make_row", "build_benchmark", "dedup_key",
-    "unsat_causes", "prompt_body", "cached_benchmark",
+    "unsat_causes", "prompt_body", "cached_benchmark", "stored_benchmark", "keep_benchmark",
 ]
 
 #: the benchmark's default seed (the published dataset is built with it)
@@ -458,11 +460,33 @@ def build_benchmark(
 
 
 def cached_benchmark(seed: int = DEFAULT_SEED) -> Benchmark:
-    """`build_benchmark` memoised in-process (the last seed only): the rows are shared, do not mutate them."""
+    """`build_benchmark` memoised in-process (the last seed only) and on disk, in the user-level cache
+    (`logicval_hf.benchmark.store`: ``$LOGICVAL_CACHE``, default ``~/.cache/logicval``; ``LOGICVAL_CACHE=off``
+    turns it off): a second process, a new output folder or a new dataset reads the rows instead of building
+    them. The rows are shared, do not mutate them."""
     return _cached_benchmark(int(seed))
+
+
+def stored_benchmark(seed: int = DEFAULT_SEED, cache_dir: str | Path | None = USER_CACHE,
+                     progress: bool = False) -> Benchmark:
+    """The benchmark of ``seed`` read from ``cache_dir`` (default: the user-level cache) when this code built it
+    there, else built and kept there (None: built, not kept)."""
+    doc = read_stored(seed, cache_dir)
+    if doc is not None:
+        return Benchmark(int(seed), {name: tuple(doc["rows"][name]) for name in PACKAGE_NAMES},
+                         doc.get("streams") or {}, doc.get("seconds") or {})
+    bench = build_benchmark(seed, progress=progress)
+    keep_benchmark(bench, cache_dir)
+    return bench
+
+
+def keep_benchmark(bench: Benchmark, cache_dir: str | Path | None = USER_CACHE) -> Path | None:
+    """Write a built benchmark where `stored_benchmark` reads it; the file, or None when nothing was written."""
+    return write_stored(bench.seed, {"rows": {name: list(bench.rows[name]) for name in PACKAGE_NAMES},
+                                     "streams": bench.streams, "seconds": bench.seconds}, cache_dir)
 
 
 @functools.lru_cache(maxsize=1)
 def _cached_benchmark(seed: int) -> Benchmark:
     # keyed on the normalised seed, so cached_benchmark() and cached_benchmark(DEFAULT_SEED) share one build
-    return build_benchmark(seed)
+    return stored_benchmark(seed)

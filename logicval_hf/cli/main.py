@@ -16,7 +16,7 @@ GROUPS = (core, dataset, meta, run, generate, render_clevr, imports, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from logicval_hf import __version__
+    from logicval_hf.common.version import __version__
 
     p = argparse.ArgumentParser(prog="logicval", description="LogicVal: T2I evaluation as constraint satisfaction.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

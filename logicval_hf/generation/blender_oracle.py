@@ -85,7 +85,7 @@ class BlenderSceneRenderer:
                 raise ValueError(f"blender render: object {i} has size {size!r}; the assets know {list(p['sizes'])}")
 
     def render(self, scene) -> tuple[np.ndarray, Any]:
-        from logicval_hf import Scene, SceneObject
+        from logicval_hf.contract.scene import Scene, SceneObject
         from logicval_hf.contract.spatial import region_of
 
         self._check_vocabulary(scene)

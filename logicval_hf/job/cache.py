@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from logicval_hf import __version__
 from logicval_hf.benchmark.fingerprint import benchmark_fingerprint
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.common.atomic import atomic_write_json
 from logicval_hf.common.fingerprint import files_hash, modules_hash
+from logicval_hf.common.version import __version__
 
 __all__ = ["backend_fingerprint", "cached_verdict", "generator_fingerprint", "intended_ok", "load_rows", "read_json",
            "sha1"]

@@ -40,10 +40,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from logicval_hf import __version__
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, default_solver
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json, remove_stale_temps
+from logicval_hf.common.version import __version__
 from logicval_hf.contract.spec import as_spec
 from logicval_hf.job import cache
 from logicval_hf.job.analysis import LEAST_CERTAIN_SHOWN, WORST_SHOWN, analyse, known_truth, scene_diff

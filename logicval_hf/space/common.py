@@ -3,7 +3,6 @@ and the escaping of user text that the Space echoes."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import lzma
@@ -15,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, cached_benchmark
+from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, cached_benchmark, keep_benchmark
+from logicval_hf.benchmark.store import read_stored, stored_file
 from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.contract.catalog import Catalog, load_catalog
 from logicval_hf.contract.scene import Scene
@@ -96,24 +96,9 @@ def fingerprint() -> str:
 
 
 def cache_file(seed: int = DEFAULT_SEED, cache_dir: str | Path | None = None) -> Path | None:
-    """The cache file of a seed (named by the code fingerprint), or None without a cache folder."""
-    d = Path(cache_dir) if cache_dir is not None else _cache_dir
-    return None if d is None else d / f"space-benchmark-{int(seed)}-{fingerprint()}.json.gz"
-
-
-def _read_cache(path: Path, seed: int) -> dict[str, tuple[dict[str, Any], ...]] | None:
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            d = json.load(fh)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, EOFError) as e:
-        log.warning("ignoring the unreadable benchmark cache %s (%s); rebuilding", path, e)
-        return None
-    rows = _rows_of(d, seed)
-    if rows is None:
-        log.warning("ignoring the benchmark cache %s: not this seed's rows; rebuilding", path)
-    return rows
+    """The cache file of a seed (named by the code fingerprint; `logicval_hf.benchmark.store`), or None without a
+    cache folder."""
+    return stored_file(seed, cache_dir if cache_dir is not None else _cache_dir)
 
 
 def _rows_of(d: Any, seed: int) -> dict[str, tuple[dict[str, Any], ...]] | None:
@@ -152,14 +137,6 @@ def write_shipped(path: Path | None = None, seed: int = DEFAULT_SEED) -> Path:
     return path
 
 
-def _write_cache(path: Path, seed: int, rows: Mapping[str, Any]) -> None:
-    try:
-        data = json.dumps({"seed": seed, "rows": {k: list(v) for k, v in rows.items()}}).encode()
-        atomic_write_bytes(path, gzip.compress(data, compresslevel=6))
-    except OSError as e:  # a read-only disk only costs the next start-up the build
-        log.warning("could not write the benchmark cache %s (%s)", path, e)
-
-
 def benchmark_rows(seed: int = DEFAULT_SEED) -> Mapping[str, tuple[dict[str, Any], ...]]:
     """The benchmark rows per package: from memory, else from the disk cache, else the shipped rows (`SHIPPED_ROWS`,
     when the code matches), else built (~15 s on 2 cores) and written to the disk cache. Thread-safe; built at
@@ -170,16 +147,16 @@ def benchmark_rows(seed: int = DEFAULT_SEED) -> Mapping[str, tuple[dict[str, Any
             return _rows[seed]
         t0 = time.perf_counter()
         path = cache_file(seed)
-        rows = _read_cache(path, seed) if path is not None else None
+        rows = _rows_of(read_stored(seed, _cache_dir), seed) if _cache_dir is not None else None
         how = "disk"
         if rows is None:
             rows, how = read_shipped(seed), "shipped"
         if rows is None:
-            bench = cached_benchmark() if seed == DEFAULT_SEED else cached_benchmark(seed)
+            bench = cached_benchmark(seed)  # in-process memo (and the user-level cache), then the Space's folder
             rows = {name: tuple(bench.rows[name]) for name in PACKAGE_NAMES}
             how = "built"
-            if path is not None:
-                _write_cache(path, seed, rows)
+            if path is not None and not path.is_file():
+                keep_benchmark(bench, _cache_dir)
         _rows[seed] = rows
         load_info[seed] = {"how": how, "seconds": time.perf_counter() - t0, "file": str(path) if path else None}
         log.info("benchmark rows (seed %s) %s in %.1f s", seed,

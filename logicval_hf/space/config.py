@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
+from logicval_hf.common.paths import OFF_VALUES, user_cache_dir, user_data_dir
 from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES
 
 #: environment variables that switch the default perception backend to ``neural``
@@ -37,11 +38,16 @@ def default_backend(environ: Mapping[str, str] | None = None) -> str:
     return "clevr"
 
 
-def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the Space keeps the built benchmark: ``$XDG_CACHE_HOME/logicval`` (default ``~/.cache/logicval``)."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base).expanduser() if base else Path.home() / ".cache") / "logicval"
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where the Space keeps the built benchmark: the user-level cache (`logicval_hf.common.paths.user_cache_dir`:
+    ``$LOGICVAL_CACHE``, else ``$XDG_CACHE_HOME/logicval``, default ``~/.cache/logicval``)."""
+    return user_cache_dir(os.environ if environ is None else environ)
+
+
+def default_annotation_root(environ: Mapping[str, str] | None = None) -> Path:
+    """The annotation folder when ``LOGICVAL_ANNOTATION_ROOT`` is not set: ``annotations/`` in the user-level data
+    folder (``$XDG_DATA_HOME/logicval``, default ``~/.local/share/logicval``), never the working folder."""
+    return user_data_dir(os.environ if environ is None else environ) / "annotations"
 
 
 @dataclass
@@ -87,7 +93,7 @@ def config_from_env(environ: Mapping[str, str] | None = None) -> SpaceConfig:
     root = env.get("LOGICVAL_ANNOTATION_ROOT", "").strip()
     root_path = Path(root).expanduser() if root else None
     if creds and root_path is None:
-        root_path = Path("annotation_data").resolve()
+        root_path = default_annotation_root(env)
     db = env.get("LOGICVAL_ANNOTATION_DB", "").strip()
     export = env.get("LOGICVAL_ANNOTATION_EXPORT", "").strip()
     mb = env.get("LOGICVAL_SPACE_MAX_FILE_MB", "").strip()
@@ -98,10 +104,7 @@ def config_from_env(environ: Mapping[str, str] | None = None) -> SpaceConfig:
     if max_bytes <= 0:
         raise ConfigError(f"LOGICVAL_SPACE_MAX_FILE_MB must be positive, got {mb!r}")
     cache = env.get("LOGICVAL_SPACE_CACHE", "").strip()
-    if cache.lower() in ("0", "off", "none", "no"):
-        cache_dir = None
-    else:
-        cache_dir = Path(cache).expanduser() if cache else default_cache_dir(env)
+    cache_dir = None if cache.lower() in OFF_VALUES else Path(cache).expanduser() if cache else default_cache_dir(env)
     return SpaceConfig(
         credentials=creds,
         annotation_root=root_path,

@@ -37,5 +37,5 @@ def test_every_python_snippet_runs_as_printed(readers_folder, k):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(readers_folder / "hf")}
     out = subprocess.run([sys.executable, "-c", SNIPPETS[k]], cwd=readers_folder, env=env, capture_output=True,
-                         text=True, timeout=600)
+                         text=True, timeout=600, check=False)
     assert out.returncode == 0, f"README snippet {k + 1} failed:\n{SNIPPETS[k]}\n{out.stderr[-3000:]}"
