@@ -31,16 +31,18 @@ def _setting(text: str) -> tuple[str, Any]:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from logicval_hf.serve.config import ServeConfig
+    from logicval_hf.serve.config import ServeConfig, default_workers, usable_cores
     from logicval_hf.serve.protocol import Limits
 
+    cores = usable_cores()
+    workers = args.workers or default_workers(cores)
     config = ServeConfig(
         host=args.host, port=args.port, backend=args.backend, backend_settings=dict(args.setting or ()),
-        workers=0 if args.ray else args.workers, token=args.token or os.environ.get(_TOKEN_ENV) or None,
+        workers=0 if args.ray else workers, token=args.token or os.environ.get(_TOKEN_ENV) or None,
         reward=args.reward, limits=Limits(args.max_images, args.max_pixels, args.max_bytes),
         max_batch=args.max_batch, max_queue=args.max_queue)
-    # Ray shares the cores out per replica (`ray_deployment`); here the workers share this machine's
-    return config if args.ray else config.sharing_cores((os.cpu_count() or 1) / args.workers)
+    # Ray shares the cores out per replica (`ray_deployment`); here the workers share this process's cores
+    return config if args.ray else config.sharing_cores(cores / workers)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -58,13 +60,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     if args.replicas != 1 or args.gpus_per_replica:
         raise ValueError("--replicas and --gpus-per-replica scale out on Ray Serve: add --ray")
-    uvicorn = require("uvicorn", "serve", "the reward server")
-    from logicval_hf.serve.app import create_app
+    require("uvicorn", "serve", "the reward server")
+    from logicval_hf.serve.http_server import run_server
 
-    print(f"logicval serve: {config.backend} backend, {config.workers} worker(s), "
-          f"http://{config.host}:{config.port} (POST /, POST /compute, GET /health)", file=sys.stderr)
-    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level=args.log_level,
-                timeout_graceful_shutdown=5)
+    threads = config.backend_settings.get("threads")
+    print(f"logicval serve: {config.backend} backend, {config.workers} worker(s)"
+          f"{f' x {threads} thread(s)' if threads else ''}, http://{config.host}:{config.port} "
+          "(POST /, POST /compute, GET /health; SIGTERM or Ctrl-C stops)", file=sys.stderr)
+    run_server(config, log_level=args.log_level)
     return 0
 
 
@@ -79,6 +82,8 @@ def cmd_build_prompts(args: argparse.Namespace) -> int:
 
 def add_subcommands(subparsers: Any) -> None:
     """Register ``serve`` and ``build-prompts`` on an argparse subparsers object."""
+    from logicval_hf.serve.config import MAX_DEFAULT_WORKERS
+
     p = subparsers.add_parser(
         "serve", help="LogicVal as an RL reward: Flow-GRPO's pickle protocol at POST /, Flow-Factory's JSON at "
                       "POST /compute, GET /health (extra 'serve'; --ray: extra 'serve-ray')")
@@ -90,9 +95,10 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--setting", action="append", type=_setting, metavar="KEY=VALUE",
                    help="a backend setting, repeatable (e.g. second_look=false: the clevr parser without its "
                         "second look at uncertain peaks, about a third faster)")
-    p.add_argument("--workers", type=_positive_int, default=1,
-                   help="scoring worker processes (default 1; one per core is the usual choice; each clevr worker "
-                        "gets cores/N onnxruntime threads unless --setting threads=T; a Ray replica gets its CPUs)")
+    p.add_argument("--workers", type=_positive_int, default=None,
+                   help="scoring worker processes (default: one per core this process may use, at most "
+                        f"{MAX_DEFAULT_WORKERS}; each clevr worker gets cores//N onnxruntime threads unless "
+                        "--setting threads=T; a Ray replica gets its CPUs)")
     p.add_argument("--token", default=None,
                    help=f"require 'Authorization: Bearer TOKEN' on scoring routes (or set {_TOKEN_ENV})")
     p.add_argument("--reward", choices=("fraction", "probability"), default="fraction",

@@ -24,7 +24,25 @@ Usage::
     app = create_app(ServeConfig(backend="clevr", workers=2))      # any ASGI server; `logicval serve` uses uvicorn
 """
 
-from logicval_hf.serve.app import create_app
-from logicval_hf.serve.config import ServeConfig
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from logicval_hf.serve.app import create_app
+    from logicval_hf.serve.config import ServeConfig
 
 __all__ = ["ServeConfig", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    # resolved on first use: the CLI reads `serve.config` to build its parser, which must not import the app
+    if name == "create_app":
+        from logicval_hf.serve.app import create_app
+
+        return create_app
+    if name == "ServeConfig":
+        from logicval_hf.serve.config import ServeConfig
+
+        return ServeConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,10 +4,10 @@
 Status codes, and why: 200 for every request that was read, bad samples included (each gets reward 0 and an
 ``errors`` entry: a 500 would make Flow-GRPO's client retry the same request a thousand times); 400 for a body that
 is not the protocol (a pickle naming a global is refused before anything in it runs); 401 without the token when
-one is set; 413 over a size cap; 503 with ``Retry-After`` when the queue is full or a worker died holding the
-request (Flow-GRPO's urllib3 retry honours it); 503 without it when the model cannot be loaded (a missing model file
-must stop a training run, not feed it zeros). Bodies are parsed in a thread and scored in the worker pool: the event
-loop only moves bytes.
+one is set; 413 over a size cap; 503 with ``Retry-After`` when the queue is full, a worker died holding the
+request or the server is stopping (Flow-GRPO's urllib3 retry honours it); 503 without it when the model cannot be
+loaded (a missing model file must stop a training run, not feed it zeros). Bodies are parsed in a thread and
+scored in the worker pool: the event loop only moves bytes.
 """
 
 # no `from __future__ import annotations`: FastAPI reads the routes' annotations, and `Request` is imported inside
@@ -22,7 +22,7 @@ from typing import Any
 
 from logicval_hf import __version__
 from logicval_hf.common.extras import require
-from logicval_hf.serve.batching import MicroBatcher, Overloaded
+from logicval_hf.serve.batching import MicroBatcher, Overloaded, Stopping
 from logicval_hf.serve.config import ServeConfig
 from logicval_hf.serve.health import Health
 from logicval_hf.serve.items import resolve_ids
@@ -62,8 +62,10 @@ class RewardServer:
         self.pool: WorkerPool | None = None
         self.batcher: MicroBatcher | None = None
         self._warm: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self.pool = WorkerPool(self.config.scoring, self.config.workers)
         self.batcher = MicroBatcher(self.pool, self.config.max_batch, self.config.max_queue,
                                     self.config.batch_wait_ms / 1000)
@@ -76,21 +78,30 @@ class RewardServer:
             info = await self.pool.warm_up()
         except Exception as e:  # noqa: BLE001 - whatever stops the model from loading is the health report
             self.health.failed(e)
-            log.error("the %s backend failed to start: %s", self.config.backend, e)
+            log.error("the %s backend failed to start: %s", self.config.backend, self.health.error)
         else:
             self.health.loaded(info)
 
+    def request_stop(self, grace: float) -> None:
+        """Begin stopping, from any thread or a signal handler: new and waiting requests are refused with 503 at
+        once, running batches get ``grace`` seconds (`MicroBatcher.stop`)."""
+        if self._loop is not None and self.batcher is not None:
+            self._loop.call_soon_threadsafe(self.batcher.stop, grace)
+
     async def close(self) -> None:
+        """Refuse what is still waiting or running, then stop every process the pool started (bounded)."""
         if self._warm is not None:
             self._warm.cancel()
         if self.batcher is not None:
             await self.batcher.close()
         if self.pool is not None:
-            self.pool.close()
+            await asyncio.to_thread(self.pool.close)
 
     def status(self) -> tuple[int, dict[str, Any]]:
         """``/health``'s status code and body."""
         body = self.health.report()
+        if self.batcher is not None and self.batcher.stopping:  # a load balancer sends nothing more here
+            body["status"] = "stopping"
         body.update(version=__version__, workers=self.config.workers,
                     worker_pids=self.pool.pids() if self.pool is not None else [],
                     worker_restarts=self.pool.restarts if self.pool is not None else 0,
@@ -124,7 +135,7 @@ class RewardServer:
             return await self.batcher.score(samples)
         except Overloaded as e:
             raise _Refused(503, str(e), {"Retry-After": str(e.retry_after)}) from None
-        except WorkerLost as e:
+        except (WorkerLost, Stopping) as e:
             raise _Refused(503, str(e), {"Retry-After": "1"}) from None
 
 
@@ -219,7 +230,7 @@ def create_app(config: ServeConfig | None = None) -> Any:
 
     @app.get("/health")
     async def health() -> Any:
-        """Model loaded, backend, version, workers; 503 while starting or when the model cannot be used."""
+        """Model loaded, backend, version, workers; 503 while starting, stopping or when the model cannot be used."""
         code, body = server.status()
         headers = {"Retry-After": "1"} if body["status"] == "starting" else None
         return JSONResponse(body, status_code=code, headers=headers)

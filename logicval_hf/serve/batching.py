@@ -9,6 +9,10 @@ milliseconds, to catch requests sent together). The event loop only moves lists 
 When the images waiting would exceed ``max_queue``, a new request is refused with `Overloaded`, whose
 ``retry_after`` (seconds) estimates when the queue will have drained: the server answers 503 with ``Retry-After``,
 which Flow-GRPO's client (urllib3's ``Retry``) honours and retries.
+
+When the server stops (`MicroBatcher.stop`), every waiting request and every new one is refused with `Stopping`
+at once (503 with ``Retry-After``); a batch already running is answered if it finishes within the grace period,
+and refused with `Stopping` after it, so no request waits on a server that is going away.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from logicval_hf.serve.pool import WorkerPool
 from logicval_hf.serve.protocol import SampleResult
 from logicval_hf.serve.worker import Sample
 
-__all__ = ["MicroBatcher", "Overloaded"]
+__all__ = ["MicroBatcher", "Overloaded", "Stopping"]
 
 
 class Overloaded(RuntimeError):
@@ -35,7 +39,14 @@ class Overloaded(RuntimeError):
         self.retry_after = retry_after
 
 
-@dataclass
+class Stopping(RuntimeError):
+    """The server is stopping: the request is refused (503 with ``Retry-After``)."""
+
+    def __init__(self, message: str = "the reward server is stopping; retry the request"):
+        super().__init__(message)
+
+
+@dataclass(eq=False)  # compared and hashed by identity: held in a set while its batch runs
 class _Pending:
     samples: Sequence[Sample]
     future: asyncio.Future
@@ -65,15 +76,40 @@ class MicroBatcher:
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(pool.slots)
         self._running: set[asyncio.Task] = set()
+        self._inflight: set[_Pending] = set()
         self._dispatcher: asyncio.Task | None = None
+        self.stopping = False
         self._seconds_per_image = 0.05  # moving estimate, for Retry-After
 
     def start(self) -> None:
         self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch(), name="logicval-dispatch")
 
-    async def close(self) -> None:
+    def stop(self, grace: float) -> None:
+        """Refuse every waiting and every new request with `Stopping` now, and a running batch's requests after
+        ``grace`` seconds unless it has been answered by then (module docstring)."""
+        if self.stopping:
+            return
+        self.stopping = True
         if self._dispatcher is not None:
             self._dispatcher.cancel()
+        while self._queue:
+            self._refuse(self._queue.popleft())
+        self.queued = 0
+        asyncio.get_running_loop().call_later(grace, self._refuse_running)
+
+    def _refuse_running(self) -> None:
+        for p in list(self._inflight):
+            self._refuse(p)
+
+    @staticmethod
+    def _refuse(p: _Pending) -> None:
+        if not p.future.done():
+            p.future.set_exception(Stopping())
+
+    async def close(self) -> None:
+        """`stop` with no grace, and the running batches' tasks cancelled."""
+        self.stop(0.0)
+        self._refuse_running()
         for task in list(self._running):
             task.cancel()
 
@@ -83,7 +119,10 @@ class MicroBatcher:
         Raises:
             Overloaded: too many images are waiting.
             WorkerLost: the worker holding the batch died.
+            Stopping: the server is stopping.
         """
+        if self.stopping:
+            raise Stopping()
         n = len(samples)
         if n == 0:
             return []
@@ -134,17 +173,19 @@ class MicroBatcher:
     async def _run(self, batch: list[_Pending]) -> None:
         samples = [s for p in batch for s in p.samples]
         start = time.perf_counter()
+        self._inflight.update(batch)
         try:
             results = await self.pool.run(samples)
         except BaseException as e:  # WorkerLost, or anything unexpected: every request of the batch learns of it
             for p in batch:
-                if not p.future.done():
-                    p.future.set_exception(e if isinstance(e, Exception) else RuntimeError("cancelled"))
+                if not p.future.done():  # cancelled: the server is stopping
+                    p.future.set_exception(e if isinstance(e, Exception) else Stopping())
             if not isinstance(e, Exception):
                 raise
             return
         finally:
             self._slots.release()
+            self._inflight.difference_update(batch)
         self.batches += 1
         per_image = (time.perf_counter() - start) / len(samples)
         self._seconds_per_image = 0.8 * self._seconds_per_image + 0.2 * per_image

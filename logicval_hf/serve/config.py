@@ -1,7 +1,19 @@
-"""The reward server's configuration: one frozen value the CLI, the app and the Ray deployment share."""
+"""The reward server's configuration: one frozen value the CLI, the app and the Ray deployment share, and the rule
+that sizes the worker pool to the machine.
+
+**Workers.** ``logicval serve`` without ``--workers`` starts `default_workers` processes: one per core this process
+may use (`usable_cores`: the CPUs of its affinity mask, ``os.sched_getaffinity``, further limited by a cgroup CPU
+quota such as ``docker --cpus`` or a Kubernetes CPU limit), at most `MAX_DEFAULT_WORKERS`. Each clevr worker then
+gets ``cores // workers`` onnxruntime threads (at least 1), so workers x threads never exceeds the cores. Processes,
+not threads, because a worker's images/s hardly grow with threads (a batch's decode, second look and solver calls
+are serial) while a second process doubles them; the cap because each worker holds its own model and solver
+(about 0.4 GB resident).
+"""
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -9,10 +21,53 @@ from typing import Any
 from logicval_hf.serve.protocol import REWARD_MODES, Limits
 from logicval_hf.serve.worker import ScoringSettings
 
-__all__ = ["DEFAULT_PORT", "ServeConfig"]
+__all__ = ["DEFAULT_PORT", "MAX_DEFAULT_WORKERS", "ServeConfig", "cgroup_cpu_quota", "default_workers", "usable_cores"]
 
 #: Flow-GRPO's client posts to http://127.0.0.1:18085
 DEFAULT_PORT = 18085
+#: the most worker processes the default starts (module docstring); ``--workers N`` sets any number
+MAX_DEFAULT_WORKERS = 8
+
+
+def cgroup_cpu_quota(root: str = "/sys/fs/cgroup") -> float | None:
+    """The CPUs a cgroup quota allows this process (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), None without
+    a quota."""
+    v2 = _read(f"{root}/cpu.max").split()
+    if v2:
+        quota, period = [*v2, "100000"][:2]
+    else:
+        quota, period = _read(f"{root}/cpu/cpu.cfs_quota_us"), _read(f"{root}/cpu/cpu.cfs_period_us")
+    try:
+        q, p = float(quota), float(period)
+    except ValueError:  # "max", or no such file: no quota
+        return None
+    return q / p if q > 0 and p > 0 else None
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def usable_cores() -> int:
+    """The cores this process may use: its affinity mask's CPUs, limited by a cgroup CPU quota (rounded up)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    return max(1, cores)
+
+
+def default_workers(cores: int | None = None) -> int:
+    """``logicval serve``'s worker processes when ``--workers`` is not given: one per usable core, at most
+    `MAX_DEFAULT_WORKERS` (module docstring)."""
+    return max(1, min(cores if cores is not None else usable_cores(), MAX_DEFAULT_WORKERS))
 
 
 @dataclass(frozen=True)
@@ -25,7 +80,8 @@ class ServeConfig:
             ``given`` reads scene-graph JSON instead of images).
         backend_settings: keyword settings for the backend (e.g. ``{"second_look": False}``: no second look at
             uncertain peaks, a third faster).
-        workers: scoring worker processes (0: a thread of the serving process, as a Ray Serve replica does).
+        workers: scoring worker processes (0: a thread of the serving process, as a Ray Serve replica does; the
+            CLI's default is `default_workers`).
         token: when set, every scoring request needs ``Authorization: Bearer <token>``.
         reward: ``scores`` of LogicVal items: ``fraction`` (constraints satisfied) or ``probability``.
         limits: the size caps (images per request, pixels per image, bytes).

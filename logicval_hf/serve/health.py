@@ -4,16 +4,41 @@ The failure this guards against is the one users of the GenEval reward server re
 reward collapses to 0 and training goes on, learning nothing. Here a backend whose model file is missing, or whose
 model failed to load in the workers, makes ``/health`` answer 503 naming the problem, and the scoring routes refuse
 to answer (503) instead of returning zeros.
+
+Nothing here names a path of the server's machine: a model file is named relative to the package
+(``perception/scene_parser_int8.onnx``), a file elsewhere (a ``model_path`` setting) by its name alone, and every
+message (a backend's check, a load error) is passed through `without_paths` before a client or the log sees it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Health", "model_files"]
+from logicval_hf.common.fingerprint import PACKAGE_ROOT
+
+__all__ = ["Health", "model_files", "shown_path", "without_paths"]
+
+#: an absolute path: a slash, then folders, then a last part (kept)
+_ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"():,]+/)+(?=[^\s/'\"():,])")
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """How the server names a file: relative to the package when it is one of the package's files, else its name."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(PACKAGE_ROOT).as_posix()
+    except ValueError:
+        return p.name
+
+
+def without_paths(text: str) -> str:
+    """``text`` with the package's folder removed from its files' paths and every other absolute path cut to its
+    last part (a message from a backend or a library may name files anywhere on the machine)."""
+    return _ABSOLUTE.sub("", text.replace(f"{PACKAGE_ROOT}{os.sep}", ""))
 
 
 def model_files(backend: str, settings: Mapping[str, Any]) -> list[Path]:
@@ -41,7 +66,7 @@ class Health:
         self.state, self.workers = "ok", workers
 
     def failed(self, error: BaseException) -> None:
-        self.state, self.error = "failed", f"{type(error).__name__}: {error}"
+        self.state, self.error = "failed", without_paths(f"{type(error).__name__}: {error}")
 
     def problems(self) -> list[str]:
         """Why the server cannot score (empty when it can, or while it is still starting): the backend's own check
@@ -49,9 +74,9 @@ class Health:
         load."""
         from logicval_hf.perception import get_backend
 
-        out = get_backend(self.backend).check()
-        out += [f"model file {p} is missing" for p in self.files if not os.path.isfile(p)
-                and f"model file {p} is missing" not in out]
+        out = [without_paths(p) for p in get_backend(self.backend).check()]
+        out += [f"model file {shown_path(p)} is missing" for p in self.files if not os.path.isfile(p)
+                and f"model file {shown_path(p)} is missing" not in out]
         if self.error:
             out.append(f"the {self.backend} backend could not load its model: {self.error}")
         return out
@@ -66,6 +91,6 @@ class Health:
             "model_loaded": self.state == "ok" and not problems,
             "backend": self.backend,
             "description": get_backend(self.backend).description,
-            "model_files": [{"path": str(p), "present": os.path.isfile(p)} for p in self.files],
+            "model_files": [{"path": shown_path(p), "present": os.path.isfile(p)} for p in self.files],
             "problems": problems,
         }

@@ -7,15 +7,25 @@ reports itself healthy. A worker that dies (``kill -9``, the OOM killer) breaks 
 with `WorkerLost` (the server answers 503 with ``Retry-After``, which Flow-GRPO's client retries), a fresh pool
 replaces the broken one, and the next batches run there. No result is ever matched to the wrong batch: each batch
 is one future of the executor.
+
+Stopping (`WorkerPool.close`) is bounded and complete: the workers are asked to finish, then terminated, then
+killed, each step waited on with a deadline; then the forkserver and the resource tracker this process started
+are stopped the same way. Nothing is left to interpreter exit, which a server stopped by SIGTERM never reaches
+(uvicorn re-raises the signal with its default action once it has shut down). A worker also ends by itself when
+the server process is gone however it died (`logicval_hf.serve.worker.start_worker` watches it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import multiprocessing as mp
 import os
+import signal
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -24,7 +34,7 @@ from typing import Any
 from logicval_hf.serve.protocol import SampleResult
 from logicval_hf.serve.worker import Sample, ScoringSettings, score_batch, start_worker, warm_up
 
-__all__ = ["WorkerLost", "WorkerPool"]
+__all__ = ["WorkerLost", "WorkerPool", "stop_helpers"]
 
 log = logging.getLogger("logicval.serve")
 
@@ -48,7 +58,7 @@ class WorkerPool:
         self.workers = workers
         self.restarts = 0
         self._lock = threading.Lock()
-        self._executor = self._new_executor()
+        self._executor: Executor | None = self._new_executor()
 
     @property
     def slots(self) -> int:
@@ -63,18 +73,18 @@ class WorkerPool:
         if method == "forkserver":
             ctx.set_forkserver_preload(["logicval_hf.serve.worker"])
         return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=start_worker,
-                                   initargs=(self.settings,))
+                                   initargs=(self.settings, os.getpid()))
 
     def pids(self) -> list[int]:
         """The processes that score: the workers', or this process's in thread mode."""
         if self.workers == 0:
             return [os.getpid()]
-        processes = getattr(self._executor, "_processes", None) or {}  # ProcessPoolExecutor keeps them here
+        processes = getattr(self._executor, "_processes", None) or {}  # where ProcessPoolExecutor keeps them
         return sorted(int(p) for p in processes)
 
     def _replace(self, broken: Executor) -> None:
         with self._lock:
-            if self._executor is not broken:  # another batch of the same pool got here first
+            if self._executor is not broken:  # another batch of the same pool got here first, or it was closed
                 return
             self.restarts += 1
             log.warning("a scoring worker died; starting a fresh pool (restart %d)", self.restarts)
@@ -83,6 +93,8 @@ class WorkerPool:
 
     async def _call(self, fn: Any, *args: Any) -> Any:
         executor = self._executor
+        if executor is None:
+            raise WorkerLost("the scoring workers have been stopped")
         try:
             return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
         except BrokenProcessPool:
@@ -106,5 +118,76 @@ class WorkerPool:
         """
         return await self._call(score_batch, list(samples), self.settings)
 
-    def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+    def close(self, timeout: float = 1.0) -> None:
+        """Stop every process this pool started, within about ``timeout`` + 2 seconds (module docstring): a
+        batch still running after ``timeout`` is abandoned (its requests have been answered 503 by then)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        manager = getattr(executor, "_executor_manager_thread", None)  # shutdown() forgets it
+        executor.shutdown(wait=False, cancel_futures=True)
+        if self.workers == 0:
+            return
+        deadline = time.monotonic() + timeout
+        for p in processes:
+            p.join(max(0.0, deadline - time.monotonic()))
+        for step in ("terminate", "kill"):
+            alive = [p for p in processes if p.is_alive()]
+            for p in alive:
+                getattr(p, step)()
+            for p in alive:
+                p.join(1.0)
+        if manager is not None:  # it exits once its workers have, letting go of the executor's queues
+            manager.join(1.0)
+        # the executor's queues hold named semaphores, unlinked when collected: now, before the resource tracker
+        # stops (it would report them as leaked, on the server's stderr)
+        del executor, manager
+        gc.collect()
+        stop_helpers()
+
+
+def _end(pid: int | None, closing_fd: int | None, timeout: float) -> None:
+    """Close ``closing_fd`` (the pipe whose end-of-file tells the helper ``pid`` to exit), then wait for ``pid``
+    for up to ``timeout`` seconds and kill it if it is still there."""
+    if closing_fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(closing_fd)
+    if pid is None:
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return
+        time.sleep(0.02)
+
+
+def stop_helpers(timeout: float = 1.0) -> None:
+    """Stop this process's multiprocessing forkserver and resource tracker, if running (each restarts on demand).
+
+    Both exit on their own once every process holding their pipe has ended; ``multiprocessing`` only stops them at
+    interpreter exit, with waits that have no bound. Here each gets ``timeout`` seconds, then SIGKILL."""
+    from multiprocessing import forkserver, resource_tracker, util
+
+    server: Any = forkserver._forkserver  # the process-wide instances; their private state is typed nowhere
+    with server._lock:
+        pid, fd = server._forkserver_pid, server._forkserver_alive_fd
+        server._forkserver_pid = server._forkserver_alive_fd = None
+        address, server._forkserver_address = server._forkserver_address, None
+        _end(pid, fd, timeout)
+        if address and not util.is_abstract_socket_namespace(address) and os.path.exists(address):
+            os.unlink(address)
+    tracker: Any = resource_tracker._resource_tracker
+    with tracker._lock:
+        pid, fd = tracker._pid, tracker._fd
+        tracker._pid = tracker._fd = None
+        _end(pid, fd, timeout)

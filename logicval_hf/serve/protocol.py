@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from logicval_hf.serve.health import without_paths
 from logicval_hf.serve.unpickling import UnsafePickleError, restricted_loads
 
 __all__ = ["BadRequest", "GENEVAL_TAGS", "Limits", "RewardRequest", "SampleResult", "TooLarge", "ABSENT",
@@ -101,7 +102,9 @@ class SampleResult:
 
     @classmethod
     def failed(cls, error: str) -> SampleResult:
-        return cls(error=error)
+        """A bad sample's result: reward 0 and ``error`` (a library's message may name files: only their names
+        are kept, `without_paths`)."""
+        return cls(error=without_paths(error))
 
 
 def _check_count(n_images: int, n_items: int, limits: Limits, items_key: str) -> None:

@@ -9,6 +9,9 @@ a bad sample: an undecodable image, a malformed item or a scene the spec cannot 
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,11 +43,42 @@ class Sample:
     reward: str | None = None
 
 
-def start_worker(settings: ScoringSettings) -> None:
+def _exit_with(server: int) -> None:
+    """End this worker as soon as process ``server`` has ended (a pidfd becomes readable then; without pidfds,
+    polled once a second)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(server)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])
+    else:
+        while True:
+            try:
+                os.kill(server, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(1.0)
+    os._exit(0)
+
+
+def start_worker(settings: ScoringSettings, server: int | None = None) -> None:
     """Process start-up of a scoring worker (the process pool's initializer): one intra-op thread per worker
-    process unless the environment says otherwise, then the backend's own start-up (`PerceptionBackend.init_worker`)."""
+    process unless the environment says otherwise, then the backend's own start-up (`PerceptionBackend.init_worker`).
+
+    Args:
+        settings: what the worker scores with.
+        server: the server process's pid: the worker exits when that process ends, however it ended (a SIGKILL
+            leaves no chance to stop the workers). Ctrl-C reaches the worker too (one process group); the server
+            stops it, so the worker ignores SIGINT instead of printing a traceback.
+    """
     from logicval_hf.perception import get_backend
 
+    if server is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        threading.Thread(target=_exit_with, args=(server,), name="logicval-server-watch", daemon=True).start()
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     backend = get_backend(settings.backend)
@@ -82,12 +116,16 @@ def decode_image(data: Any, what: str) -> Any:
 
 
 def _raw_scene_input(data: Any, what: str) -> Any:
-    """A raw-input backend's input (a scene graph): JSON text or a dict."""
+    """A raw-input backend's input (a scene graph): JSON text or a dict. Never a path: the backend would read a
+    file of the server's machine that a client named."""
     if isinstance(data, (bytes, bytearray)):
         try:
-            return data.decode("utf-8")
+            data = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ValueError(f"{what}: the backend reads scene graphs (JSON), not image bytes") from None
+    if isinstance(data, str) and not data.lstrip().startswith("{"):
+        raise ValueError(f"{what}: the backend reads a scene graph as a JSON object, got text starting "
+                         f"{data.lstrip()[:20]!r}")
     return data
 
 

@@ -7,12 +7,13 @@ whose `kept` and `relative_position` (GenEval's own rules) this builds on.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmark"))
 
-from geneval_rule import kept, relative_position  # noqa: E402
+from geneval_rule import kept, relative_position
 
 
 def reward_server_score(metadata: Mapping[str, Any], detections: Sequence[Mapping[str, Any]]) -> tuple[float, bool]:

@@ -13,8 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter, Retry
@@ -47,26 +48,45 @@ def wait_healthy(url: str, timeout: float = 120.0) -> dict[str, Any]:
 
 
 class ServerProcess:
-    """``logicval serve`` in a subprocess (its own process group, so that stopping it stops its workers)."""
+    """``logicval serve`` in a subprocess, in a process group of its own (whatever it starts can be found)."""
 
     def __init__(self, *args: str, log: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-        self._log = open(log, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "logicval_hf.cli", "serve", "--port", str(self.port), *args],
-            cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(log, "wb") as out:  # the child writes to its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "logicval_hf.cli", "serve", "--port", str(self.port), *args],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def stop(self) -> None:
+        """SIGTERM to the server process alone (it stops what it started); SIGKILL to its group if it did not."""
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
-        self._log.close()
+        if process_group(self.proc.pid):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def process_group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid`` (read from /proc: psutil may not be installed); zombies, which
+    hold nothing but their exit status, are not counted."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended while we looked
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry.name))
+    return sorted(out)
 
 
 def pattern_images(specs: Sequence[Any], size: tuple[int, int] = (320, 320)) -> tuple[list[bytes], list[bytes]]:
@@ -119,8 +139,8 @@ def known_images(count: int, size: tuple[int, int] = (320, 320), seed: int = 0):
     oracle, perturbed = pattern_images(specs, size)
     items = [{"spec_json": s.to_json()} for s in specs]
     settings = ScoringSettings()
-    good = score_batch([Sample(im, it) for im, it in zip(oracle, items)], settings)
-    bad = score_batch([Sample(im, it) for im, it in zip(perturbed, items)], settings)
+    good = score_batch([Sample(im, it) for im, it in zip(oracle, items, strict=True)], settings)
+    bad = score_batch([Sample(im, it) for im, it in zip(perturbed, items, strict=True)], settings)
     keep = [k for k in range(len(specs)) if good[k].strict == 1.0 and bad[k].strict == 0.0][:count]
     if len(keep) < count:
         raise AssertionError(f"only {len(keep)} of {len(specs)} specs have clean oracle/perturbed images")

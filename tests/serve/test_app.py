@@ -14,13 +14,15 @@ import re
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("fastapi")
-from fastapi.testclient import TestClient  # noqa: E402
-from PIL import Image  # noqa: E402
+from fastapi.testclient import TestClient
+from PIL import Image
 
-from logicval_hf.serve import ServeConfig, create_app  # noqa: E402
-from logicval_hf.serve.protocol import ABSENT, GENEVAL_TAGS, Limits  # noqa: E402
+from logicval_hf.serve import ServeConfig, create_app
+from logicval_hf.serve.protocol import ABSENT, GENEVAL_TAGS, Limits
 
 RED = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {
     "A1": {"prop": "color", "value": "red", "negated": False}}}]}
@@ -147,7 +149,8 @@ def test_requests_over_the_caps_get_413():
 
 def test_flow_factory_json_protocol(client):
     png = base64.b64encode(_scene("red")).decode()  # base64 of scene JSON: the given backend reads it as is
-    r = client.post("/compute", json={"prompt": ["a red object", "a red object"], "image": [png, _scene("blue").decode()],
+    r = client.post("/compute", json={"prompt": ["a red object", "a red object"],
+                                      "image": [png, _scene("blue").decode()],
                                       "specs": [RED, RED], "video": None, "condition_images": None})
     assert r.status_code == 200
     a = r.json()
@@ -189,10 +192,39 @@ def test_health_reports_a_missing_model_file_and_scoring_refuses_instead_of_answ
         _settled(c)
         r = c.get("/health")
         assert r.status_code == 503 and r.json()["model_loaded"] is False
-        assert any(str(missing) in p and "missing" in p for p in r.json()["problems"])
+        assert any(f"model file {missing.name} is missing" in p for p in r.json()["problems"])
         scored = _post(c, {"images": [_jpeg(64, 64)], "meta_datas": [{"spec": RED}]})
-        assert scored.status_code == 503 and str(missing) in scored.text
+        assert scored.status_code == 503 and missing.name in scored.text and str(tmp_path) not in scored.text
         assert "Retry-After" not in scored.headers  # not retryable: a broken install must stop the run
+
+
+def test_health_names_model_files_relative_to_the_package_and_no_path_of_the_machine(tmp_path):
+    from logicval_hf.common.fingerprint import PACKAGE_ROOT
+    from logicval_hf.perception import get_backend
+    from logicval_hf.serve.health import Health
+
+    report = Health("clevr", {}).report()
+    shipped = [p.resolve().relative_to(PACKAGE_ROOT).as_posix() for p in get_backend("clevr").model_files]
+    assert [f["path"] for f in report["model_files"]] == shipped and shipped
+    assert all(not f["path"].startswith("/") and (PACKAGE_ROOT / f["path"]).is_file() for f in report["model_files"])
+    broken = tmp_path / "broken.onnx"  # a file that is there but is no model: the load fails, naming it
+    broken.write_bytes(b"not an onnx graph")
+    with TestClient(create_app(ServeConfig(backend="clevr", workers=0,
+                                           backend_settings={"model_path": str(broken)}))) as c:
+        body = _settled(c)
+        assert body["status"] == "unavailable" and body["model_files"] == [{"path": "broken.onnx", "present": True}]
+        assert any("broken.onnx" in p for p in body["problems"]), body["problems"]
+        assert str(tmp_path) not in json.dumps(body) and str(PACKAGE_ROOT) not in json.dumps(body)
+
+
+@given(st.lists(st.text("abcXYZ09_.-", min_size=1, max_size=8), min_size=1, max_size=5),
+       st.text("abcdef", min_size=1, max_size=6))
+def test_messages_keep_a_files_name_and_lose_its_folders(folders, name):
+    from logicval_hf.serve.health import without_paths
+
+    path = "/" + "/".join([*folders, name + ".onnx"])
+    assert without_paths(f"Load model from {path} failed") == f"Load model from {name}.onnx failed"
+    assert without_paths(f"model file '{path}' is missing") == f"model file '{name}.onnx' is missing"
 
 
 def test_overload_is_a_503_with_retry_after_that_flow_grpos_retry_honours():

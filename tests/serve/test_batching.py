@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from logicval_hf.serve.batching import MicroBatcher, Overloaded
+from logicval_hf.serve.batching import MicroBatcher, Overloaded, Stopping
 from logicval_hf.serve.protocol import SampleResult
 from logicval_hf.serve.worker import Sample
 
@@ -45,7 +45,7 @@ def test_concurrent_requests_share_batches_and_each_gets_its_own_results():
         return pool, sizes, answers
 
     pool, sizes, answers = asyncio.run(main())
-    for t, (n, got) in enumerate(zip(sizes, answers)):
+    for t, (n, got) in enumerate(zip(sizes, answers, strict=True)):
         assert [r.score for r in got] == [float(t * 1000 + k) for k in range(n)]
     assert sum(pool.batches) == sum(sizes) and max(pool.batches) <= 64
     assert len(pool.batches) < len(sizes) / 2  # merged, not one batch per request
@@ -103,3 +103,27 @@ def test_a_failed_batch_fails_only_its_own_requests():
 
     bad, good = asyncio.run(main())
     assert isinstance(bad, RuntimeError) and good[0].score == 1000.0
+
+
+def test_a_running_batch_is_answered_within_the_grace_and_refused_after_it():
+    async def main(grace: float) -> object:
+        pool = FakePool(delay=0.0)
+        pool.gate = asyncio.Event()  # the batch runs until the gate opens
+        batcher = MicroBatcher(pool, wait_s=0)
+        batcher.start()
+        running = asyncio.ensure_future(batcher.score(_request(1, 3)))
+        for _ in range(1000):  # until the batch is dispatched
+            if pool.batches:
+                break
+            await asyncio.sleep(0.001)
+        batcher.stop(grace)
+        asyncio.get_running_loop().call_later(0.05, pool.gate.set)  # the batch finishes 50 ms into the stop
+        try:
+            return [r.score for r in await asyncio.wait_for(running, 5)]
+        except Stopping as e:
+            return e
+        finally:
+            await batcher.close()
+
+    assert asyncio.run(main(grace=5.0)) == [1000.0, 1001.0, 1002.0]
+    assert isinstance(asyncio.run(main(grace=0.01)), Stopping)

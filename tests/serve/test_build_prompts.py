@@ -53,7 +53,7 @@ def test_training_prompts_avoid_the_benchmark_resume_and_load(tmp_path):
     by_id = {r["id"]: r for r in cached_benchmark().all_rows()}
     assert all(by_id[r["id"]]["spec_json"] == r["spec_json"] and by_id[r["id"]]["label"] == r["label"] for r in test)
     tasks = [read_item(r) for r in train[:50]]
-    assert all(t.kind == "logicval" and t.groups == (r["tag"],) for t, r in zip(tasks, train))
+    assert all(t.kind == "logicval" and t.groups == (r["tag"],) for t, r in zip(tasks, train[:50], strict=True))
 
     import datasets
 

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 pytest.importorskip("ray.serve")
-import requests  # noqa: E402
-from server_helpers import client_loop, free_port, known_images, wait_healthy  # noqa: E402
+import requests
+from server_helpers import client_loop, free_port, known_images, wait_healthy
 
 pytestmark = pytest.mark.slow  # a Ray instance takes ~10 s to start
 

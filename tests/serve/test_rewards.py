@@ -115,7 +115,7 @@ def test_logicval_rewards_strict_relaxed_and_fraction(solver):
                    _obj("green", "cylinder", 350, 50)])
     r = score_task(task, good, solver=solver)
     assert (r.score, r.reward, r.strict) == (1.0, 1.0, 1.0)
-    five = _scene(list(good.to_dict()["objects"]) + [_obj("gray", "sphere", 400, 200)])
+    five = _scene([*good.to_dict()["objects"], _obj("gray", "sphere", 400, 200)])
     r = score_task(task, five, solver=solver)
     assert (r.score, r.reward, r.strict) == (1.0, 1.0, 0.0)  # right constraints, wrong count
     bad = _scene([_obj("red", "sphere", 50, 50), _obj("blue", "sphere", 150, 50), _obj("red", "cube", 250, 50),

@@ -15,9 +15,9 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
-import requests  # noqa: E402
-from requests.adapters import HTTPAdapter, Retry  # noqa: E402
-from server_helpers import ServerProcess, client_loop, known_images, wait_healthy  # noqa: E402
+import requests
+from requests.adapters import HTTPAdapter, Retry
+from server_helpers import ServerProcess, client_loop, known_images, wait_healthy
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ def test_a_reduce_calling_os_system_is_refused_and_never_runs(tmp_path):
     with pytest.raises(UnsafePickleError, match="STACK_GLOBAL"):
         restricted_loads(body)
     assert not marker.exists()
-    with pytest.raises(UnsafePickleError, match="REDUCE|GLOBAL"):  # protocol 0 spells the global out
+    with pytest.raises(UnsafePickleError, match=r"REDUCE|GLOBAL"):  # protocol 0 spells the global out
         restricted_loads(pickle.dumps(_Shell(marker), protocol=0))
     assert not marker.exists()
 
@@ -71,7 +71,7 @@ def test_protocols_0_to_2_bytes_are_refused_with_the_fix():
 
 @pytest.mark.parametrize("data", [b"", b"garbage", pickle.dumps({"a": [1, 2]})[:-4], b"\x80\x05\x95"])
 def test_broken_bytes_are_a_clear_error(data):
-    with pytest.raises(UnsafePickleError, match="pickle|empty"):
+    with pytest.raises(UnsafePickleError, match=r"pickle|empty"):
         restricted_loads(data)
 
 
@@ -79,5 +79,5 @@ def test_shared_references_cannot_blow_up_the_check():
     layer = [b"x"]
     for _ in range(40):  # 2**40 paths through 40 shared lists: the node budget stops the walk
         layer = [layer, layer]
-    with pytest.raises(UnsafePickleError, match="more than|nests deeper"):
+    with pytest.raises(UnsafePickleError, match=r"more than|nests deeper"):
         restricted_loads(pickle.dumps(layer))
