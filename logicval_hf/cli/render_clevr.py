@@ -31,6 +31,7 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
         raise ValueError(f"--num-images must be >= 1, got {args.num_images}")
     check_output_dir(args.out, "--out")
     from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
+    from logicval_hf.generation.clevr_worlds import parse_worlds
 
     profile = RENDER_PROFILES.get("randomise" if args.randomise and args.profile is None else args.profile or "clevr")
     config = RenderConfig(seed=args.seed, samples=args.samples, denoise=args.denoise, width=args.width,
@@ -40,7 +41,8 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
                           randomise=args.randomise, threads=args.threads,
                           profile="randomise" if args.randomise else profile.name,
                           long_side=_long_side(args.long_side),
-                          elevation=_elevation(args.elevation), empty=args.empty).validate()
+                          elevation=_elevation(args.elevation), empty=args.empty,
+                          worlds=parse_worlds(args.worlds)).validate()
     assets = load_assets(args.assets)  # both checks before any work
     if args.blender_python or not bpy_in_process():
         # bpy needs numpy<2: it usually lives in an environment of its own (see generation/blender_process.py)
@@ -87,7 +89,7 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
             "--start-index", str(args.start_index), "--chunk", str(args.chunk), "--threads", str(args.threads)]
     for flag, value in (("--min-objects", args.min_objects), ("--max-objects", args.max_objects),
                         ("--profile", args.profile), ("--long-side", args.long_side),
-                        ("--elevation", args.elevation)):
+                        ("--elevation", args.elevation), ("--worlds", args.worlds)):
         if value is not None:
             argv += [flag, str(value)]
     return (argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
@@ -97,6 +99,7 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
 def add_subcommands(subparsers: Any) -> None:
     """Register ``render-clevr`` on the ``logicval`` subparsers."""
     from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
+    from logicval_hf.generation.clevr_worlds import WORLD_KINDS
 
     p = subparsers.add_parser(
         "render-clevr", help="render CLEVR scenes with Blender (bpy) from the official generator's assets",
@@ -129,6 +132,10 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--elevation", default=None, metavar="MIN:MAX",
                    help="camera elevation range in degrees for profiles that draw the camera (t2i: default 15:75); "
                         "images with a horizon keep their lower range, clipped to this one")
+    p.add_argument("--worlds", default=None, metavar="KIND,...",
+                   help="world kinds to draw, for profiles that draw one per image (t2i_world; default: all its "
+                        "kinds at its weights): " + ", ".join(WORLD_KINDS.names()) + "; e.g. a held-out set of "
+                        "a kind never trained on")
     p.add_argument("--empty", action="store_true",
                    help="render every image without its objects: the profile's stage (camera framed on a scene "
                         "drawn as usual, floor, lights) with nothing on it, the right image for an UNSAT prompt; "

@@ -5,19 +5,21 @@ material and size uniform from ``properties.json``; rotation uniform in [0, 360)
 original does; positions uniform in [-3, 3]^2 with a minimum edge distance of 0.25 and a margin of 0.4 along the
 four cardinal directions; at least 200 visible pixels per object at 480x320 (scaled with the image area),
 checked on a 1-sample object-index render; 50 tries per object, then the scene restarts; camera jitter +-0.5 and
-lamp jitter +-1.0 per axis), under a render profile (`RENDER_PROFILES`: ``clevr``, ``randomise``, ``t2i``; see
-`clevr_sampling`). Writes ``images/CLEVRX_NNNNNN.png``, ``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i,
-0 = background, from the object-index pass through the compositor's File Output), ``scenes/CLEVRX_NNNNNN.json``
-in the official CLEVR scene format plus per object ``mask_index``, ``mask_pixels``, ``bbox_xyxy`` (inclusive mask
-bounds), ``mask_at_pixel_coords``, and per scene ``render_settings`` (every draw of the profile) and ``seed``;
-and ``scenes.json`` combining every scene in the folder. Each image is a pure function of ``(settings, image
-index)`` (a fresh Blender scene per image, fixed Cycles seed), so index ranges can be rendered in any order, by
-several processes, and a rerun skips finished images; the pixels do not depend on the thread count. Written
-PNGs are re-encoded without Blender's metadata (render times), so reruns give byte-identical files.
+lamp jitter +-1.0 per axis), under a render profile (`RENDER_PROFILES`: ``clevr``, ``randomise``, ``t2i``,
+``t2i_wide``, ``t2i_world``; see `clevr_sampling`). Writes ``images/CLEVRX_NNNNNN.png``,
+``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i, 0 = background, from the object-index pass through the
+compositor's File Output), ``scenes/CLEVRX_NNNNNN.json`` in the official CLEVR scene format plus per object
+``mask_index``, ``mask_pixels``, ``bbox_xyxy`` (inclusive mask bounds), ``mask_at_pixel_coords``, and per scene
+``render_settings`` (every draw of the profile) and ``seed``; and ``scenes.json`` combining every scene in the
+folder. Each image is a pure function of ``(settings, image index)`` (a fresh Blender scene per image, fixed
+Cycles seed), so index ranges can be rendered in any order, by several processes, and a rerun skips finished
+images; the pixels do not depend on the thread count. Written PNGs are re-encoded without Blender's metadata
+(render times), so reruns give byte-identical files.
 
-The rooms: `clevr_sampling` (what is drawn; plain Python), `clevr_assets` (the assets folder), `blender_session`
-(the Blender scene; bpy), this module (files and resume), `blender_oracle` (a LogicVal scene graph rendered
-in the CLEVR look). The names they export are re-exported here.
+The rooms: `clevr_sampling` (what is drawn; plain Python), `clevr_worlds` (the world kinds profile ``t2i_world``
+draws; plain Python), `clevr_assets` (the assets folder), `blender_session` (the Blender scene; bpy),
+`blender_world` (the world kinds built in that scene; bpy), this module (files and resume), `blender_oracle` (a
+LogicVal scene graph rendered in the CLEVR look). The names they export are re-exported here.
 
 ``bpy`` is imported only when a render starts; without it, or with an incomplete assets folder, a one-line
 `BlenderUnavailable` / `AssetsError` (both `ValueError`) says what to install or where to point.
@@ -37,6 +39,7 @@ import numpy as np
 from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.generation.blender_oracle import BlenderLayoutError, BlenderSceneRenderer, render_scene_graph
 from logicval_hf.generation.blender_session import INSTALL_HINT, BlenderUnavailable, Session, require_bpy
+from logicval_hf.generation.blender_world import build_world, studio_backdrop
 from logicval_hf.generation.clevr_assets import ASSETS_HINT, AssetsError, ClevrAssets, load_assets
 from logicval_hf.generation.clevr_sampling import (
     ASPECTS,
@@ -162,6 +165,8 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
         else:
             objs, restarts = sample_objects(obj_rng, plan.n_objects, assets, directions, visible=visible)
         framed_on = len(objs)
+        if t2i and extra.get("world", {}).get("kind") == "studio":  # behind the objects, once the camera is set
+            studio_backdrop(sess, extra["world"], framing, objs)
         if config.empty:  # the stage as the scene framed it, without the scene
             objs = []
             sess.build(objs)
@@ -224,7 +229,9 @@ def _set_t2i_stage(sess: Session, extra: Mapping[str, Any]) -> None:
     """The t2i look's floor, horizon and lights (the camera is framed once the objects are placed)."""
     floor, horizon, lights = extra["floor"], extra["horizon"], extra["lights"]
     sess.flat_floor(floor["half_side"])
-    if extra.get("sky") is not None:
+    if "world" in extra:
+        build_world(sess, extra["world"], horizon, lights["ambient"])
+    elif extra.get("sky") is not None:
         sky = extra["sky"]
         sess.world_sky(sky["zenith_rgb"], sky["horizon_rgb"], sky["softness"], sky["strength"])
     elif horizon is not None:

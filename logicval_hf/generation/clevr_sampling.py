@@ -21,6 +21,11 @@ Render profiles (``logicval render-clevr --profile NAME``), declared as data in 
   the scene, in place of a flat world, and per object another finish of its material (rubber rougher or
   glossier, with more or less sheen; metal reflections sharper or more blurred). Its own stream: profile
   ``t2i``'s draws, folders and images stay as they were.
+- ``t2i_world``: the t2i look with ``t2i_wide``'s finishes, light of 3,000-9,000 K, and per image a world that
+  camera and glossy rays see (`clevr_worlds`): ``sky_gradient`` 0.25, ``procedural_sky`` 0.2, ``studio`` 0.2,
+  ``distant_shapes`` 0.2, ``plain`` (nothing to reflect) 0.15, on every floor kind; ``render_settings.world``
+  records the kind and its draws. ``--worlds sky_gradient,studio`` narrows the kinds (a held-out set of a kind
+  never trained on) and changes nothing else an image draws.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import numpy as np
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.generation.clevr_assets import ClevrAssets
+from logicval_hf.generation.clevr_worlds import draw_world, parse_worlds
 
 __all__ = [
     "RENDER_PROFILES", "RenderProfile", "RenderConfig", "ImagePlan", "plan_image", "min_pixels_for",
@@ -123,6 +129,8 @@ class T2ILook:
     rubber_roughness: tuple[float, float] = (0.12, 0.75)  # the Rubber group's Roughness (CLEVR's: 0.35)
     rubber_ior: tuple[float, float] = (1.05, 1.5)       # its IOR: how strong its sheen is (CLEVR's: 1.2)
     metal_roughness: tuple[float, float] = (0.35, 2.2)  # x MyMetal's two glossy roughnesses (log-uniform)
+    # (kind, weight) of the world kinds drawn per image (`clevr_worlds`; profile t2i_world), on streams of their own
+    worlds: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,13 @@ RENDER_PROFILES: Registry[RenderProfile] = Registry("render profile", {
     "t2i_wide": RenderProfile("t2i_wide", "the t2i look widened: graded sky and studio environments that metals "
                                           "reflect, and other finishes of rubber and metal (rougher, glossier)",
                               min_objects=1, max_objects=10, t2i=T2ILook(version=1, sky_p=0.6, finish_p=0.6)),
+    "t2i_world": RenderProfile("t2i_world", "the t2i look with other finishes, 3,000-9,000 K light and a world per "
+                                            "image that metals reflect: sky gradients, a physical sky, a studio "
+                                            "cyclorama, distant shapes, or the plain world (--worlds narrows them)",
+                               min_objects=1, max_objects=10,
+                               t2i=T2ILook(version=1, finish_p=0.6, temperature_k=(3000.0, 9000.0),
+                                           worlds=(("sky_gradient", 0.25), ("procedural_sky", 0.2), ("studio", 0.2),
+                                                   ("distant_shapes", 0.2), ("plain", 0.15)))),
 })
 
 
@@ -162,7 +177,8 @@ class RenderConfig:
     images with a horizon keep their own, lower range, clipped to it (none where the two do not overlap).
     ``empty``: every image shows its stage without objects (the right image for an unsatisfiable prompt). The
     scene is drawn as usual and frames the camera, so the empty frames have the profile's cameras, floors and
-    lights, then its objects are removed before the render.
+    lights, then its objects are removed before the render. ``worlds`` narrows the world kinds a profile that
+    draws them (``t2i_world``) draws per image (`clevr_worlds.parse_worlds` reads ``--worlds``).
     """
 
     seed: int = 0
@@ -178,6 +194,7 @@ class RenderConfig:
     long_side: tuple[int, int] | None = None
     elevation: tuple[float, float] | None = None
     empty: bool = False
+    worlds: tuple[str, ...] | None = None
 
     @property
     def profile_name(self) -> str:
@@ -216,6 +233,11 @@ class RenderConfig:
             if not (5 <= elo <= ehi <= 89):
                 raise ValueError(f"--elevation must be MIN:MAX in degrees with 5 <= MIN <= MAX <= 89, "
                                  f"got {elo:g}:{ehi:g}")
+        if self.worlds is not None:
+            if self.look.t2i is None or not self.look.t2i.worlds:
+                raise ValueError(f"--worlds applies to profiles that draw a world kind (t2i_world), not "
+                                 f"{self.profile_name}")
+            draw_world(self.seed, 0, self.look.t2i.worlds, parse_worlds(self.worlds))  # names none it draws?
         return self
 
     def t2i_look(self) -> T2ILook | None:
@@ -242,6 +264,8 @@ class RenderConfig:
                 out["profile_version"] = self.look.t2i.version
             if self.elevation is not None:
                 out["elevation"] = [float(v) for v in self.elevation]
+            if self.worlds is not None:
+                out["worlds"] = list(parse_worlds(self.worlds) or ())
         if self.empty:  # absent when off, so folders rendered before the option keep their manifests
             out["empty"] = 1
         return out
@@ -318,6 +342,10 @@ def plan_image(config: RenderConfig, index: int) -> ImagePlan:
     elif (look := config.t2i_look()) is not None:
         extra = _plan_t2i(look, _look_rng(config.seed, index), n, config.frame_sides(), config.profile_name)
         width, height = extra["image_size"]
+        if look.worlds:
+            extra["world"] = world = draw_world(config.seed, index, look.worlds, config.worlds)
+            if world["kind"] == "studio":  # the backdrop stands where a horizon would show: no floor edge
+                extra["floor"]["half_side"] = look.open_floor
     return ImagePlan(index, n, width, height, cam, lamps, cycles_seed, object_seed, extra)
 
 

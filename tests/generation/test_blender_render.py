@@ -166,7 +166,8 @@ def test_subcommand_registers():
     a = p.parse_args(["render-clevr", "--out", "o", "--num-images", "3", "--assets", "x", "--no-denoise"])
     assert a.func is cmd_render_clevr and a.denoise is False and (a.samples, a.width, a.height) == (32, 480, 320)
     # object counts default to the profile's (clevr: 3-10), resolved when the command runs
-    assert (a.min_objects, a.max_objects, a.chunk, a.threads, a.start_index, a.randomise) == (None, None, 20, 2, 0, False)
+    assert (a.min_objects, a.max_objects, a.chunk, a.threads, a.start_index, a.randomise) == \
+        (None, None, 20, 2, 0, False)
     assert a.profile is None and a.long_side is None and a.empty is False
     # the command the Blender environment runs keeps the option
     from logicval_hf.cli.render_clevr import _argv_of
@@ -286,13 +287,13 @@ def test_oracle_and_perturbed_images_in_the_clevr_look_keep_their_known_truth():
     from logicval_hf.generation.builtin import make_generator
 
     rows = [next(r for r in cached_benchmark().all_rows() if r["package"] == p) for p in ("1SAT", "1UNSAT")]
-    settings = dict(image_size=(96, 64), renderer="blender", assets=str(ASSETS),
-                    blender={"samples": 1, "denoise": False, "threads": 2})
+    settings = {"image_size": (96, 64), "renderer": "blender", "assets": str(ASSETS),
+                "blender": {"samples": 1, "denoise": False, "threads": 2}}
     oracle, perturbed = make_generator("oracle", **settings), make_generator("perturbed", **settings)
     for row in rows:
-        image, drawn, meta = oracle.generate(row)
+        image, _drawn, meta = oracle.generate(row)
         assert image.size == (96, 64) and meta["renderer"] == "blender" and meta["truth_ok"], meta
-    image, drawn, meta = perturbed.generate(rows[0])
+    _image, _drawn, meta = perturbed.generate(rows[0])
     assert meta["renderer"] == "blender" and not meta["truth_ok"], meta
 
 
@@ -311,7 +312,7 @@ def test_t2i_profile_renders_a_tiny_image_whose_mask_box_and_json_agree(tmp_path
         mask = np.array(Image.open(out / "masks" / f"CLEVRX_{i:06d}.png"))
         H, W = mask.shape
         rs = scene["render_settings"]
-        assert img.shape == (H, W, 3) and 72 <= max(W, H) <= 96 and [W, H] == [rs["width"], rs["height"]]
+        assert img.shape == (H, W, 3) and 72 <= max(W, H) <= 96 and [rs["width"], rs["height"]] == [W, H]
         assert scene["split"] == "blender-t2i" and rs["profile"] == "t2i" and rs["long_side"] == [72, 96]
         assert {"camera", "floor", "lights", "camera_placed"} <= set(rs)
         assert 1 <= len(scene["objects"]) <= 3
@@ -397,3 +398,40 @@ def test_an_unknown_render_profile_is_one_line_naming_the_known_ones(tmp_path, c
                "--profile", "t2l"])
     err = capfd.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "t2i" in err and "clevr" in err and "randomise" in err
+
+
+@needs_blender
+@pytest.mark.slow
+def test_each_world_kind_renders_with_mask_box_and_json_agreeing(tmp_path):
+    """Profile t2i_world, one tiny image per world kind (``--worlds KIND``) at the same seed and index: the
+    scene records its kind, mask, boxes and JSON agree, and the world changes the pixels but never the objects
+    or their masks (the studio's backdrop stands behind every object)."""
+    from logicval_hf.cli.render_clevr import main
+    from logicval_hf.generation.clevr_worlds import WORLD_KINDS
+
+    masks, images, objects = {}, {}, {}
+    for kind in WORLD_KINDS.names():
+        out = tmp_path / kind
+        rc = main(["render-clevr", "--out", str(out), "--num-images", "1", "--seed", "2", "--assets", str(ASSETS),
+                   "--profile", "t2i_world", "--worlds", kind, "--long-side", "64:80", "--samples", "2",
+                   "--no-denoise", "--max-objects", "2", "--threads", "2", "--no-progress"])
+        assert rc == 0
+        scene = json.loads((out / "scenes" / "CLEVRX_000000.json").read_text())
+        mask = np.array(Image.open(out / "masks" / "CLEVRX_000000.png"))
+        images[kind] = np.array(Image.open(out / "images" / "CLEVRX_000000.png"))
+        rs = scene["render_settings"]
+        assert scene["split"] == "blender-t2i_world" and rs["profile"] == "t2i_world" and rs["world"]["kind"] == kind
+        assert json.loads((out / "render_config.json").read_text())["worlds"] == [kind]
+        border = np.concatenate([mask[0], mask[-1], mask[:, 0], mask[:, -1]])
+        assert not border.any() and images[kind].shape[:2] == mask.shape
+        for k, o in enumerate(scene["objects"], start=1):
+            ys, xs = np.nonzero(mask == k)
+            assert o["mask_pixels"] == len(xs) > 0 and o["bbox_xyxy"] == [xs.min(), ys.min(), xs.max(), ys.max()]
+            assert o["mask_at_pixel_coords"] in (0, k)
+        masks[kind] = mask
+        objects[kind] = [{k: o[k] for k in ("shape", "color", "material", "3d_coords", "bbox_xyxy")}
+                         for o in scene["objects"]]
+    for kind in WORLD_KINDS.names():
+        assert np.array_equal(masks[kind], masks["plain"]) and objects[kind] == objects["plain"], kind
+        if kind != "plain":
+            assert np.abs(images[kind].astype(int) - images["plain"]).mean() > 1.0, kind
