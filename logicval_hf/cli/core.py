@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from logicval_hf.cli.dispatch import NO_BUDGET, check_output_dir, timeout_seconds
 from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
-from logicval_hf.cli.dispatch import check_output_dir
 from logicval_hf.cli.dispatch import emit as _emit
 from logicval_hf.cli.dispatch import read_json as _read_json
 
@@ -218,9 +218,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _timeout_option(p: argparse.ArgumentParser) -> None:
     from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"time budget for labelling a spec (default {DEFAULT_TIMEOUT:g}); past it: exit 2 with a "
-                        "one-line error, never a label")
+    p.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"time budget for labelling a spec (default {DEFAULT_TIMEOUT:g}; {NO_BUDGET!r}: none); past "
+                        "it: exit 2 with a one-line error, never a label")
 
 
 def add_subcommands(sub: Any) -> None:
@@ -241,7 +241,7 @@ def add_subcommands(sub: Any) -> None:
     v.add_argument("spec", nargs="?", help="spec JSON file")
     v.add_argument("scene", nargs="?", help="scene JSON file ({'image_size': [W, H], 'objects': [...]}), read in "
                                             "the spec's domain; `logicval solve`'s output stands for its witness")
-    v.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
+    v.add_argument("--relaxed", action="store_true", help="count-relaxed verdict: every constraint must hold, the number of objects may differ from n")
     v.add_argument("--jsonl", metavar="PAIRS.jsonl",
                    help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out (a bad line "
                         "gets an error line; exit 2 if any)")
@@ -256,7 +256,7 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
                    help='perception backend (default clevr: the shipped CLEVR scene parser; neural needs '
                         '"logicval-hf[neural]" and perceives the spec\'s domain, e.g. COCO)')
-    c.add_argument("--relaxed", action="store_true", help="ignore the object count (paper §5.4)")
+    c.add_argument("--relaxed", action="store_true", help="count-relaxed verdict: every constraint must hold, the number of objects may differ from n")
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")
     _timeout_option(c)

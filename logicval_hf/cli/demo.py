@@ -57,6 +57,16 @@ def _table(scene: Scene) -> list[str]:
     return rows
 
 
+def _legend(scene: Scene) -> str:
+    """What the region codes of `_table` mean, and the frame the boxes are in."""
+    from logicval_hf.contract.verbalise import region_name
+
+    regions = ", ".join(f"{r} {region_name(r).split()[1]}" for r in ("r0", "r1", "r2", "r3"))  # "the back-left ..."
+    w, h = scene.image_size
+    return (f"  regions (image quadrant of the box centre, back = upper half): {regions}\n"
+            f"  bbox: [x0, y0, x1, y1] in pixels of a {w}x{h} image\n")
+
+
 def _write_spec(w: Callable[[str], Any], spec: Spec) -> None:
     """The spec as the prompt numbers it: "Constraint 1", "Constraint 2", ..."""
     w(f"Spec: {spec.n} objects\n")
@@ -72,6 +82,7 @@ def run_demo(out: TextIO) -> None:
     w(f"Solver label: {result.label}\n")
     assert result.witness is not None
     w("Witness scene (solver model laid out as boxes):\n" + "\n".join(_table(result.witness)) + "\n")
+    w(_legend(result.witness))
     v = verify(spec, result.witness)
     w(f"Verify witness: ok={v.ok} count_ok={v.count_ok} violated: {constraint_names(v.violated)}\n")
 

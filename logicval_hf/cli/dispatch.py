@@ -17,13 +17,27 @@ from typing import Any
 from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
-__all__ = ["USER_ERRORS", "check_output_dir", "check_output_file", "dispatch", "emit", "positive_int",
-           "read_json", "standalone_main"]
+__all__ = ["NO_BUDGET", "USER_ERRORS", "check_output_dir", "check_output_file", "dispatch", "emit", "positive_int",
+           "read_json", "standalone_main", "timeout_seconds"]
 
 #: errors that mean bad input: reported in one line, exit status 2
 USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
+#: what ``--timeout`` takes for "no time budget" (the library's ``timeout=None``)
+NO_BUDGET = "none"
 
 
+def timeout_seconds(text: str) -> float | None:
+    """An argparse type for ``--timeout``: a positive number of seconds, or ``none`` for no budget."""
+    if text.strip().lower() == NO_BUDGET:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, or {NO_BUDGET!r} for no time "
+                                         f"budget, got {text!r}")
+    return v
 
 
 def positive_int(text: str) -> int:

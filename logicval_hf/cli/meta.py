@@ -1,5 +1,6 @@
-"""Metric subcommands of ``logicval``: ``meta`` (meta-evaluation against human verdicts) and ``push-metric``
-(publish the ``evaluate`` metric folder as a Space).
+"""Metric subcommands of ``logicval``: ``meta`` (meta-evaluation against human verdicts), ``metric-path`` (where
+the ``evaluate`` metric module is, for ``evaluate.load`` from any folder) and ``push-metric`` (publish it as a
+Space).
 
 `add_subcommands(subparsers)` registers them on the main parser's subparsers (``logicval_hf/cli/main.py``); each
 sets ``func`` to a handler ``(args) -> exit status``. Importing this module is cheap (numpy, scipy and
@@ -42,8 +43,15 @@ def cmd_push_metric(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metric_path(args: argparse.Namespace) -> int:
+    from logicval_hf.scoring.metric_push import metric_path
+
+    print(metric_path())
+    return 0
+
+
 def add_subcommands(subparsers: Any) -> None:
-    """Register ``meta`` and ``push-metric`` on an argparse subparsers object."""
+    """Register ``meta``, ``metric-path`` and ``push-metric`` on an argparse subparsers object."""
     m = subparsers.add_parser(
         "meta", help="meta-evaluate metric scores against human verdicts (correlation, ROC-AUC, agreement, "
                      "scene-graph accuracy)")
@@ -62,8 +70,13 @@ def add_subcommands(subparsers: Any) -> None:
                         "(default 0.1; 0 = no limit)")
     m.set_defaults(func=cmd_meta)
 
+    w = subparsers.add_parser("metric-path", help="print the folder of the evaluate metric module: "
+                                                  "evaluate.load(PATH) works from any folder")
+    w.set_defaults(func=cmd_metric_path)
+
     p = subparsers.add_parser("push-metric", help="upload the evaluate metric folder to a Hugging Face Space")
-    p.add_argument("dir", nargs="?", default="metric/logicval", help="metric folder (default metric/logicval)")
+    p.add_argument("dir", nargs="?", default=None,
+                   help="metric folder (default: the installed one, printed by `logicval metric-path`)")
     p.add_argument("--repo-id", default=None,
                    help="Space repository, owner/name (name = the evaluate.load name; default <namespace>/logicval, "
                         "the namespace from $LOGICVAL_HUB_NAMESPACE, else logicval)")

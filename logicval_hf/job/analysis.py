@@ -134,6 +134,8 @@ def _agreement(rows: Sequence[dict], intended: Mapping[str, dict], records: Mapp
                 "perceived_objects": None if v.scene is None else v.strict.n_objects,
                 "scene_errors": diff["errors"], "diff": diff["text"],
                 "truth_violated": meta.get("truth_violated"), "metric_violated": list(v.strict.violated),
+                "n": row.get("n"), "truth_count_ok": meta.get("truth_count_ok"),
+                "metric_count_ok": None if v.scene is None else v.strict.count_ok,
                 "generation": meta.get("description"), "confidence": v.confidence,
             })
     disagreements.sort(key=lambda d: (-d["scene_errors"], d["id"]))
@@ -177,7 +179,8 @@ def confidence_summary(rows: Sequence[dict], records: Mapping[str, Record],
         rec = records[r["id"]]
         least.append({"id": r["id"], "package": r["package"], "confidence": c, "ok": rec.strict.ok,
                       "truth": None if truth is None else truth[r["id"]], "violated": list(rec.strict.violated),
-                      "n_objects": rec.strict.n_objects})
+                      "n_objects": rec.strict.n_objects, "count_ok": rec.strict.count_ok, "n": r.get("n"),
+                      "label": rec.label})
     values = [c for c, _ in rated]
     return {"n": len(values), "mean": sum(values) / len(values), "min": values[0], "least_certain": least}
 

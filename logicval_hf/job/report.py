@@ -1,17 +1,16 @@
-"""The main job's report: paper-style tables (Markdown and HTML), PNG plots and ``summary.json``.
+"""The main job's report: tables (Markdown and HTML), PNG plots and ``summary.json``.
 
 Everything is rendered from the summary that `logicval_hf.job.run.run` assembles (one entry per generator with
 the metric's scores, the known-truth scores and the agreement between the two), so the Markdown, the HTML and
 the JSON always say the same thing. Tables:
 
-1. success rate per package (paper Table 3), the metric's verdicts and, for the built-in generators, the
-   known truth;
-2. 1SAT success per constraint class C1-C9 (Figure 2);
-3. count-relaxed success (§5.4, Figure 4), and success per compositional load (Imag-Eval: objects plus
-   constraints that must hold at once, ``n + m``) with a plot of success against load;
-4. UNSAT abstention (§5.2) and false abstention on SAT specs;
+1. success rate per package, the metric's verdicts and, for the built-in generators, the known truth;
+2. 1SAT success per constraint class C1-C9;
+3. count-relaxed success, and success per compositional load (Imag-Eval: objects plus constraints that must
+   hold at once, ``n + m``) with a plot of success against load;
+4. UNSAT abstention and false abstention on SAT specs;
 5. constraint success per logical operator (∃, ∀, →, count) and per class over all SAT constraints;
-6. agreement between the metric and the known truth (accuracy, confusion counts, per package; §6 / Table 6)
+6. agreement between the metric and the known truth (accuracy, confusion counts, per package)
    and the worst disagreements by id; the perception backend's confidence in its scene graphs and the least
    certain images, first; a gallery of examples per generator (thumbnails, failures first, with the perceived
    boxes and the violated constraint; `logicval_hf.job.gallery`);
@@ -19,7 +18,9 @@ the JSON always say the same thing. Tables:
 
 Warnings (a folder of images that lacks some) open the report, before the tables.
 
-Every file is written atomically (temporary name, then rename).
+Every section says what it measures in its own words, so the report reads without the paper. A rate is never
+rounded to an exact 0 or 1 it is not (`_fmt`); a verdict that fails says what broke, a constraint or the count
+(`what_broke`). Every file is written atomically (temporary name, then rename).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.verbalise import constraint_names
 
-__all__ = ["SUMMARY_KEYS", "VOLATILE_KEYS", "GENERATOR_KEYS", "sections", "to_markdown", "to_html", "write_plots",
-           "write_report"]
+__all__ = ["SUMMARY_KEYS", "VOLATILE_KEYS", "GENERATOR_KEYS", "sections", "to_markdown", "to_html", "what_broke",
+           "write_plots", "write_report"]
 
 #: top-level keys of summary.json
 SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "image_size", "limit", "n_specs",
@@ -50,13 +51,24 @@ GALLERY_COLUMNS = 4
 OPERATOR_SYMBOLS = {"exists": "∃", "forall": "∀", "implies": "→", "count": "count"}
 
 
+#: the most digits `_fmt` shows to keep a rate near 0 or 1 from reading as exactly 0 or 1
+_MAX_DIGITS = 4
+
+
 def _fmt(x: Any, digits: int = 2) -> str:
+    """A cell: ``–`` for none, yes/no, a float with ``digits`` decimals, more of them (up to `_MAX_DIGITS`) when
+    fewer would show a value that is not a whole number as one (508 of 509 is 0.998, never 1.00)."""
     if x is None:
         return "–"
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, float):
-        return f"{x:.{digits}f}"
+        for d in range(digits, _MAX_DIGITS + 1):
+            text = f"{x:.{d}f}"
+            if x == round(x) or float(text) != round(x):
+                return text
+        step = 10.0 ** -_MAX_DIGITS  # still shows as whole: say on which side of it the value lies
+        return f">{round(x) - step:.{_MAX_DIGITS}f}" if x < round(x) else f"<{round(x) + step:.{_MAX_DIGITS}f}"
     return str(x)
 
 
@@ -64,9 +76,20 @@ def _classes() -> list[str]:
     return list(load_catalog().classes)
 
 
-def _violated(indices: Sequence[int] | None) -> str:
-    """Violated constraints as the prompt numbers them ("Constraint 2"), or "–" when unknown."""
-    return "–" if indices is None else constraint_names(indices)
+def what_broke(violated: Sequence[int] | None, count_ok: bool | None = None, n_objects: int | None = None,
+               n: int | None = None, label: str | None = None) -> str:
+    """What a verdict says broke, in the prompt's words: the violated constraints ("Constraint 2"), the object
+    count ("count: 4 objects, the prompt asks for 5"), objects drawn for an unsatisfiable prompt, or "none";
+    "–" when unknown. A failed count is never reported as "none"."""
+    if violated is None:
+        return "–"
+    found = "–" if n_objects is None else str(n_objects)
+    if label == "UNSAT" and n_objects:
+        return f"{found} object(s) drawn for an unsatisfiable prompt (the right answer is an empty scene)"
+    parts = [constraint_names(violated)] if violated else []
+    if count_ok is False:
+        parts.append(f"count: {found} object(s), the prompt asks for {'–' if n is None else n}")
+    return "; ".join(parts) or "none"
 
 
 def _loads(gens: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -108,8 +131,14 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
         "LogicVal report",
         f"{summary['n_specs']} specifications (benchmark seed {summary['seed']}{lim}), perception backend "
         f"`{summary['backend']}`, images {summary['image_size'][0]}x{summary['image_size'][1]}. "
+        "Each prompt was generated from a *specification*: a scene size n and 1, 3 or 6 logical constraints; "
+        "the solver labels it SAT (some scene satisfies it) or UNSAT (none does). The benchmark's *packages* "
+        "group the specifications by number of constraints and label: 1SAT holds satisfiable one-constraint "
+        "prompts, 6UNSAT unsatisfiable six-constraint ones, and so on. Each image is read into a scene graph "
+        "(objects with colour, shape, material and box) and the solver checks it against the specification. "
         "A verdict is *ok* when the perceived scene has exactly n objects and satisfies every constraint; "
-        "for an UNSAT specification, when the scene is empty (abstention). "
+        "for an UNSAT specification, when the scene is empty (the model abstains). Rates are fractions of "
+        "images, from 0 to 1. "
         "*Known truth* is the solver's verdict on the scene the generator intended (oracle: the solver's "
         "witness with the attributes the constraints leave free re-drawn at random, each change checked by the "
         "solver, or the empty scene for UNSAT; naive: n random objects; perturbed: the oracle scene with one "
@@ -121,14 +150,17 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
     # 1. success per package
     rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_package"].get(p, {}).get("score")) for p in packages]
                          + [_fmt(agg["logicval_score"])])
-    out.append(Section("Success rate per package", "Fraction of images whose verdict is ok (paper Table 3). "
+    out.append(Section("Success rate per package", "Fraction of images whose verdict is ok. "
                        "Package sizes: " + ", ".join(f"{p} {summary['packages'][p]}" for p in packages) + ".",
                        ["generator", "verdicts", *packages, "all"], rows, image=plots.get("by_package")))
 
     # 2. per class on 1SAT
     rows = _verdict_rows(gens, lambda agg: [_fmt(agg["by_class"].get(c, {}).get("score")) for c in classes])
     out.append(Section("1SAT success per constraint class",
-                       "Single-constraint SAT specifications, strict verdict (paper Figure 2).",
+                       "Single-constraint SAT specifications (1SAT), by the class of their constraint (C1 "
+                       "existential, C2 universal, C3 conditional, C4 existential subgraph, C5 conditional "
+                       "subgraph, C6 exists-forall, C7 forall-exists, C8 count against a constant, C9 count "
+                       "against a count; `logicval templates` lists them); strict verdict.",
                        ["generator", "verdicts", *classes], rows, image=plots.get("by_class")))
 
     # 3. count-relaxed
@@ -139,7 +171,8 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
 
     rows = _verdict_rows(gens, relaxed)
     out.append(Section("Count-relaxed success",
-                       "Strict verdict vs. the verdict with the object count ignored (paper §5.4); count accuracy: "
+                       "Strict verdict against the count-relaxed one, which ignores the number of objects (every "
+                       "constraint must still hold): the gap is what wrong object counts cost. Count accuracy: "
                        "fraction of SAT images with exactly n objects.",
                        ["generator", "verdicts", "1SAT strict", "1SAT relaxed", "SAT strict", "SAT relaxed",
                         "count accuracy"], rows))
@@ -161,8 +194,9 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
     rows = _verdict_rows(gens, lambda agg: [_fmt(agg["abstention_by_package"].get(p, {}).get("rate")) for p in unsat]
                          + [_fmt(agg["abstention_rate"]), _fmt(agg["false_abstention_rate"])])
     out.append(Section("UNSAT abstention",
-                       "Fraction of UNSAT specifications answered with an empty scene (paper §5.2); false "
-                       "abstention: empty scenes for SAT specifications.",
+                       "No scene satisfies an UNSAT specification, so the right answer is an empty image: the "
+                       "fraction of UNSAT specifications answered with an empty scene. False abstention: empty "
+                       "scenes for SAT specifications.",
                        ["generator", "verdicts", *unsat, "all UNSAT", "false abstention (SAT)"], rows))
 
     # 5. per operator / per class over all constraints
@@ -197,7 +231,7 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
             "The metric's strict verdict against the solver's verdict on the intended scene (positive = ok). "
             "FP: the metric accepts an image whose intended scene fails; FN: it rejects a correct one. "
             "Scene exact: the perceived scene has the intended objects with the intended colour, shape, "
-            "material and region (paper Table 7).",
+            "material and region, every object found and nothing extra.",
             ["generator", "images", "accuracy", "relaxed accuracy", "TP", "FP", "FN", "TN", "metric score",
              "truth score", "scene exact"], rows))
         rows = []
@@ -215,8 +249,12 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                                    "image.", level=3))
                 continue
             rows = [[d["id"], d["package"], d["kind"], d["intended_objects"], _fmt(d["perceived_objects"]),
-                     d["scene_errors"], _fmt(d.get("confidence")), _violated(d.get("truth_violated")),
-                     _violated(d.get("metric_violated")), d["diff"], d.get("generation") or ""] for d in ws]
+                     d["scene_errors"], _fmt(d.get("confidence")),
+                     what_broke(d.get("truth_violated"), d.get("truth_count_ok"), d["intended_objects"], d.get("n"),
+                                d.get("label")),
+                     what_broke(d.get("metric_violated"), d.get("metric_count_ok"), d["perceived_objects"],
+                                d.get("n"), d.get("label")),
+                     d["diff"], d.get("generation") or ""] for d in ws]
             out.append(Section(
                 f"Worst disagreements: {g}",
                 f"{total} disagreement(s); the {len(ws)} with the largest scene-graph error (missed, extra and "
@@ -224,7 +262,7 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                 "backend's probability that its scene graph is right. Images: "
                 f"`images/{g}/<id>.png`, perceived scenes: `verdicts/{g}/<id>.json`.",
                 ["id", "package", "kind", "intended objects", "perceived objects", "scene errors", "confidence",
-                 "violated (truth)", "violated (metric)", "difference", "generation"], rows, level=3))
+                 "what broke (truth)", "what broke (metric)", "difference", "generation"], rows, level=3))
 
     # 6b. where perception is least sure
     rated = {g: e["confidence"] for g, e in gens.items() if e.get("confidence")}
@@ -242,10 +280,12 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                 f"Least certain images: {g}", f"The {len(c['least_certain'])} images whose scene graph the "
                 "backend is least sure of, least certain first.",
                 ["id", "package", "confidence", "verdict", *(["known truth"] if with_truth else []),
-                 "perceived objects", "violated (metric)"],
+                 "perceived objects", "what broke (metric)"],
                 [[x["id"], x["package"], _fmt(x["confidence"]), "ok" if x["ok"] else "not ok",
                   *(["–" if x["truth"] is None else "ok" if x["truth"] else "not ok"] if with_truth else []),
-                  _fmt(x["n_objects"]), _violated(x["violated"])] for x in c["least_certain"]], level=3))
+                  _fmt(x["n_objects"]),
+                  "none" if x["ok"] else what_broke(x["violated"], x.get("count_ok"), x["n_objects"], x.get("n"),
+                                                    x.get("label"))] for x in c["least_certain"]], level=3))
 
     # 6c. examples
     for g, e in gens.items():

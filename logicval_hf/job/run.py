@@ -135,9 +135,11 @@ def run(
     if keep_images not in KEEP_IMAGES:
         raise ValueError(f"keep_images must be one of {list(KEEP_IMAGES)}, got {keep_images!r}")
     with timer.stage("benchmark"):
-        log.info("benchmark: reading or building the prompts (seed %s; a first run builds them in ~15 s)", seed)
+        log.info("benchmark: reading the prompts of seed %s from a cache, or building them (~15 s on 2 cores)",
+                 seed)
         # the rows cache is checked against the seed and the code, so it is reused even without `resume`
         rows = limit_rows(cache.load_rows(seed, out / "benchmark.json", reuse=True), limit)
+    log.info("benchmark: %d specifications ready in %.1f s", len(rows), timer.wall["benchmark"])
     solver = default_solver()
     specs = {r["id"]: as_spec(r["spec_json"], solver.catalog) for r in rows}
     gens: dict[str, dict[str, Any]] = {}
@@ -152,6 +154,8 @@ def run(
             notes: list[str] = []
             items: list[tuple[dict, Path | None]]
             with timer.stage(f"generate/{name}") as stage:
+                log.info("generate/%s: %s", name, f"drawing {len(rows)} image(s) with {jobs} worker(s), reusing "
+                         "those already drawn" if folder is None else f"reading the images of {folder}")
                 if folder is None:
                     intended, work[name], worker_cpu = generate(name, seed, size, rows, out, resume, workers,
                                                                 progress, render)
@@ -179,7 +183,7 @@ def run(
         remove_stale_temps(out)
 
     timer.begin("report")  # ended by write_report, just before it writes summary.json
-    log.info("report: writing %s", out)
+    log.info("report: thumbnails, tables and plots into %s", out)
     for name, (folder, scored_rows, images, records, truth) in shown.items():
         picked = pick_examples(scored_rows, records, truth)
         gens[name]["gallery"] = write_gallery(out, name, picked, images, records, truth)

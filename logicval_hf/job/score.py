@@ -9,6 +9,7 @@ either count mode, nothing satisfied.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import sys
 import time
@@ -28,6 +29,9 @@ from logicval_hf.job.workers import Workers, use_backend
 from logicval_hf.scoring.scores import Record
 
 __all__ = ["SCORE_CHUNK", "Scored", "score"]
+
+#: the stage line of each generator's scoring (`logicval run` shows it on stderr)
+log = logging.getLogger(__name__)
 
 #: images perceived and verified per chunk (verdict files are written after each chunk)
 SCORE_CHUNK = 128
@@ -100,6 +104,8 @@ def score(name: str, items: Sequence[tuple[dict, Path | None]], specs: Mapping[s
             continue
         pending.append((row, path, digest))
     result.work = {"scored": len(pending), "reused_verdicts": len(items) - len(pending) - len(result.failed)}
+    log.info("score/%s: perceiving (backend %s) and verifying %d image(s); %d verdict(s) reused, %d missing or "
+             "unreadable", name, backend, len(pending), result.work["reused_verdicts"], len(result.failed))
     tasks = [(str(p), backend, definition, specs[row["id"]].domain) for row, p, _ in pending]
     try:
         pickle.dumps(definition)

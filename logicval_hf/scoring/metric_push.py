@@ -1,4 +1,8 @@
-"""Publish the ``evaluate`` metric folder (``metric/logicval``) as a Hugging Face Space.
+"""Where the ``evaluate`` metric module is (`metric_path`), and publishing it as a Hugging Face Space.
+
+The module lives once, in the repository's ``metric/logicval/`` folder; the package reaches it through
+``logicval_hf/scoring/metric_module/logicval`` (a link in a checkout, a copy in a wheel), so
+``evaluate.load(str(logicval_hf.metric_path()))`` works from any folder, and ``logicval metric-path`` prints it.
 
 ``evaluate.load("owner/name")`` fetches ``name.py`` from the Space ``owner/name``, so the metric script is
 uploaded under the repository's name (``logicval.py`` -> ``name.py`` when they differ); the card
@@ -9,7 +13,7 @@ uploaded under the repository's name (``logicval.py`` -> ``name.py`` when they d
 Usage::
 
     from logicval_hf.scoring.metric_push import push_metric
-    push_metric("metric/logicval", repo_id="me/logicval", dry_run=True)   # lists the files, no network
+    push_metric(repo_id="me/logicval", dry_run=True)   # lists the files, no network
 
 Pushing needs ``huggingface_hub`` and a token (``token=`` or ``HF_TOKEN``).
 """
@@ -25,11 +29,17 @@ from typing import TextIO
 
 from logicval_hf.common.hub import REPO_NAME, check_repo_id, default_repo_id, hf_api, in_namespace
 
-__all__ = ["METRIC_FILES", "metric_files", "push_metric"]
+__all__ = ["METRIC_FILES", "metric_files", "metric_path", "push_metric"]
 
 #: files of the metric folder that are uploaded; the script is renamed after the repository
 METRIC_FILES = ("logicval.py", "README.md", "app.py", "requirements.txt")
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
+
+
+def metric_path() -> Path:
+    """The folder of the ``evaluate`` metric module, for ``evaluate.load(str(metric_path()))`` from any folder
+    (``evaluate.load("metric/logicval")`` finds it only from the repository's root)."""
+    return Path(__file__).resolve().parent / "metric_module" / "logicval"
 
 
 def metric_files(folder: str | Path, repo_name: str = REPO_NAME) -> list[tuple[str, str]]:
@@ -54,15 +64,15 @@ def metric_files(folder: str | Path, repo_name: str = REPO_NAME) -> list[tuple[s
 
 
 def push_metric(
-    folder: str | Path = "metric/logicval",
+    folder: str | Path | None = None,
     repo_id: str | None = None,
     token: str | None = None,
     dry_run: bool = False,
     private: bool = False,
     out: TextIO | None = None,
 ) -> list[str]:
-    """Upload the metric folder to the Space ``repo_id`` (created with the gradio SDK if missing; default
-    `logicval_hf.common.hub.default_repo_id`, ``<LOGICVAL_HUB_NAMESPACE>/logicval``).
+    """Upload the metric folder (default `metric_path`) to the Space ``repo_id`` (created with the gradio SDK if
+    missing; default `logicval_hf.common.hub.default_repo_id`, ``<LOGICVAL_HUB_NAMESPACE>/logicval``).
 
     ``dry_run`` only lists the files (no network, no token needed). Returns the paths in the Space.
     Raises `ValueError` for an incomplete folder, a malformed repo id or a missing token.
@@ -72,7 +82,7 @@ def push_metric(
     name = repo_id.split("/", 1)[1]
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"repo name {name!r} must be a Python identifier: evaluate loads the script {name}.py")
-    folder = Path(folder)
+    folder = metric_path() if folder is None else Path(folder)
     pairs = metric_files(folder, name)
     url = f"https://huggingface.co/spaces/{repo_id}"
     if dry_run:

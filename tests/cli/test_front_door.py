@@ -1,5 +1,6 @@
-"""Issue 23, point 10: ``logicval --version``; every command that writes checks its outputs before any work;
-``logicval run`` says what it is doing from its first second."""
+"""The command line as a new user meets it: ``logicval --version``; every command that writes checks its outputs
+before any work; ``logicval run`` says what it is doing at every stage; ``--timeout none`` means what its error
+says; ``logicval templates`` lists the templates; ``demo`` explains its region codes."""
 
 from __future__ import annotations
 
@@ -82,7 +83,61 @@ def test_run_says_what_it_is_doing_from_the_start(tmp_path, capsys):
     assert rc == 0 and "oracle" in out
     lines = [ln for ln in err.replace("\r", "\n").splitlines() if ln.strip()]
     assert lines[0].startswith("logicval run: benchmark: "), lines[:3]
-    assert f"logicval run: report: writing {tmp_path / 'r'}" in lines
+    assert f"logicval run: report: thumbnails, tables and plots into {tmp_path / 'r'}" in lines
     assert any(ln.startswith("generate oracle") for ln in lines) and any(ln.startswith("score oracle")
                                                                           for ln in lines)
-    assert json.loads((tmp_path / "r" / "summary.json").read_text())["n_specs"] >= 1
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["n_specs"] >= 1
+    # every stage of the Timings table had a line as it began (perception and verification run as one: score/)
+    stages = {k.replace("perceive/", "score/").replace("verify/", "score/") for k in summary["timings"]} - {"total"}
+    assert stages == {"benchmark", "generate/oracle", "score/oracle", "report"}
+    missing = [st for st in stages if not any(ln.startswith(f"logicval run: {st}: ") for ln in lines)]
+    assert not missing, (missing, lines)
+
+
+def test_timeout_none_is_what_the_error_suggests(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"n": 3, "constraints": [{"template": "C1/1prop", "params": {
+        "A1": {"prop": "color", "value": "red", "negated": False}}}]}))
+    with pytest.raises(SystemExit) as e:
+        main(["solve", str(spec), "--timeout", "0"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "or 'none' for no time budget, got '0'" in err, err
+    for none in ("none", "None"):
+        rc, out, err = run(capsys, "solve", spec, "--timeout", none)
+        assert rc == 0 and json.loads(out)["satisfiable"] is True, err
+    rc, out, _ = run(capsys, "solve", spec, "--timeout", "2.5")
+    assert rc == 0 and json.loads(out)["label"] == "SAT"
+
+
+def test_templates_lists_every_template_with_its_class_and_an_example(capsys):
+    from logicval_hf.contract.catalog import load_catalog
+
+    catalog = load_catalog()
+    rc, out, _ = run(capsys, "templates")
+    assert rc == 0
+    lines = out.splitlines()
+    for tid in catalog.templates:
+        line = next(ln for ln in lines if ln.split()[:1] == [tid])
+        assert len(line.split(maxsplit=1)[1]) > 10, line  # an example sentence beside the id
+    for cls in catalog.classes:
+        assert any(ln.startswith(f"{cls} ") for ln in lines), cls
+    rc, again, _ = run(capsys, "templates")
+    assert again == out  # examples drawn with a fixed seed
+    rc, out, _ = run(capsys, "templates", "--class", "C8", "--json")
+    table = json.loads(out)
+    assert rc == 0 and {r["class"] for r in table} == {"C8"} and len(table) == len(catalog.by_class("C8"))
+    assert all(r["slots"] and r["example"] for r in table)
+    rc, out, _ = run(capsys, "templates", "--extensions", "--json")
+    assert {r["id"] for r in json.loads(out)} == set(catalog.templates) | set(catalog.extensions)
+    rc, out, err = run(capsys, "templates", "--class", "C10")
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "C10" in err and "C9" in err
+
+
+def test_demo_explains_its_region_codes(capsys):
+    rc, out, _ = run(capsys, "demo")
+    assert rc == 0
+    codes = {tok for ln in out.splitlines() if ln.lstrip().startswith("#") for tok in ln.split() if tok[:1] == "r"
+             and tok[1:].isdigit()}
+    legend = next(ln for ln in out.splitlines() if "regions" in ln)
+    assert codes and all(f"{c} " in legend for c in codes), (codes, legend)

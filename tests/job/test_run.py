@@ -17,7 +17,7 @@ from logicval_hf.job import cache as cache_mod
 from logicval_hf.job import generate as generate_mod
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
-from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS
+from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS, _fmt
 from logicval_hf.job.run import _limit_rows, load_rows, resolve_generators, run, scene_diff
 from logicval_hf.cli.run import add_subcommands, main
 
@@ -522,7 +522,7 @@ def test_the_report_lists_the_least_certain_images_first(first):
         section = md[md.index(f"### Least certain images: {g}"):]
         rows = [line for line in section.splitlines() if line.startswith("| ")][1:1 + len(least)]
         assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [x["id"] for x in least]
-        assert f"| {least[0]['confidence']:.2f} |" in rows[0]
+        assert f"| {_fmt(least[0]['confidence'])} |" in rows[0]
     # the worst-disagreements table has a confidence column
     from logicval_hf.job.report import sections, to_markdown
 
@@ -531,4 +531,34 @@ def test_the_report_lists_the_least_certain_images_first(first):
                             "truth_violated": [1], "metric_violated": [], "generation": "recoloured",
                             "confidence": 0.31}]}
     table = to_markdown(sections(summary, worst))
-    assert "| scene errors | confidence | violated (truth) |" in table and "| 1 | 0.31 | Constraint 2 |" in table
+    assert "| scene errors | confidence | what broke (truth) |" in table and "| 1 | 0.31 | Constraint 2 |" in table
+
+
+def test_the_report_never_rounds_a_rate_to_an_exact_one_it_is_not():
+    assert _fmt(508 / 509) == "0.998" and _fmt(1 / 509) == "0.002"  # one scene of 509 missed: not "1.00"
+    assert _fmt(1.0) == "1.00" and _fmt(0.0) == "0.00" and _fmt(0.5) == "0.50"
+    assert _fmt(1 - 1e-7) == ">0.9999" and _fmt(1e-7) == "<0.0001"
+    for k in range(1, 2000):  # every fraction of up to 2,000 images: exact only when it is
+        x = (k - 1) / k
+        assert (_fmt(x) in ("1.00", "0.00")) == (x in (0.0, 1.0)), (k, _fmt(x))
+
+
+def test_a_failed_verdict_says_what_broke_a_count_included():
+    from logicval_hf.job.report import what_broke
+
+    assert what_broke([1]) == "Constraint 2"
+    assert what_broke([], count_ok=False, n_objects=4, n=5) == "count: 4 object(s), the prompt asks for 5"
+    assert what_broke([0, 2], False, 6, 5) == "Constraints 1 and 3; count: 6 object(s), the prompt asks for 5"
+    assert what_broke([], True, 3, 3, "UNSAT") == "3 object(s) drawn for an unsatisfiable prompt (the right " \
+                                                   "answer is an empty scene)"
+    assert what_broke([], True, 5, 5) == "none" and what_broke(None) == "–"
+
+
+def test_perturbed_rows_that_break_only_the_count_say_so(first):
+    """The perturbed generator breaks one constraint or only the count: no failing row reads "none"."""
+    out, summary = first
+    md = (out / "report.md").read_text()
+    lines = md[md.index("### Least certain images: perturbed"):].splitlines()[1:]
+    section = lines[:next((k for k, ln in enumerate(lines) if ln.startswith("#")), len(lines))]
+    failing = [ln for ln in section if ln.startswith("| ") and "| not ok |" in ln]
+    assert failing and not any(ln.rstrip(" |").endswith("| none") for ln in failing), failing

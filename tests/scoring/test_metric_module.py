@@ -81,6 +81,27 @@ def test_docstring_and_card_examples(monkeypatch):
     assert set(module.features) == {"predictions", "references"}  # one input format: images or scene graphs
 
 
+def test_the_metric_loads_from_any_folder(tmp_path, monkeypatch):
+    """``evaluate.load("metric/logicval")`` is relative to the repository's root (elsewhere evaluate asks the Hub);
+    the installed path, `logicval_hf.metric_path()` or ``logicval metric-path``, loads it from any folder."""
+    import logicval_hf
+    from logicval_hf.cli.main import main as logicval
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    path = logicval_hf.metric_path()
+    assert path.is_absolute() and (path / "logicval.py").is_file()
+    assert path.resolve() == METRIC.resolve()  # one module: the package links to the repository's folder
+    module = evaluate.load(str(path), cache_dir=str(tmp_path / "cache"), experiment_id=uuid.uuid4().hex)
+    result = module.compute(predictions=[json.dumps(GOOD), json.dumps(EMPTY)], references=[json.dumps(SPEC)] * 2)
+    assert result["logicval_score"] == 0.5
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert logicval(["metric-path"]) == 0
+    assert out.getvalue().strip() == str(path)
+
+
 def test_hub_details(tmp_path):
     """Issue 23, point 15: the module is named after its folder (the widget reads "Metric: logicval"), has a
     licence in its info and its card, and names the configured Hub namespace, never a placeholder."""
