@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
@@ -40,7 +41,8 @@ def _config(args: argparse.Namespace) -> Any:
         host=args.host, port=args.port, backend=args.backend, backend_settings=dict(args.setting or ()),
         workers=0 if args.ray else workers, token=args.token or os.environ.get(_TOKEN_ENV) or None,
         reward=args.reward, limits=Limits(args.max_images, args.max_pixels, args.max_bytes),
-        max_batch=args.max_batch, max_queue=args.max_queue)
+        max_batch=args.max_batch, max_queue=args.max_queue,
+        prompts=str(Path(args.prompts).expanduser().resolve()) if args.prompts else None)
     # Ray shares the cores out per replica (`ray_deployment`); here the workers share this process's cores
     return config if args.ray else config.sharing_cores(cores / workers)
 
@@ -52,6 +54,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     get_backend(args.backend)  # an unknown name is one line with a suggestion, before anything starts
     require_backend(args.backend)
     config = _config(args)
+    prompts = ""
+    if config.prompts:  # a bad file is one line before anything starts; the app reuses what is read here
+        from logicval_hf.serve.prompts import load_prompts
+
+        prompts = f", {len(load_prompts(args.prompts)):,} prompts of {Path(config.prompts).name}"
     if args.ray:
         from logicval_hf.serve.ray_deployment import serve_forever
 
@@ -65,7 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     threads = config.backend_settings.get("threads")
     print(f"logicval serve: {config.backend} backend, {config.workers} worker(s)"
-          f"{f' x {threads} thread(s)' if threads else ''}, http://{config.host}:{config.port} "
+          f"{f' x {threads} thread(s)' if threads else ''}{prompts}, http://{config.host}:{config.port} "
           "(POST /, POST /compute, GET /health; SIGTERM or Ctrl-C stops)", file=sys.stderr)
     run_server(config, log_level=args.log_level)
     return 0
@@ -101,6 +108,10 @@ def add_subcommands(subparsers: Any) -> None:
                         "--setting threads=T; a Ray replica gets its CPUs)")
     p.add_argument("--token", default=None,
                    help=f"require 'Authorization: Bearer TOKEN' on scoring routes (or set {_TOKEN_ENV})")
+    p.add_argument("--prompts", default=None, metavar="FILE",
+                   help="prompts with their specs (a build-prompts folder or its *_metadata.jsonl, a build-dataset "
+                        "folder, GenEval's metadata): an image sent with only its prompt (Flow-Factory's client) is "
+                        "scored against the spec found under the prompt's exact text")
     p.add_argument("--reward", choices=("fraction", "probability"), default="fraction",
                    help="'scores' of LogicVal items: fraction of constraints satisfied (default) or P(scene |= "
                         "spec) under the perceived attribute distributions")

@@ -1,5 +1,6 @@
 """The reward server's HTTP face (FastAPI): ``POST /`` (Flow-GRPO's pickle protocol), ``POST /compute``
-(Flow-Factory's JSON) and ``GET /health``.
+(Flow-Factory's JSON), ``GET /health``, and ``POST /load`` / ``POST /offload`` (Flow-Factory's client moves a remote
+model between devices with them; here they answer 200 and do nothing: the model stays loaded in the workers).
 
 Status codes, and why: 200 for every request that was read, bad samples included (each gets reward 0 and an
 ``errors`` entry: a 500 would make Flow-GRPO's client retry the same request a thousand times); 400 for a body that
@@ -27,9 +28,11 @@ from logicval_hf.serve.config import ServeConfig
 from logicval_hf.serve.health import Health
 from logicval_hf.serve.items import resolve_ids
 from logicval_hf.serve.pool import WorkerLost, WorkerPool
+from logicval_hf.serve.prompts import load_prompts
 from logicval_hf.serve.protocol import (
     BadRequest,
     RewardRequest,
+    SampleResult,
     TooLarge,
     check_image_headers,
     json_response,
@@ -59,6 +62,7 @@ class RewardServer:
     def __init__(self, config: ServeConfig):
         self.config = config
         self.health = Health(config.backend, dict(config.backend_settings))
+        self.prompts = load_prompts(config.prompts) if config.prompts else None
         self.pool: WorkerPool | None = None
         self.batcher: MicroBatcher | None = None
         self._warm: asyncio.Task | None = None
@@ -105,7 +109,9 @@ class RewardServer:
         body.update(version=__version__, workers=self.config.workers,
                     worker_pids=self.pool.pids() if self.pool is not None else [],
                     worker_restarts=self.pool.restarts if self.pool is not None else 0,
-                    queued_images=self.batcher.queued if self.batcher is not None else 0)
+                    queued_images=self.batcher.queued if self.batcher is not None else 0,
+                    prompts=None if self.prompts is None else {"source": self.prompts.source,
+                                                               "count": len(self.prompts)})
         return (200 if body["status"] == "ok" else 503), body
 
     def _check_ready(self) -> None:
@@ -123,20 +129,28 @@ class RewardServer:
                            {"WWW-Authenticate": "Bearer"})
 
     async def score(self, request: RewardRequest) -> list[Any]:
-        """The request's results through the micro-batcher (`_Refused` for 503s)."""
+        """The request's results through the micro-batcher (`_Refused` for 400s and 503s). Prompt-only items get
+        their specs from the prompts file; one whose prompt is not there is its image's error entry."""
         self._check_ready()
         assert self.batcher is not None
-        items = request.items
+        items, errors = request.items, dict[int, str]()
+        if self.prompts is not None:
+            items, errors = self.prompts.resolve(items, "prompt" if request.prompts_only else "meta_datas")
+        elif request.prompts_only:
+            raise _Refused(400, "send one of 'specs' or 'meta_datas' (one per image) with the images, or start the "
+                                "server with --prompts FILE (a build-prompts or build-dataset output) so that it "
+                                "finds each prompt's spec: a free-text prompt cannot be verified")
         if any(isinstance(x, dict) and "id" in x for x in items):
             items = await asyncio.to_thread(resolve_ids, items, self.config.benchmark_seed)
-        samples = [Sample(im, it, request.only_strict, request.reward)
-                   for im, it in zip(request.images, items, strict=True)]
+        kept = [i for i in range(len(items)) if i not in errors]
+        samples = [Sample(request.images[i], items[i], request.only_strict, request.reward) for i in kept]
         try:
-            return await self.batcher.score(samples)
+            scored = dict(zip(kept, await self.batcher.score(samples), strict=True))
         except Overloaded as e:
             raise _Refused(503, str(e), {"Retry-After": str(e.retry_after)}) from None
         except (WorkerLost, Stopping) as e:
             raise _Refused(503, str(e), {"Retry-After": "1"}) from None
+        return [scored[i] if i in scored else SampleResult.failed(errors[i]) for i in range(len(items))]
 
 
 async def _read_body(request: Any, limit: int) -> bytes:
@@ -225,8 +239,19 @@ def create_app(config: ServeConfig | None = None) -> Any:
 
     @app.post("/compute")
     async def compute(request: Request) -> Any:
-        """Flow-Factory's JSON protocol, with ``specs`` or ``meta_datas``."""
+        """Flow-Factory's JSON protocol: prompts (looked up in ``--prompts``), ``specs`` or ``meta_datas``."""
         return await handle(request, pickled=False)
+
+    @app.post("/load")
+    @app.post("/offload")
+    async def load_or_offload(request: Request) -> Any:
+        """Flow-Factory's client asks a remote reward model to move to its device and back; this server's model
+        lives on the CPU of its workers, loaded once, so there is nothing to move."""
+        try:
+            server.check_token(request.headers.get("authorization"))
+        except _Refused as e:
+            return refused(e, pickled=False)
+        return JSONResponse({"status": "ok"})
 
     @app.get("/health")
     async def health() -> Any:

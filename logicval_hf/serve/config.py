@@ -89,6 +89,9 @@ class ServeConfig:
         max_queue: images allowed to wait before requests get 503.
         batch_wait_ms: how long an idle server waits to merge requests sent together.
         benchmark_seed: the benchmark whose ``id``\\ s items may name.
+        prompts: a file or folder of prompts with their specs (``--prompts``; `logicval_hf.serve.prompts`): items
+            that carry only a prompt, and Flow-Factory's prompt-only requests, are scored against the spec found
+            under the prompt's text.
     """
 
     host: str = "127.0.0.1"
@@ -103,6 +106,7 @@ class ServeConfig:
     max_queue: int = 1024
     batch_wait_ms: float = 2.0
     benchmark_seed: int = 509
+    prompts: str | None = None
 
     def __post_init__(self) -> None:
         if self.reward not in REWARD_MODES:

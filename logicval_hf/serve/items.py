@@ -18,20 +18,20 @@ An item is one of
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from logicval_hf.contract.spec import Spec, as_spec
 
-__all__ = ["ItemError", "LOGICVAL_KEYS", "Task", "benchmark_index", "is_geneval", "needs_benchmark_id", "read_item",
-           "resolve_ids"]
+__all__ = ["ItemError", "LOGICVAL_KEYS", "SPEC_KEYS", "Task", "benchmark_index", "is_geneval", "needs_benchmark_id",
+           "read_item", "resolve_ids"]
 
 #: keys a LogicVal item may carry
 LOGICVAL_KEYS = ("spec_json", "spec", "id", "tag", "reward", "label", "prompt", "n", "constraints", "domain",
                  "score_threshold", "package")
+#: the keys by which a LogicVal item carries its spec
+SPEC_KEYS = ("spec_json", "spec", "constraints")
 
 
 class ItemError(ValueError):
@@ -66,7 +66,7 @@ def is_geneval(item: Any) -> bool:
 def needs_benchmark_id(item: Any) -> bool:
     """A LogicVal item that names a benchmark prompt by ``id`` and carries no spec of its own."""
     return (isinstance(item, Mapping) and isinstance(item.get("id"), str) and not is_geneval(item)
-            and not any(k in item for k in ("spec_json", "spec", "constraints")))
+            and not any(k in item for k in SPEC_KEYS))
 
 
 def _geneval(item: Mapping[str, Any]) -> Task:
@@ -131,19 +131,13 @@ def read_item(item: Any, default_reward: str = "fraction") -> Task:
     return Task("logicval", spec, groups, reward, label)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base).expanduser() if base else Path.home() / ".cache") / "logicval"
-
-
 @functools.lru_cache(maxsize=2)
 def benchmark_index(seed: int = 509) -> dict[str, dict[str, Any]]:
-    """``{id: {"spec_json", "label"}}`` of the benchmark built with ``seed`` (built once, ~15 s, then read from
-    ``$XDG_CACHE_HOME/logicval``)."""
-    from logicval_hf.job.run import load_rows
+    """``{id: {"spec_json", "label"}}`` of the benchmark built with ``seed`` (built once, ~15 s, then read from the
+    user-level cache: `logicval_hf.benchmark.sampler.cached_benchmark`)."""
+    from logicval_hf.benchmark.sampler import cached_benchmark
 
-    rows = load_rows(seed, cache=_cache_dir() / f"serve-benchmark-{seed}.json")
-    return {r["id"]: {"spec_json": r["spec_json"], "label": r["label"]} for r in rows}
+    return {r["id"]: {"spec_json": r["spec_json"], "label": r["label"]} for r in cached_benchmark(seed).all_rows()}
 
 
 def resolve_ids(items: Sequence[Any], seed: int = 509) -> list[Any]:

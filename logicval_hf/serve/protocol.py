@@ -6,9 +6,12 @@
 in the first three, one list per group in the two ``group_*`` dicts (one entry per image: the image's value when
 it belongs to the group, -10.0 when it does not), and ``errors``, one ``{"index", "error"}`` per bad sample.
 
-**Flow-Factory** (``POST /compute``): JSON ``{"prompt": [...], "image": [base64 PNG/JPEG, ...], "specs" or
-"meta_datas": [...]}`` (Flow-Factory's own ``video``/``condition_*`` keys may be present as null) -> JSON
-``{"rewards": [...], "scores": [...], "strict_rewards": [...], "errors": [...]}``. The answer never has an
+**Flow-Factory** (``POST /compute``): JSON ``{"prompt": [...], "image": [base64 PNG/JPEG, ...]}``, exactly what
+Flow-Factory's remote reward client (``RemoteRewardClient.compute``) posts, with its ``video``, ``condition_images``,
+``condition_videos`` and ``kwargs`` keys null (``kwargs`` may also be an object, not read); optionally ``"specs"``
+or ``"meta_datas"`` (one per image). Without them, each image's spec is looked up by its prompt in the server's
+``--prompts`` file (`logicval_hf.serve.prompts`). The answer is JSON ``{"rewards": [...], "scores": [...],
+"verdicts": [...], "strict_rewards": [...], "errors": [...]}``; the client reads ``rewards``. It never has an
 ``"error"`` key: Flow-Factory's client treats a truthy one as a failed call.
 
 A request that is malformed as a whole (not a pickle of plain values, wrong keys, images and metadata of
@@ -43,7 +46,7 @@ REWARD_MODES = ("fraction", "probability")
 _PICKLE_KEYS = ("images", "meta_datas", "only_strict", "reward")
 #: Flow-Factory's payload keys we accept (``video`` and ``condition_*`` only as null: we score images)
 _JSON_KEYS = ("prompt", "image", "specs", "meta_datas", "reward", "only_strict", "video", "condition_images",
-              "condition_videos")
+              "condition_videos", "kwargs")
 
 
 class BadRequest(ValueError):
@@ -80,13 +83,15 @@ class RewardRequest:
     """One request, either protocol: encoded images and one metadata item per image.
 
     ``items[i]`` is what image i is scored against: GenEval metadata, a LogicVal item or a spec (see
-    `logicval_hf.serve.items`); ``reward`` overrides the server's reward mode for LogicVal items.
+    `logicval_hf.serve.items`); ``reward`` overrides the server's reward mode for LogicVal items; ``prompts_only``:
+    the request named no spec, only a prompt per image (Flow-Factory's client).
     """
 
     images: list[Any]
     items: list[Any]
     only_strict: bool = False
     reward: str | None = None
+    prompts_only: bool = False
 
 
 @dataclass
@@ -112,6 +117,13 @@ def _check_count(n_images: int, n_items: int, limits: Limits, items_key: str) ->
         raise TooLarge(f"{n_images} images in one request; the cap is {limits.max_images} (send smaller chunks)")
     if n_images != n_items:
         raise BadRequest(f"{n_images} images but {n_items} {items_key}: one per image")
+
+
+def _only_strict(data: Mapping[str, Any]) -> bool:
+    only_strict = data.get("only_strict", False)
+    if not isinstance(only_strict, bool):
+        raise BadRequest(f"'only_strict' must be true or false, got {only_strict!r}")
+    return only_strict
 
 
 def _reward_mode(v: Any) -> str | None:
@@ -146,10 +158,7 @@ def parse_pickle_request(body: bytes, limits: Limits) -> RewardRequest:
     if not isinstance(images, (list, tuple)) or not isinstance(items, (list, tuple)):
         raise BadRequest("'images' and 'meta_datas' must be lists")
     _check_count(len(images), len(items), limits, "meta_datas")
-    only_strict = data.get("only_strict", False)
-    if not isinstance(only_strict, bool):
-        raise BadRequest(f"'only_strict' must be true or false, got {only_strict!r}")
-    return RewardRequest(list(images), list(items), only_strict, _reward_mode(data.get("reward")))
+    return RewardRequest(list(images), list(items), _only_strict(data), _reward_mode(data.get("reward")))
 
 
 def _b64(x: Any) -> Any:
@@ -166,9 +175,12 @@ def _b64(x: Any) -> Any:
 def parse_json_request(data: Any, limits: Limits) -> RewardRequest:
     """Flow-Factory's request (already parsed from JSON).
 
+    A request without ``specs`` and ``meta_datas`` has one prompt-only item per image (``{"prompt": text}``): the
+    server looks their specs up (`logicval_hf.serve.prompts`), or refuses the request when it has no prompts file.
+
     Raises:
         TooLarge: over the image-count cap.
-        BadRequest: not an object with ``image`` and ``specs`` or ``meta_datas`` of the same length.
+        BadRequest: not an object with ``image`` and, of the same length, ``specs``, ``meta_datas`` or ``prompt``.
     """
     if not isinstance(data, dict):
         raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
@@ -178,26 +190,31 @@ def parse_json_request(data: Any, limits: Limits) -> RewardRequest:
     for k in ("video", "condition_images", "condition_videos"):
         if data.get(k) is not None:
             raise BadRequest(f"'{k}' is not scored by LogicVal; send images ('image') only")
+    if data.get("kwargs") is not None and not isinstance(data["kwargs"], dict):
+        raise BadRequest("'kwargs' must be an object or null")
     images = data.get("image")
     if not isinstance(images, list):
         raise BadRequest("'image' must be a list of base64-encoded images")
-    if ("specs" in data) == ("meta_datas" in data):
-        raise BadRequest("send one of 'specs' or 'meta_datas' (one per image): a free-text prompt cannot be "
-                         "verified; `logicval build-prompts` writes specs with their prompts")
+    if "specs" in data and "meta_datas" in data:
+        raise BadRequest("send one of 'specs' or 'meta_datas' (one per image), not both")
+    prompts = data.get("prompt")
+    if prompts is not None and (not isinstance(prompts, list) or len(prompts) != len(images)):
+        raise BadRequest("'prompt' must be a list with one prompt per image")
+    if "specs" not in data and "meta_datas" not in data:
+        if prompts is None or not all(isinstance(p, str) for p in prompts):
+            raise BadRequest("send 'prompt' (one text per image) or one of 'specs' or 'meta_datas' (one per image)")
+        _check_count(len(images), len(prompts), limits, "prompt")
+        items: list[Any] = [{"prompt": p} for p in prompts]
+        return RewardRequest([_b64(x) for x in images], items, _only_strict(data), _reward_mode(data.get("reward")),
+                             prompts_only=True)
     items_key = "specs" if "specs" in data else "meta_datas"
     items = data[items_key]
     if not isinstance(items, list):
         raise BadRequest(f"'{items_key}' must be a list")
     _check_count(len(images), len(items), limits, items_key)
-    prompts = data.get("prompt")
-    if prompts is not None and (not isinstance(prompts, list) or len(prompts) != len(images)):
-        raise BadRequest("'prompt' must be a list with one prompt per image")
-    only_strict = data.get("only_strict", False)
-    if not isinstance(only_strict, bool):
-        raise BadRequest(f"'only_strict' must be true or false, got {only_strict!r}")
     if items_key == "specs":  # a bare spec is a LogicVal item of its own
         items = [{"spec": s} for s in items]
-    return RewardRequest([_b64(x) for x in images], list(items), only_strict, _reward_mode(data.get("reward")))
+    return RewardRequest([_b64(x) for x in images], list(items), _only_strict(data), _reward_mode(data.get("reward")))
 
 
 def check_image_headers(images: Sequence[Any], limits: Limits) -> None:

@@ -25,6 +25,7 @@ def _serve(hidden: list[str], *argv: str) -> str:
                          'pip install "logicval-hf[serve-ray]"'),
     ([], ["--backend", "clevre"], "did you mean 'clevr'"),
     ([], ["--replicas", "2"], "--replicas and --gpus-per-replica scale out on Ray Serve: add --ray"),
+    ([], ["--prompts", "no/such/prompts.jsonl"], "--prompts: no/such/prompts.jsonl: no such file or folder"),
 ])
 def test_serve_refuses_in_one_line(hidden, argv, line):
     assert line in _serve(hidden, *argv)
