@@ -5,7 +5,7 @@
     python benchmarks/clevr_perception.py --oracle varied [--jpeg 90]
 
 ``--suite``: every set in one run (the figures of the model card and the README): real CLEVR; each shift of
-`logicval_hf.perception.shifts` applied to real CLEVR (square frame with no object cut, exposure and brightness
+`SHIFTS` applied to real CLEVR (square frame with no object cut, exposure and brightness
 x0.7 / x1.3, saturation x0.6, warm and cool tints, blur, noise, JPEG q50); held-out renders of each render
 profile (``--suite-renders NAME=DIR[:FRACTION]``, repeatable; by default the folders of
 ``/work/cache/clevr_renders`` that exist: ``t2i_heldout``, ``randomise_heldout`` whole, and
@@ -58,6 +58,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -139,10 +140,20 @@ def load_clevr(data: Path) -> list[dict[str, Any]]:
     return out
 
 
+def centre_owners(objmap: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """(K,) per centre (x, y in pixels, clipped into the map) the index of the object its pixel shows (-1: the
+    floor). An object whose own index is not there has its projected centre on another object: it is behind it."""
+    if len(centres) == 0:
+        return np.zeros(0, np.int64)
+    h, w = objmap.shape
+    xs = np.clip(np.asarray(centres, float)[:, 0].astype(np.int64), 0, w - 1)
+    ys = np.clip(np.asarray(centres, float)[:, 1].astype(np.int64), 0, h - 1)
+    return objmap[ys, xs].astype(np.int64)
+
+
 def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
     """The held-out part of a render folder, split as the scene parser's training splits it."""
-    from logicval_hf.training.parser_model import centre_owners
-    from logicval_hf.training.train_scene_parser import classes, load_folder, split_holdout
+    from logicval_hf.training.parser_data import classes, load_folder, split_holdout
 
     recs = load_folder(folder, who="clevr_perception.py")
     _, held = split_holdout(recs, fraction) if fraction < 1 else ([], recs)
@@ -186,6 +197,109 @@ def jpeg(rgb: np.ndarray, quality: int) -> np.ndarray:
     Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
     buf.seek(0)
     return np.asarray(Image.open(buf).convert("RGB"))
+
+
+# ---- shifts of real CLEVR ----------------------------------------------------------------------------------
+# The ways text-to-image output differs from CLEVR v1.0, applied to a real image whose scene graph is known. Each
+# shift is deterministic (noise from a fixed seed) and returns the shifted image and the objects' centres in it.
+# Only "square" moves pixels: it crops the largest square that cuts no object (objects' extents estimated from
+# their depth as CLEVR's camera sees them), or refuses the image (`ShiftRefused`) when every square would cut one.
+
+#: CLEVR's camera: 35 mm lens on a 32 mm sensor fitted to the image width
+CLEVR_FOCAL_PER_WIDTH = 35.0 / 32.0
+#: how far an object reaches from its centre, in object radii (a cube's corners, a little margin)
+REACH = 1.6
+LARGE_RADIUS = 0.7
+
+
+class ShiftRefused(ValueError):
+    """The shift cannot be applied to this image (every square frame would cut an object)."""
+
+
+def object_extent(centre: Sequence[float], width: int, radius: float = LARGE_RADIUS) -> float:
+    """Half the extent in pixels of an object of world ``radius`` at CLEVR's ``pixel_coords`` ``centre``
+    (x, y, depth); without a depth, a tenth of the width."""
+    if len(centre) < 3 or not centre[2] or centre[2] <= 0:
+        return 0.1 * width
+    return CLEVR_FOCAL_PER_WIDTH * width * radius * REACH / float(centre[2])
+
+
+def square_frame(rgb: np.ndarray, centres: Sequence[Sequence[float]], radii: Sequence[float] | None = None
+                 ) -> tuple[np.ndarray, list[list[float]]]:
+    h, w = rgb.shape[:2]
+    side = min(h, w)
+    ext = [object_extent(c, w, radii[i] if radii else LARGE_RADIUS) for i, c in enumerate(centres)]
+    horizontal = w >= h
+    best, best_margin = 0, -np.inf
+    for off in range((w if horizontal else h) - side + 1):  # the offset that keeps every object furthest inside
+        margins = [min(v - e - off, off + side - v - e)
+                   for v, e in zip((c[0] if horizontal else c[1] for c in centres), ext, strict=True)]
+        m = min(margins) if margins else 0.0
+        if m > best_margin:
+            best, best_margin = off, m
+    if best_margin < 0:
+        raise ShiftRefused("every square frame cuts an object")
+    if horizontal:
+        return np.ascontiguousarray(rgb[:, best:best + side]), [[c[0] - best, *c[1:]] for c in centres]
+    return np.ascontiguousarray(rgb[best:best + side]), [[c[0], c[1] - best, *c[2:]] for c in centres]
+
+
+def linear_light(rgb: np.ndarray, gains: Sequence[float]) -> np.ndarray:
+    """``rgb`` with each channel scaled by ``gains`` in linear light (exposure, or light of another colour)."""
+    x = np.power(rgb.astype(np.float32) / 255.0, 2.2) * np.asarray(gains, np.float32)
+    return (np.power(np.clip(x, 0, 1), 1 / 2.2) * 255 + 0.5).astype(np.uint8)
+
+
+def _scale_values(rgb: np.ndarray, gains: Sequence[float]) -> np.ndarray:
+    return np.clip(rgb.astype(np.float32) * np.asarray(gains, np.float32) + 0.5, 0, 255).astype(np.uint8)
+
+
+def _saturation(rgb: np.ndarray, k: float) -> np.ndarray:
+    x = rgb.astype(np.float32)
+    grey = (x @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]  # PIL's ImageEnhance.Color
+    return np.clip(grey + k * (x - grey) + 0.5, 0, 255).astype(np.uint8)
+
+
+def _blur(rgb: np.ndarray, sigma: float) -> np.ndarray:
+    import cv2
+
+    return cv2.GaussianBlur(rgb, (0, 0), sigma)
+
+
+def _noise(rgb: np.ndarray, sigma: float) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return np.clip(rgb.astype(np.float32) + rng.normal(0, sigma, rgb.shape) + 0.5, 0, 255).astype(np.uint8)
+
+
+#: the pixel-only shifts by name; "square" (`square_frame`) moves the centres too
+PIXEL_SHIFTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exposure_0.7": lambda x: linear_light(x, (0.7, 0.7, 0.7)),
+    "exposure_1.3": lambda x: linear_light(x, (1.3, 1.3, 1.3)),
+    "brightness_0.7": lambda x: _scale_values(x, (0.7, 0.7, 0.7)),
+    "brightness_1.3": lambda x: _scale_values(x, (1.3, 1.3, 1.3)),
+    "saturation_0.6": lambda x: _saturation(x, 0.6),
+    "tint_warm": lambda x: _scale_values(x, (1.08, 1.0, 0.85)),
+    "tint_cool": lambda x: _scale_values(x, (0.88, 0.98, 1.1)),
+    "blur_1.5": lambda x: _blur(x, 1.5),
+    "noise_8": lambda x: _noise(x, 8.0),
+    "jpeg_50": lambda x: jpeg(x, 50),
+}
+SHIFTS = ("square", *PIXEL_SHIFTS)
+
+
+def apply_shift(name: str, rgb: np.ndarray, centres: Sequence[Sequence[float]], radii: Sequence[float] | None = None
+                ) -> tuple[np.ndarray, list[list[float]]]:
+    """Shift ``name`` applied to ``rgb`` (uint8 H x W x 3) with its objects' ``centres`` (CLEVR's ``pixel_coords``:
+    x, y, depth) and world ``radii`` (CLEVR: 0.7 large, 0.35 small; default large).
+
+    Raises:
+        KeyError: an unknown shift.
+        ShiftRefused: the shift does not apply to this image.
+    """
+    rgb = np.ascontiguousarray(rgb)
+    if name == "square":
+        return square_frame(rgb, centres, radii)
+    return PIXEL_SHIFTS[name](rgb), [list(c) for c in centres]
 
 
 def truth_scene(s: dict[str, Any]) -> Scene:
@@ -349,7 +463,7 @@ def calibration(scenes: list[dict[str, Any]], preds: list[Scene], per_image: lis
     if any(c is None for c in conf) or not conf:
         return {"ece": None}
     from logicval_hf.scoring.meta.statistics import roc_auc
-    from logicval_hf.training.parser_export import expected_calibration_error
+    from logicval_hf.training.parser_fit import expected_calibration_error
 
     c = np.array(conf, float)
     ex = np.array([r["exact"] for r in per_image], float)
@@ -378,8 +492,6 @@ def speed(images: list[np.ndarray], backend: str, settings: dict[str, Any]) -> d
 
 def shifted_sets(scenes: list[dict[str, Any]], names: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Each shift of real CLEVR as a set of its own (images the shift refuses are left out and counted)."""
-    from logicval_hf.perception.shifts import ShiftRefused, apply_shift
-
     out = {}
     for name in names:
         rows = []
@@ -397,13 +509,11 @@ def shifted_sets(scenes: list[dict[str, Any]], names: list[str]) -> dict[str, li
 
 def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
     """Every set in one run (see the module docstring); prints one table."""
-    from logicval_hf.perception.shifts import SHIFTS
-
     sets: dict[str, list[dict[str, Any]]] = {}
     if (args.data / "scenes.json").is_file():
         real = load_clevr(args.data)
         sets["real CLEVR"] = real
-        for name, rows in shifted_sets(real, SHIFTS.names()).items():
+        for name, rows in shifted_sets(real, list(SHIFTS)).items():
             sets[f"real CLEVR, {name}"] = rows
     chosen = args.suite_renders or [render_set(f"{n}={d}") for n, d in DEFAULT_RENDER_SETS
                                     if Path(d.split(":")[0]).is_dir()]
@@ -503,7 +613,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--model", help="model file for the backend (passed as model_path)")
     ap.add_argument("--threshold", type=float, help="detection threshold for the backend")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="another backend setting (VALUE read as JSON when it parses), e.g. --set flip=true")
+                    help="another backend setting (VALUE read as JSON when it parses), e.g. --set second_look=false")
     ap.add_argument("--constraints", type=int, default=5, help="sampled constraints per image (0 = skip)")
     ap.add_argument("--seed", type=int, default=0, help="constraint sampling seed")
     ap.add_argument("--no-speed", action="store_true", help="skip the speed measurement")

@@ -141,7 +141,7 @@ def render_folder(root: Path, n: int, masks: bool = False) -> Path:
     import numpy as np
     from PIL import Image
 
-    from logicval_hf.training.train_scene_parser import classes, numpy_render
+    from logicval_hf.training.parser_data import classes, numpy_render
 
     attrs = ("color", "shape", "material")
 
@@ -193,7 +193,7 @@ def occluded_map():
 def detector_argv(folder, out, export, *extra: str) -> list[str]:
     """``train_scene_parser`` arguments for a two-step run on a tiny folder (``--steps`` is the sixth item)."""
     return ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
-            "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.25", "--export", str(export),
+            "--numpy-fraction", "0.5", "--numpy-val", "1", "--export", str(export),
             "--no-progress", "--threads", "1", *extra]
 
 

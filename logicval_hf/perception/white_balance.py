@@ -1,8 +1,8 @@
 """White balance of the attribute classifier's crops: the image's colour cast, estimated and partly removed.
 
-Why: the classifier (`logicval_hf.perception.scene_parser.AttributeClassifier`) was trained with white-balance
-gains drawn within exp(+-0.15) per channel (``train_attribute_classifier --white-balance``, its default), so it
-reads colours right under light whose cast stays in that range. Text-to-image models light their scenes in
+Why: the classifier (`logicval_hf.perception.parser_models.AttributeClassifier`) was trained with white-balance
+gains drawn within a range per channel (``train_attribute_classifier --white-balance``), so it reads colours
+right under light whose cast stays in that range. Text-to-image models light their scenes in
 every colour temperature; under warm light CLEVR's grey objects were read as brown (real CLEVR with a warm tint:
 8 grey objects of 170 images, exact rate 0.906). Here the illuminant is estimated from the whole image with the
 shades-of-grey method (Finlayson and Trezzi, 2004: the Minkowski ``norm``-mean of each channel in linear light,
@@ -32,8 +32,7 @@ def illuminant_cast(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm"
                     pixels: int = int(WHITE_BALANCE_DEFAULTS["pixels"])) -> np.ndarray:
     """(3,) float64 logs of ``rgb``'s estimated illuminant per channel in linear light, centred (their mean
     is 0: the cast, not the brightness); ``rgb`` is uint8 H x W x 3. A per-channel gain ``g`` in linear light
-    adds ``log g`` (centred) to it, up to clipping at white: training (`train_attribute_classifier
-    --balance-crops`) uses that to balance crops of augmented images as `illuminant_gains` balances the image.
+    adds ``log g`` (centred) to it, up to clipping at white.
 
     Raises:
         ValueError: ``rgb`` is not an H x W x 3 image or ``norm`` is not positive.
@@ -81,7 +80,7 @@ def illuminant_gains(rgb: np.ndarray, norm: float = WHITE_BALANCE_DEFAULTS["norm
 
 def balance_crops(crops: np.ndarray, gains: np.ndarray) -> np.ndarray:
     """The classifier inputs ``crops`` ((K, 4, S, S) float32, RGB in [0, 1] and the mark channel, from
-    `logicval_hf.perception.scene_parser.object_crops`; or (K, 3, S, S), colour only, as training balances them)
+    `logicval_hf.perception.parser_decoding.object_crops`; or (K, 3, S, S), colour only)
     with ``gains`` applied to their colour in linear light, in place; the mark channel is left alone. Returns
     ``crops``."""
     lin = crops[:, :3] ** np.float32(_GAMMA)

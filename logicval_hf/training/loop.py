@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -52,6 +53,16 @@ def add_loop_arguments(ap: argparse.ArgumentParser, *, out: Path, steps: int, wa
                     help="processes preparing batches ahead of the training step (0: in the training process); "
                          "each batch is still a function of (seed, step) alone")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+
+
+def parse(ap: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``ap.parse_args(argv)``, except that a flag the recipe does not take (one of the experiments that did not
+    ship, say) is refused in one line that names it and lists the supported flags (exit 2)."""
+    args, extra = ap.parse_known_args(argv)
+    if extra:
+        flags = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", ap.format_usage())) - {"--help"})
+        ap.error(f"unsupported argument {' '.join(extra)} (supported: {', '.join(flags)})")
+    return args
 
 
 def start(args: argparse.Namespace) -> None:
@@ -97,16 +108,13 @@ def scheduled_step(step: int, steps: int, run_minutes: float, anneal_minutes: fl
 
 class Checkpoint:
     """``last.pt`` of a run folder: model and optimiser state, step, training seconds, history, arguments.
-    ``history`` is the list the scripts append their validation figures to (saved with every checkpoint);
-    ``state`` holds whatever else a script's batches depend on besides ``(seed, step)`` (the classifier's
-    running per-object losses under ``--hard-mining``), so a resumed run draws the batches it would have."""
+    ``history`` is the list the scripts append their validation figures to (saved with every checkpoint)."""
 
     def __init__(self, out: Path, net, opt, args):
         self.path = Path(out) / "last.pt"
         self.net, self.opt, self.args = net, opt, args
         self.step, self.elapsed = 0, 0.0
         self.history: list[dict[str, Any]] = []
-        self.state: dict[str, Any] = {}
 
     def resume(self) -> bool:
         """Load ``last.pt`` when there is one (True), so the run continues where it stopped."""
@@ -118,12 +126,10 @@ class Checkpoint:
         try:
             self.net.load_state_dict(ck["model"])
             self.opt.load_state_dict(ck["opt"])
-        except (RuntimeError, ValueError) as e:  # another architecture or width: shapes or parameter groups differ
+        except (RuntimeError, ValueError) as e:  # another architecture: shapes or parameter groups differ
             first = next((line.strip() for line in str(e).splitlines() if "mismatch" in line), str(e).splitlines()[0])
-            raise SystemExit(f"{self.path} holds a checkpoint of another network than these flags build ({first}): "
-                             "resume with the flags it was trained with (--width, ...), or give a new --out") from None
+            raise SystemExit(f"{self.path} holds a checkpoint of another network ({first}): give a new --out") from None
         self.step, self.elapsed, self.history = ck["step"], ck.get("elapsed", 0.0), ck.get("history", [])
-        self.state = ck.get("state", {})
         return True
 
     def save(self) -> None:
@@ -132,7 +138,7 @@ class Checkpoint:
         with atomic_path(self.path) as tmp:
             torch.save({"model": self.net.state_dict(), "opt": self.opt.state_dict(), "step": self.step,
                         "elapsed": self.elapsed, "history": self.history,
-                        "state": self.state, "args": {k: str(v) for k, v in vars(self.args).items()}}, tmp)
+                        "args": {k: str(v) for k, v in vars(self.args).items()}}, tmp)
 
 
 def open_checkpoint(args: argparse.Namespace, net, name: str) -> tuple[Checkpoint, bool]:
@@ -147,26 +153,31 @@ def open_checkpoint(args: argparse.Namespace, net, name: str) -> tuple[Checkpoin
     return ck, resumed
 
 
-def read_init(path: Path, first_weight: str, width_of: Callable[[int], float], who: str,
-              what: str) -> tuple[float, dict | None]:
-    """The network in ``path`` (an exported .onnx or a training checkpoint): its width, from its first
-    convolution's output channels (``width_of``; in a checkpoint the weight named ``first_weight``), and the
-    checkpoint itself (None for an .onnx, which `onnx_init` loads), so the file is read once.
+def initialise(net, path: Path, batches: Callable[[], list[Any]], who: str, what: str) -> dict[str, Any]:
+    """Load the weights of ``--init`` into ``net``: a training checkpoint's (``last.pt``), or an exported .onnx
+    file's (`logicval_hf.training.onnx_init`: each BatchNorm unfolded, its statistics measured on ``batches()``,
+    training batches of steps no run reaches), so training can start from the shipped files. Returns the entry
+    the run's history records (the file by name, never its absolute path).
 
     Raises:
-        SystemExit: the file holds no ``what`` (e.g. "detector") that ``who`` (the script) can read.
+        SystemExit: the file holds no ``what`` (e.g. "detector") of this network that ``who`` (the script) can
+            read.
     """
     try:
         if path.suffix == ".onnx":
-            from logicval_hf.training.onnx_init import onnx_convs
+            from logicval_hf.training.onnx_init import load_onnx_weights
 
-            return width_of(int(onnx_convs(path)[0][0].shape[0])), None
-        import torch
+            entry = {"init": path.name, "init_onnx": load_onnx_weights(net, path, batches())}
+        else:
+            import torch
 
-        ck = torch.load(path, map_location="cpu", weights_only=False)
-        return width_of(int(ck["model"][first_weight].shape[0])), ck
-    except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not a model
+            ck = torch.load(path, map_location="cpu", weights_only=False)
+            net.load_state_dict(ck["model"])
+            entry = {"init": path.name, "init_steps": ck["step"]}
+    except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not this model
         raise SystemExit(f"{who}: cannot read a {what} from --init {path}: {type(e).__name__}: {e}") from None
+    print(f"{who}: initialised from {path}", flush=True)
+    return entry
 
 
 def export_onnx(graph, net, path: Path, example, input_names: list[str], output_names: list[str],
@@ -178,7 +189,7 @@ def export_onnx(graph, net, path: Path, example, input_names: list[str], output_
     import onnx
     import torch
 
-    from logicval_hf.perception.scene_parser import META_KEY
+    from logicval_hf.perception.parser_settings import META_KEY
 
     with atomic_path(Path(path)) as tmp:
         was_training = net.training

@@ -129,4 +129,4 @@ def load_onnx_weights(net, path: str | Path, batches: Iterable[Any], forward: Ca
             bn.weight.copy_(torch.sqrt(var + bn.eps).float())
             bn.bias.copy_(bias + mean.float())
     net.train()
-    return {"onnx": str(path), "convolutions": len(order), "batchnorms": len(folded_bias), "batches": len(batches)}
+    return {"onnx": path.name, "convolutions": len(order), "batchnorms": len(folded_bias), "batches": len(batches)}

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ATTRIBUTES", "SIZES", "DataFolder", "Record", "classes", "load_folder", "parse_data_folder",
+__all__ = ["ATTRIBUTES", "SIZES", "DataFolder", "Record", "classes", "dataset_name", "load_folder", "parse_data_folder",
            "parse_held_out_folder", "record_weights", "split_holdout", "numpy_render", "random_layout"]
 
 ATTRIBUTES = ("color", "shape", "material", "size")
@@ -26,7 +26,7 @@ SIZES = ("large", "small")
 
 
 def classes() -> dict[str, tuple[str, ...]]:
-    from logicval_hf import load_catalog
+    from logicval_hf.contract.catalog import load_catalog
 
     dom = load_catalog().domain
     out = {a: tuple(dom.attributes[a]) for a in ("color", "shape", "material")}
@@ -184,6 +184,17 @@ def load_folder(folder: Path, report: list[str] | None = None, first: int | None
     return sorted(out, key=lambda r: r.name)
 
 
+def dataset_name(path: Path) -> str:
+    """How provenance names a data folder: relative to a stated root, never as an absolute path of the machine
+    it was trained on (``$SHARED/data/clevr_blender`` for the project's shared data, else ``$RENDERS/<name>``:
+    the folder `logicval render-clevr` wrote the renders to)."""
+    resolved = Path(path).resolve()
+    shared = (Path(__file__).resolve().parents[3] / "shared").resolve()
+    if resolved.is_relative_to(shared):
+        return "$SHARED/" + resolved.relative_to(shared).as_posix()
+    return "$RENDERS/" + resolved.name
+
+
 def parse_held_out_folder(text: str) -> tuple[Path, float]:
     """``DIR[:FRACTION]``: a CLEVR-layout folder and the last share of it by name to read (default 1: all of it),
     as `split_holdout` splits it. A colon belongs to the folder's name when what follows it is not a number and
@@ -221,7 +232,7 @@ def split_holdout(records: list[Record], fraction: float) -> tuple[list[Record],
 def random_layout(rng: np.random.Generator, k: int, size: tuple[int, int], cls: dict[str, tuple[str, ...]]):
     """A layout request for the numpy renderer: ``k`` objects, random attributes, centres anywhere (the
     renderer spaces them and returns the boxes it drew)."""
-    from logicval_hf import Scene, SceneObject
+    from logicval_hf.contract.scene import Scene, SceneObject
 
     W, H = size
     objs = []

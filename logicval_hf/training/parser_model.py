@@ -9,15 +9,15 @@ attributes are read). Training runs on the CPU with torch; inference runs the ex
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from logicval_hf.training.parser_augment import CANVAS, DEFAULT, Augmentation, augment, probe_canvas
 from logicval_hf.training.parser_data import ATTRIBUTES, Record, classes, numpy_render
 
-__all__ = ["OBJECT_WEIGHT", "VISIBLE_PEAK_CHANNELS", "Export", "build_model", "centre_owners", "load_init", "loss_fn",
-           "make_batch", "mask_cells", "targets", "visible_peak_targets", "visible_points"]
+__all__ = ["OBJECT_WEIGHT", "Export", "build_model", "loss_fn", "make_batch", "mask_cells", "targets",
+           "visible_points"]
+
 
 def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
     """(n, 2) pixel (x, y) per object: its most interior visible pixel (farthest from any other object's or
@@ -45,17 +45,6 @@ def visible_points(objmap: np.ndarray, n: int) -> np.ndarray:
             y, x = divmod(int(order[i0]), m.shape[1])
             out[k] = (x + 0.5, y + 0.5)
     return out
-
-
-def centre_owners(objmap: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """(K,) per centre (x, y in pixels, clipped into the map) the index of the object its pixel shows (-1: the
-    floor). An object whose own index is not there has its projected centre on another object: it is behind it."""
-    if len(centres) == 0:
-        return np.zeros(0, np.int64)
-    h, w = objmap.shape
-    xs = np.clip(np.asarray(centres, float)[:, 0].astype(np.int64), 0, w - 1)
-    ys = np.clip(np.asarray(centres, float)[:, 1].astype(np.int64), 0, h - 1)
-    return objmap[ys, xs].astype(np.int64)
 
 
 #: total attribute-loss weight of one object labelled from its mask
@@ -98,7 +87,7 @@ def _rows_around(ix: int, iy: int, grid: tuple[int, int], centre: np.ndarray, si
 
 def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tuple[int, int], stride: int,
             objmap: np.ndarray | None = None, kept: np.ndarray | None = None, all_labels: np.ndarray | None = None,
-            ignore: np.ndarray | None = None, hidden_weight: float = 1.0):
+            ignore: np.ndarray | None = None):
     """CenterNet targets on a ``grid = (h, w)`` of cells: heat (Gaussian per object, 1 at its centre cell),
     per-object rows (cell index, offset, log size, weight, visible-point offset) at its centre cell and the 8
     around it, and per-cell attribute labels (-1 = none) with weights.
@@ -108,20 +97,14 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
     (the cell's nearest object by a size-scaled distance owns it). The visible-point offset points from the
     cell to the object's most interior visible pixel (its centre without a map). ``ignore`` (pixels of objects
     whose centre lies off the canvas) marks cells whose heat-map negatives do not count: the object shows there
-    but is not labelled. ``hidden_weight`` weighs the heat map's positive at the centre cell of every object
-    whose centre pixel shows another object (an object behind another, its centre on its occluder: the peaks
-    the detector misses most). Returns heat, rows' cells, rows, attribute labels, attribute weights and the heat
-    weights (0 on ignored cells, ``hidden_weight`` on hidden objects' centre cells, else 1)."""
+    but is not labelled. Returns heat, rows' cells, rows, attribute labels, attribute weights and the heat
+    weights (0 on ignored cells, else 1)."""
     gh, gw = grid
     if objmap is not None and (kept is None or all_labels is None):
         raise ValueError("targets: an object map needs kept and all_labels")
     vis = None
     if objmap is not None and all_labels is not None:
         vis = visible_points(objmap, len(all_labels))[kept]
-    hidden_at = None  # per object: its centre shows another object
-    if hidden_weight != 1.0 and objmap is not None:
-        owners = centre_owners(objmap, centres)
-        hidden_at = (owners >= 0) & (owners != np.asarray(kept))
     heat = np.zeros((gh, gw), np.float32)
     attr = np.full((len(ATTRIBUTES), gh, gw), -1, np.int64)
     aw = np.zeros((gh, gw), np.float32)
@@ -165,68 +148,17 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
         owner_cells, _ = mask_cells(ignore.astype(np.int16) - 1, grid, stride, 1, min_cover=0.05)
         hw[owner_cells == 0] = 0.0
         hw[heat > 0.5] = 1.0
-    if hidden_at is not None:
-        for i, hid in zip(peaks, hidden_at, strict=True):
-            if hid:
-                hw.flat[i] = hidden_weight
     return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 7), attr, aw, hw
 
 
-#: output channels of the visible-peak head: its heat logit, the offset from the cell to the object's projected
-#: centre (x, y, in cells) and the object's log box width and height (in cells)
-VISIBLE_PEAK_CHANNELS = 5
-
-
-def visible_peak_targets(centres: np.ndarray, sizes: np.ndarray, grid: tuple[int, int], stride: int,
-                         objmap: np.ndarray | None = None, kept: np.ndarray | None = None,
-                         n_all: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Targets of the visible-peak head on a ``grid = (h, w)`` of cells: a heat map with a Gaussian at each
-    object's most visible point (`visible_points`; its centre without an object map), sized by the pixels it
-    shows, and per-object rows (cell index, offset to the projected centre, log size, weight) at that cell and
-    the 8 around it.
-
-    Why: an object whose projected centre lies on its occluder has no centre peak of its own (the occluder's
-    is there), but the pixels it shows are its own; a peak there, with the way back to its centre, finds it.
-    Objects that show no pixel get no peak. Returns heat, rows' cells and rows (dx, dy, log w, log h, weight)."""
-    gh, gw = grid
-    vis = np.asarray(centres, float).reshape(-1, 2).copy()
-    shown = np.full(len(vis), np.nan)
-    if objmap is not None and kept is not None and n_all is not None:
-        allvis = visible_points(objmap, n_all)
-        counts = np.bincount(objmap[objmap >= 0].astype(np.int64).ravel(), minlength=n_all)
-        vis = allvis[kept]
-        shown = counts[kept].astype(float)
-    heat = np.zeros((gh, gw), np.float32)
-    idx, reg, peaks = [], [], []
-    yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
-    for k, ((cx, cy), (bw, bh)) in enumerate(zip(centres, sizes, strict=True)):
-        if np.isnan(vis[k, 0]):
-            continue
-        v = vis[k] / stride
-        ix, iy = min(max(int(v[0]), 0), gw - 1), min(max(int(v[1]), 0), gh - 1)
-        area = shown[k] if not np.isnan(shown[k]) else 0.7 * max(bw * bh, 1.0)
-        sig = max(0.5, 0.12 * math.sqrt(max(area, 1.0)) / stride)
-        heat = np.maximum(heat, np.exp(-((xx - ix) ** 2 + (yy - iy) ** 2) / (2 * sig * sig)))
-        peaks.append(iy * gw + ix)
-        for j, row in _rows_around(ix, iy, grid, np.array([cx, cy]) / stride, (bw, bh), stride):
-            idx.append(j)
-            reg.append(row)
-    for i in peaks:
-        heat.flat[i] = 1.0
-    return heat, np.array(idx, np.int64), np.array(reg, np.float32).reshape(-1, 5)
-
-
-#: the backbone's channels at strides 2, 4, 8, 16 and 32 at width 1 (every shipped detector so far)
+#: the backbone's channels at strides 2, 4, 8, 16 and 32
 BASE_CHANNELS = (16, 32, 64, 96, 128)
-#: the head's hidden channels, whatever the width (its cost is already about a sixth of the network's)
+#: the head's hidden channels (its cost is about a sixth of the network's)
 HEAD_CHANNELS = 96
 
 
-def build_model(width: float = 1.0, visible_peaks: bool = False):
-    """A small FPN-like fully convolutional network, stride 8 output (about 0.8 GMAC at 480x320 at width 1).
-    ``width`` multiplies the backbone's and the pyramid's channels (`BASE_CHANNELS`; about width**2 times the
-    cost); ``visible_peaks``: `VISIBLE_PEAK_CHANNELS` more output channels after the others
-    (`visible_peak_targets`)."""
+def build_model():
+    """A small FPN-like fully convolutional network, stride 8 output (about 0.8 GMAC at 480x320)."""
     import torch
     from torch import nn
 
@@ -234,8 +166,7 @@ def build_model(width: float = 1.0, visible_peaks: bool = False):
         return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
 
     n_out = 1 + 4 + sum(len(v) for v in classes().values()) + 2  # heat, reg, logits, visible-point offset
-    n_out += VISIBLE_PEAK_CHANNELS if visible_peaks else 0
-    c1, c2, c3, c4, c5 = (max(1, round(b * width)) for b in BASE_CHANNELS)
+    c1, c2, c3, c4, c5 = BASE_CHANNELS
 
     class Net(nn.Module):
         def __init__(self):
@@ -252,13 +183,9 @@ def build_model(width: float = 1.0, visible_peaks: bool = False):
             out_conv = nn.Conv2d(HEAD_CHANNELS, n_out, 1)
             prior = torch.zeros(n_out)
             prior[0] = -2.19  # heat prior 0.1 (CenterNet)
-            if visible_peaks:
-                prior[n_out - VISIBLE_PEAK_CHANNELS] = -2.19
             out_conv.bias = nn.Parameter(prior)
             self.head = nn.Sequential(head_in, out_conv)
             self.up = nn.Upsample(scale_factor=2, mode="nearest")
-            self.visible_peaks = visible_peaks
-            self.width = width
 
         def forward(self, x):
             x = (x - 0.5) / 0.25
@@ -270,56 +197,6 @@ def build_model(width: float = 1.0, visible_peaks: bool = False):
             return self.head(f8)
 
     return Net()
-
-
-def model_width(first_channels: int) -> float:
-    """The width of a detector whose first convolution has ``first_channels`` outputs."""
-    return first_channels / BASE_CHANNELS[0]
-
-
-def _widening_plan() -> tuple[tuple[str, str | None, str | None, str], ...]:
-    plan: list[tuple[str, str | None, str | None, str]] = []
-    source: str | None = None
-    for stage in ("s4", "s8", "s16", "s32"):
-        for k in range(3):
-            target = f"f{stage[1:]}" if k == 2 else f"{stage}.{k}"  # a stage's output: f4, f8, f16, f32
-            plan.append((f"{stage}.{k}.0", f"{stage}.{k}.1", source, target))
-            source = target
-    # the pyramid adds each lateral convolution's output to the stage output below: one channel group for both
-    return (*plan, ("lat16", None, "f32", "f16"), ("fuse16.0", "fuse16.1", "f16", "fused16"),
-            ("lat8", None, "fused16", "f8"), ("fuse8.0", "fuse8.1", "f8", "fused8"),
-            ("head.0.0", "head.0.1", "fused8", "head"), ("head.1", None, "head", "out"))
-
-
-#: how `build_model`'s convolutions are widened, in forward order: (convolution, its BatchNorm or None, the
-#: channel group it reads (None: the image), the group it writes); `logicval_hf.training.widen.widen_graph`
-WIDENING_PLAN = _widening_plan()
-
-
-def widen_model(narrow, wide, seed: int, plan=WIDENING_PLAN) -> dict[str, Any]:
-    """Copy the trained ``narrow`` detector's function into the wider, freshly built ``wide`` one
-    (`logicval_hf.training.widen`, following ``plan``). The pyramid sums each stage's output with the lateral
-    convolution from the stage above, so the two share one channel group (``f16``, ``f8``); the head's hidden
-    channels and outputs keep their sizes.
-
-    Returns:
-        {"channels": {group: [narrow, wide]}}.
-
-    Raises:
-        ValueError: the two detectors differ in more than width (the visible-peak head, say).
-    """
-    from logicval_hf.training.widen import Layer, widen_graph
-
-    if narrow.visible_peaks != wide.visible_peaks:
-        raise ValueError("the two detectors differ in the visible-peak head; widen first, then add the head")
-
-    def get(net, name):
-        return None if name is None else net.get_submodule(name)
-
-    layers = [Layer(get(narrow, c), get(narrow, b), get(wide, c), get(wide, b), src, dst)
-              for c, b, src, dst in plan]
-    groups = widen_graph(layers, seed)
-    return {"channels": {g: [int(m.max()) + 1, len(m)] for g, (m, _) in groups.items()}}
 
 
 class Export:
@@ -337,34 +214,12 @@ class Export:
 
             def forward(self, image):
                 out = self.net(image)
-                n_logits = out.shape[1] - 7 - (VISIBLE_PEAK_CHANNELS if net.visible_peaks else 0)
+                n_logits = out.shape[1] - 7
                 heat = torch.sigmoid(out[:, :1])
                 peak = heat * (nn.functional.max_pool2d(heat, 3, 1, 1) == heat).to(heat.dtype)
-                vis = out[:, 5 + n_logits:7 + n_logits]
-                if not net.visible_peaks:
-                    return peak, out[:, 1:5], out[:, 5:5 + n_logits], heat, vis
-                vheat = torch.sigmoid(out[:, 7 + n_logits:8 + n_logits])
-                vpeak = vheat * (nn.functional.max_pool2d(vheat, 3, 1, 1) == vheat).to(vheat.dtype)
-                return peak, out[:, 1:5], out[:, 5:5 + n_logits], heat, vis, vpeak, out[:, 8 + n_logits:]
+                return peak, out[:, 1:5], out[:, 5:5 + n_logits], heat, out[:, 5 + n_logits:7 + n_logits]
 
         return Wrapped().eval()
-
-
-def load_init(net, state: dict[str, Any]) -> None:
-    """Load ``state`` into ``net``; a checkpoint from before the visible-point head (two output channels
-    fewer) or the visible-peak head (`VISIBLE_PEAK_CHANNELS` fewer) keeps its channels and the new ones start
-    at zero (= read attributes at the centre, as before; the visible-peak heat at its prior)."""
-    import torch
-
-    own = net.state_dict()
-    for k in ("head.1.weight", "head.1.bias"):
-        if k in state and state[k].shape[0] < own[k].shape[0]:
-            w = torch.zeros_like(own[k])
-            w[:state[k].shape[0]] = state[k]
-            if k.endswith("bias") and getattr(net, "visible_peaks", False):
-                w[own[k].shape[0] - VISIBLE_PEAK_CHANNELS] = -2.19  # the visible-peak heat's prior
-            state = {**state, k: w}
-    net.load_state_dict(state)
 
 
 def _focal(logit, heat, hw=None):
@@ -393,11 +248,9 @@ def _rows(flat, idx, channels):
     return torch.cat([flat[bsel, c, csel] for c in channels], 1)
 
 
-def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None, vp=None):
-    """Focal loss on the heat map (each cell weighted by ``hw``: negatives 0 where an unlabelled object shows,
-    positives by `targets`' ``hidden_weight``), L1 on offset and log size at centre cells, weighted
-    cross-entropy per attribute around each centre; with ``vp`` (the visible-peak targets of `make_batch`:
-    heat, cells, rows) the same focal loss on the visible-peak heat map and L1 on its offsets and sizes."""
+def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None):
+    """Focal loss on the heat map (each cell weighted by ``hw``: 0 where an unlabelled object shows), L1 on
+    offset, log size and visible-point offset at centre cells, weighted cross-entropy per attribute."""
     import torch
     import torch.nn.functional as F
 
@@ -424,31 +277,15 @@ def loss_fn(out, heat, idx, reg, attr, aw, cls, hw=None, vp=None):
         la = (ce * w).sum() / w.sum().clamp(min=1.0)
         parts[a] = float(la.detach())
         l_attr = l_attr + la
-    total = l_heat + l_reg + l_attr
-    extra = {}
-    if vp is not None:
-        vheat, vidx, vreg = vp
-        v0 = 7 + n_logits
-        l_vheat = _focal(out[:, v0], vheat)
-        l_vreg = out.new_zeros(())
-        if sum(len(i) for i in vidx):
-            pr = _rows(flat, vidx, [slice(v0 + 1, v0 + 5)])
-            gt = torch.cat(list(vreg))
-            w = gt[:, 4:5]
-            l_vreg = ((pr - gt[:, :4]).abs() * w).sum() / w.sum()
-        total = total + l_vheat + l_vreg
-        extra = {"vheat": float(l_vheat.detach()), "vreg": float(l_vreg.detach())}
-    return total, {"heat": float(l_heat.detach()), "reg": float(l_reg.detach()), **parts, **extra}
+    return l_heat + l_reg + l_attr, {"heat": float(l_heat.detach()), "reg": float(l_reg.detach()), **parts}
 
 
 # ---- batches --------------------------------------------------------------------------------------------
 def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy_fraction: float,
                canvas: tuple[int, int] = CANVAS, stride: int = 8, aug: Augmentation = DEFAULT,
-               weights: np.ndarray | None = None, hidden_weight: float = 1.0, visible_peaks: bool = False):
+               weights: np.ndarray | None = None):
     """The batch of ``step``: depends on (seed, step) only, so resuming reproduces an uninterrupted run.
-    ``weights``: each training record's probability of being drawn (default: uniform); ``hidden_weight``:
-    `targets`'. ``visible_peaks``: an eighth element, the visible-peak targets (`visible_peak_targets`:
-    heat maps, cells and rows per image) for `loss_fn`'s ``vp``."""
+    ``weights``: each training record's probability of being drawn (default: uniform)."""
     import torch
 
     rng = np.random.default_rng([seed, step])
@@ -456,7 +293,6 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
     if probe:
         canvas = probe_canvas(aug)
     imgs, heats, idxs, regs, attrs, aws, hws = [], [], [], [], [], [], []
-    vheats, vidxs, vregs = [], [], []
     for j in range(batch_size):
         if not train or rng.random() < numpy_fraction:
             rec = numpy_render((seed, step, j))
@@ -466,7 +302,7 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
         v = augment(rec, rng, canvas, aug, probe)
         h, w = v.rgb.shape[0] // stride, v.rgb.shape[1] // stride
         heat, idx, reg, attr, aw, hw = targets(v.centres, v.sizes, v.labels, (h, w), stride, v.objmap, v.kept,
-                                               rec.labels, v.ignore, hidden_weight)
+                                               rec.labels, v.ignore)
         imgs.append(v.rgb.transpose(2, 0, 1))
         heats.append(heat)
         idxs.append(torch.from_numpy(idx))
@@ -474,14 +310,6 @@ def make_batch(train: list[Record], step: int, seed: int, batch_size: int, numpy
         attrs.append(attr)
         aws.append(aw)
         hws.append(hw)
-        if visible_peaks:
-            vh, vi, vr = visible_peak_targets(v.centres, v.sizes, (h, w), stride, v.objmap, v.kept, len(rec.labels))
-            vheats.append(vh)
-            vidxs.append(torch.from_numpy(vi))
-            vregs.append(torch.from_numpy(vr))
     x = torch.from_numpy(np.stack(imgs)).float().div_(255)
-    batch = (x, torch.from_numpy(np.stack(heats)), idxs, regs, torch.from_numpy(np.stack(attrs)),
-             torch.from_numpy(np.stack(aws)), torch.from_numpy(np.stack(hws)))
-    if visible_peaks:
-        return (*batch, (torch.from_numpy(np.stack(vheats)), vidxs, vregs))
-    return batch
+    return (x, torch.from_numpy(np.stack(heats)), idxs, regs, torch.from_numpy(np.stack(attrs)),
+            torch.from_numpy(np.stack(aws)), torch.from_numpy(np.stack(hws)))

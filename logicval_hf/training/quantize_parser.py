@@ -1,12 +1,12 @@
 """An 8-bit copy of a scene-parser detector file, for reading images about 1.5 times faster on the CPU.
 
-    python -m logicval_hf.training.quantize_parser --data ~/.cache/logicval/clevr_renders/t2i_train \\
-        --data ~/.cache/logicval/clevr_renders/t2i_wide_train
+    python -m logicval_hf.training.quantize_parser --model scene_parser.onnx --data $RENDERS/t2i_train4a \\
+        --data $RENDERS/t2i_wide_train2
 
 onnxruntime's static quantisation (QDQ format): every convolution's weights per output channel in signed 8 bits
 and its input activations in unsigned 8 bits, with ranges taken (min-max) from the detector's own reads of
 calibration images: each image at the scale the parser reads it (its first look at 224 px and the read at the
-scale that look chooses, `SceneParser.scales`). The head stays in floating point, by name (``--keep-float``):
+scale that look chooses, `SceneParser.scales`). The head stays in floating point, by name (`KEEP_FLOAT`):
 heat, offsets, log box sizes, visible-point offsets and attribute logits share one output convolution whose
 channels differ in range by orders of magnitude, so one 8-bit scale over its output drowns the heat map
 (quantised with the rest, real CLEVR's counts fell from 1.000 to 0.900).
@@ -14,13 +14,11 @@ channels differ in range by orders of magnitude, so one 8-bit scale over its out
 Everything before the head is integer arithmetic, the stem included, so the read is the same on every CPU.
 Rounding to 8 bits turns the last-bit differences of a floating-point convolution (its sums are ordered
 differently by AVX-512 and AVX2 kernels) into whole steps of the next layer's input. With the stem kept in
-floating point (the file shipped before 2026-12-05), the heat of one of 12 renders differed by 0.005 between
-AVX-512 VNNI kernels and AVX2 ones (the same inputs natively and under ``qemu-x86_64 -cpu Haswell``,
-``benchmarks/detector_cpu_check.py``), and that file's exact rates differed by up to four images a set between
-two machines; with the image quantised on entry, outputs differ by the float head's own rounding alone (1.5e-7
-in heat), which nothing after it amplifies. For the same reason,
-weights use 7 of the 8 bits (``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose
-16-bit sums can saturate.
+floating point, the heat of one of 12 renders differed by 0.005 between AVX-512 VNNI kernels and AVX2 ones (the
+same inputs natively and under ``qemu-x86_64 -cpu Haswell``), and exact rates differed by up to four images a
+set between two machines; with the image quantised on entry, outputs differ by the float head's own rounding
+alone (1.5e-7 in heat), which nothing after it amplifies. For the same reason, weights use 7 of the 8 bits
+(``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose 16-bit sums can saturate.
 
 Calibration images must be ones the parser trained on or any renders not used for evaluation: the first
 ``--images`` scenes by name of each ``--data`` folder (a training folder's first scenes lie in its training split;
@@ -39,12 +37,15 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from logicval_hf.perception.scene_parser import SceneParser
+from logicval_hf.perception.parser_decoding import prepare, target_scale
+from logicval_hf.perception.scene_parser import DEFAULT_MODEL, SceneParser, int8_copy_of
+from logicval_hf.training.loop import parse
+from logicval_hf.training.parser_data import dataset_name, load_folder
+from logicval_hf.training.refit_parser import write_metadata
 
 __all__ = ["KEEP_FLOAT", "calibration_inputs", "main", "quantize"]
 
@@ -56,14 +57,10 @@ KEEP_FLOAT = ("head.",)
 def calibration_inputs(parser: SceneParser, images: Sequence[np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
     """The detector's inputs for ``images`` as ``parser`` reads them: each image's first look (224 px) and its
     read at the scale that look chooses, one image per feed."""
-    from logicval_hf.perception.scene_parser import prepare, target_scale
-
-    multiple = parser.meta.get("multiple", 32)
-    probe_side = int((parser.scale_meta or {}).get("probe_side", 224))
+    multiple, probe_side = parser.settings.multiple, parser.settings.scale.probe_side
     for rgb, scale in zip(images, parser.scales(list(images)), strict=True):
-        yield {"image": prepare(rgb, multiple=multiple, scale=target_scale(rgb.shape[1], rgb.shape[0],
-                                                                          probe_side))[0][None]}
-        yield {"image": prepare(rgb, multiple=multiple, scale=scale)[0][None]}
+        yield {"image": prepare(rgb, target_scale(rgb.shape[1], rgb.shape[0], probe_side), multiple)[None]}
+        yield {"image": prepare(rgb, scale, multiple)[None]}
 
 
 def quantize(model: Path, images: Sequence[np.ndarray], out: Path, keep_float: Sequence[str] = KEEP_FLOAT,
@@ -93,9 +90,6 @@ def quantize(model: Path, images: Sequence[np.ndarray], out: Path, keep_float: S
         QuantType,
         quantize_static,
     )
-
-    from logicval_hf.perception.scene_parser import SceneParser
-    from logicval_hf.training.refit_parser import write_metadata
 
     if not images:
         raise ValueError("no calibration images")
@@ -136,9 +130,6 @@ def _folder(text: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from logicval_hf.perception.scene_parser import DEFAULT_MODEL, int8_copy_of
-    from logicval_hf.training.parser_data import load_folder
-
     ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.quantize_parser",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=_folder, action="append", required=True, metavar="DIR",
@@ -149,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"the float detector file (default: the shipped {DEFAULT_MODEL.name})")
     ap.add_argument("--out", type=Path, default=None,
                     help="the 8-bit file (default: <stem>_int8.onnx beside --model)")
-    ap.add_argument("--keep-float", nargs="+", default=list(KEEP_FLOAT), metavar="NAME",
-                    help="name fragments of convolutions kept in floating point (default: %(default)s)")
-    args = ap.parse_args(argv)
+    args = parse(ap, argv)
     try:
         import onnx  # noqa: F401  quantize_static reads and writes ONNX graphs
         import onnxruntime.quantization  # noqa: F401
@@ -165,12 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     for folder in args.data:
         recs = load_folder(folder, first=args.images, who="quantize_parser")
         images += [r.rgb for r in recs]
-        sources.append({"folder": str(folder), "images": len(recs), "first": recs[0].name if recs else None})
+        sources.append({"folder": dataset_name(folder), "images": len(recs), "first": recs[0].name if recs else None})
     if not images:
         ap.error("no usable scene in --data")
     out = args.out or int8_copy_of(args.model)
     try:
-        record = quantize(args.model, images, out, args.keep_float, {"data": sources})
+        record = quantize(args.model, images, out, KEEP_FLOAT, {"data": sources})
     except ValueError as e:
         ap.error(str(e))
     print(json.dumps({"out": str(out), "bytes": out.stat().st_size, **record}, indent=1))

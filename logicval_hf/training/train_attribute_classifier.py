@@ -1,14 +1,14 @@
 """Train the scene parser's second stage, the attribute classifier, on renders.
 
-    python -m logicval_hf.training.train_attribute_classifier --data ../shared/data/clevr_blender \\
-        --out ~/.cache/logicval/attribute_classifier --steps 3000 \\
-        --export logicval_hf/perception/scene_parser_attributes.onnx
+    python -m logicval_hf.training.train_attribute_classifier --data $SHARED/data/clevr_blender \\
+        --data "$RENDERS/t2i_train#weight=1.5" --out $CHECKPOINTS/classifier --steps 3000 \\
+        --export $CHECKPOINTS/classifier/scene_parser_attributes.onnx
 
 On a GPU add ``--device cuda --workers N`` (N CPU processes prepare the batches; `loop`).
 
 The detector (``train_scene_parser``) finds every object, its centre, box and most visible point; this
 network then reads colour, shape, material and size from a crop around the object
-(`logicval_hf.perception.scene_parser.object_crops`: the object's square resampled to 64 px, plus a channel
+(`logicval_hf.perception.parser_decoding.object_crops`: the object's square resampled to 64 px, plus a channel
 marking the visible point). Why: the detector's stride-8 attribute features also see the neighbours, and on
 real CLEVR most of its remaining errors were occluded objects read with their occluder's colour or shape.
 
@@ -22,13 +22,8 @@ task; the exported metadata says ``refine_centre: false`` and the parser keeps t
 held-out renders the refined ones were worse: median error 0.46 vs 0.39 px). ``validate`` reports the
 refined centre error beside the jitter it corrects.
 
-``--width`` multiplies every stage's channels. Started from a narrower ``--init``, the trained network is first
-widened without changing what it computes (`logicval_hf.training.widen`), so a wider classifier starts from the
-narrow one's figures instead of from scratch.
-
-Deterministic and resumable like the detector's script: every step's crops depend on ``(seed, step)`` only
-(with ``--hard-mining``, also on the objects' running losses, which every checkpoint carries); the last
-``--val-fraction`` of every folder is held out for the temperatures and the validation figures.
+Deterministic and resumable like the detector's script: every step's crops depend on ``(seed, step)`` only; the
+last 5 % of every folder (the detector's split) is held out for the temperatures and the validation figures.
 """
 
 from __future__ import annotations
@@ -43,22 +38,26 @@ from typing import Any
 
 import numpy as np
 
+from logicval_hf.perception.parser_decoding import CONTEXT, CROP, MARK_SIGMA, MIN_SIDE, crop_square, object_crops
 from logicval_hf.training import loop
 from logicval_hf.training.parser_augment import DEFAULT as DEFAULT_AUGMENTATION
 from logicval_hf.training.parser_augment import Augmentation, describe
 from logicval_hf.training.parser_augment import photometric as augment_photometric
-from logicval_hf.training.parser_data import DataFolder, parse_data_folder, record_weights
-from logicval_hf.training.train_scene_parser import (
+from logicval_hf.training.parser_data import (
     ATTRIBUTES,
-    DEFAULT_DATA,
+    DataFolder,
     Record,
     classes,
-    fit_temperature,
+    dataset_name,
     load_folder,
     numpy_render,
+    parse_data_folder,
+    record_weights,
     split_holdout,
-    visible_points,
 )
+from logicval_hf.training.parser_fit import fit_temperature
+from logicval_hf.training.parser_model import visible_points
+from logicval_hf.training.train_scene_parser import DEFAULT_DATA, VAL_FRACTION
 
 DEFAULT_OUT = Path("~/.cache/logicval/attribute_classifier").expanduser()
 
@@ -92,8 +91,6 @@ def jitter(s: ObjectSample, long_side: int, rng: np.random.Generator | None = No
            ) -> tuple[tuple[float, float, float], tuple[float, float]]:
     """The crop square and mark of a sample in an image whose longer side is ``long_side``, moved as the
     detector's estimates err (no ``rng``: exact)."""
-    from logicval_hf.perception.scene_parser import crop_square
-
     (cx, cy), (w, h), (vx, vy) = s.centre, s.size, s.visible
     if rng is not None:
         e = 0.06 * max(w, h, 8.0)
@@ -104,28 +101,11 @@ def jitter(s: ObjectSample, long_side: int, rng: np.random.Generator | None = No
     return crop_square(cx, cy, w, h, vx, vy, long_side), (vx, vy)
 
 
-def photometric(crop: np.ndarray, rng: np.random.Generator, aug: Augmentation = DEFAULT_AUGMENTATION,
-                balance: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+def photometric(crop: np.ndarray, rng: np.random.Generator, aug: Augmentation = DEFAULT_AUGMENTATION) -> np.ndarray:
     """The detector's appearance changes (`parser_augment.photometric`) on one crop's RGB (float32 3 x H x W in
-    [0, 1]), after a resolution loss (p 0.3): a small object enlarged to the crop size.
-
-    ``balance``: (the centred log cast of the crop's whole image, `white_balance.illuminant_cast`; the limit)
-    to balance the crop as the parser does at inference (`white_balance`): the white-balance gain is then drawn
-    here, and the crop gets it times the gains the parser would estimate for the image with that gain
-    (the cast plus the gain's centred log, undone up to the limit). The other appearance changes follow the
-    balance, as if the parser had estimated the cast before them: exposure does not move the centred estimate;
-    contrast, saturation and gamma move it a little, which this ignores."""
+    [0, 1]), after a resolution loss (p 0.3): a small object enlarged to the crop size."""
     import cv2
 
-    if balance is not None:
-        from logicval_hf.perception.white_balance import balance_crops, gains_for
-
-        cast, limit = balance
-        log_gain = (rng.uniform(-aug.white_balance_log, aug.white_balance_log, 3)
-                    if rng.random() < aug.white_balance_p else np.zeros(3))
-        gains = np.exp(log_gain) * gains_for(cast + log_gain - log_gain.mean(), limit)
-        crop = balance_crops(crop[None].copy(), gains)[0]
-        aug = replace(aug, white_balance_p=0.0)
     x = crop.transpose(1, 2, 0) * 255
     if rng.random() < 0.3:  # resolution loss
         n = x.shape[0]
@@ -140,8 +120,6 @@ def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = 
     """The crop of a sample, its centre target (where the object's centre lies relative to the crop's, in
     crop pixels: the second stage refines the detector's centre, on which regions and relations hang) and
     the crop's side in image pixels."""
-    from logicval_hf.perception.scene_parser import CROP, object_crops
-
     sq, mark = jitter(s, max(rgb.shape[:2]), rng)
     target = (np.array(s.centre) - sq[:2]) * CROP / sq[2]
     return object_crops(rgb, [sq], [mark])[0], target.astype(np.float32), float(sq[2])
@@ -149,112 +127,49 @@ def crop_of(rgb: np.ndarray, s: ObjectSample, rng: np.random.Generator | None = 
 
 def make_batch(records: list[Record], samples: list[ObjectSample], step: int, seed: int, batch_size: int,
                numpy_fraction: float, weights: np.ndarray | None = None,
-               aug: Augmentation = DEFAULT_AUGMENTATION, balance: float | None = None,
-               casts: dict[int, np.ndarray] | None = None, hard: tuple[np.ndarray, float] | None = None,
-               return_indices: bool = False):
+               aug: Augmentation = DEFAULT_AUGMENTATION):
     """(crops, labels, centre targets) of ``step``: depends on (seed, step) only. Numpy-renderer scenes are
-    drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant).
-    ``balance``: white-balance every crop as the parser does, up to this limit (see `photometric`); ``casts``
-    caches the records' estimated casts (by record index) between calls.
-    ``hard``: (probabilities over ``samples``, share): that share of the rendered crops is drawn by these
-    probabilities instead of ``weights`` (`ObjectLosses.probabilities`: hard-example mining); the batch then
-    depends on them too. ``return_indices``: also return each crop's index into ``samples`` (-1: a
-    numpy-renderer crop)."""
-    from logicval_hf.perception.white_balance import illuminant_cast
+    drawn fresh and all their objects used; flips mirror the crop (attributes are mirror-invariant)."""
+    import torch
 
     rng = np.random.default_rng([seed, step])
     crops: list[np.ndarray] = []
     labels: list[np.ndarray] = []
     centres: list[np.ndarray] = []
-    image_casts: list[np.ndarray | None] = []
-    casts = {} if casts is None else casts
     n_numpy = round(batch_size * numpy_fraction) if samples else batch_size
     j = 0
     while len(crops) < n_numpy:  # whole numpy scenes, a few objects each
         rec = numpy_render((seed, step, j))
         j += 1
-        cast = illuminant_cast(rec.rgb) if balance is not None else None
-        for s in object_samples([rec]):
-            if len(crops) < n_numpy:
-                c, t, _ = crop_of(rec.rgb, s, rng)
-                crops.append(c)
-                centres.append(t)
-                labels.append(s.labels)
-                image_casts.append(cast)
-    indices = [-1] * len(crops)
-    hard_p, n_hard = (hard[0], round((batch_size - len(crops)) * hard[1])) if hard and samples else (None, 0)
+        for s in object_samples([rec])[:n_numpy - len(crops)]:
+            c, t, _ = crop_of(rec.rgb, s, rng)
+            crops.append(c)
+            centres.append(t)
+            labels.append(s.labels)
     while len(crops) < batch_size:
-        if n_hard > 0:
-            k = int(rng.choice(len(samples), p=hard_p))
-            n_hard -= 1
-        else:
-            k = int(rng.choice(len(samples), p=weights)) if weights is not None else int(rng.integers(len(samples)))
-        indices.append(k)
+        k = int(rng.choice(len(samples), p=weights)) if weights is not None else int(rng.integers(len(samples)))
         s = samples[k]
         c, t, _ = crop_of(records[s.record].rgb, s, rng)
         crops.append(c)
         centres.append(t)
         labels.append(s.labels)
-        if balance is not None and s.record not in casts:
-            casts[s.record] = illuminant_cast(records[s.record].rgb)
-        image_casts.append(casts.get(s.record))
-    for c, t, cast in zip(crops, centres, image_casts, strict=True):
-        c[:3] = photometric(c[:3], rng, aug, None if balance is None or cast is None else (cast, balance))
+    for c, t in zip(crops, centres, strict=True):
+        c[:3] = photometric(c[:3], rng, aug)
         if rng.random() < 0.5:
             c[:] = c[:, :, ::-1]
             t[0] = -t[0]
-    import torch
-
-    batch = (torch.from_numpy(np.stack(crops)), torch.from_numpy(np.stack(labels).astype(np.int64)),
-             torch.from_numpy(np.stack(centres)))
-    return (*batch, np.array(indices)) if return_indices else batch
+    return (torch.from_numpy(np.stack(crops)), torch.from_numpy(np.stack(labels).astype(np.int64)),
+            torch.from_numpy(np.stack(centres)))
 
 
-@dataclass
-class ObjectLosses:
-    """Every training object's running loss, for hard-example mining (``--hard-mining``).
-
-    Why: views the renders hold few of are read wrong even after training on them (a cylinder seen from
-    above, whose round top the CLEVR camera and the numpy renderer only ever show on spheres, was read as a
-    sphere on 6.7 % of such objects in a classifier's own training renders); drawing objects in proportion
-    to their loss shows the network more views of what it still gets wrong. The loss is the sum of the
-    perceived attributes' cross-entropies, an exponential average over the object's draws (each draw is one
-    augmented view); objects not drawn yet keep ``start``, so every object is visited early. Losses are
-    clipped to [``FLOOR``, ``CAP``] for the probabilities: objects read right are still drawn now and then,
-    and objects nobody could read (a few pixels showing) cannot take over the batch."""
-
-    values: np.ndarray  # (n,) float64
-    decay: float = 0.5
-
-    FLOOR = 0.01
-    CAP = 3.0
-
-    @classmethod
-    def fresh(cls, n: int, start: float = 1.0) -> ObjectLosses:
-        return cls(np.full(n, float(start)))
-
-    def probabilities(self, weights: np.ndarray | None = None) -> np.ndarray:
-        """Drawing probabilities: the folders' ``weights`` (uniform when None) times the clipped losses."""
-        q = np.clip(self.values, self.FLOOR, self.CAP)
-        if weights is not None:
-            q = q * weights
-        return q / q.sum()
-
-    def update(self, indices: np.ndarray, losses: np.ndarray) -> None:
-        """Fold the losses of one batch's crops into their objects' (indices < 0 are skipped)."""
-        for k, v in zip(indices, losses, strict=True):
-            if k >= 0:
-                self.values[k] = self.decay * self.values[k] + (1 - self.decay) * float(v)
-
-
-#: the stages' channels at width 1 (every shipped classifier so far)
+#: the stages' channels
 BASE_CHANNELS = (24, 32, 48, 64, 128)
 
 
-def build_model(width: float = 1.0):
-    """A small CNN on 4 x 64 x 64 crops (about 25 MMAC each at width 1, about width**2 times that wider): four
-    strided stages to 4 x 4, then a fully connected layer (it keeps where in the crop things are, so the mark
-    channel can single out one object among its neighbours). ``width`` multiplies every stage's channels."""
+def build_model():
+    """A small CNN on 4 x 64 x 64 crops (0.73 M parameters, about 25 MMAC each): four strided stages to 4 x 4,
+    then a fully connected layer (it keeps where in the crop things are, so the mark channel can single out one
+    object among its neighbours)."""
     import torch
     from torch import nn
 
@@ -262,7 +177,7 @@ def build_model(width: float = 1.0):
         return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
 
     n_out = sum(len(v) for v in classes().values()) + 2  # attribute logits, centre offset
-    c = [max(1, round(b * width)) for b in BASE_CHANNELS]
+    c = BASE_CHANNELS
 
     class Net(nn.Module):
         def __init__(self):
@@ -278,32 +193,6 @@ def build_model(width: float = 1.0):
             return out[:, :-2], out[:, -2:]
 
     return Net()
-
-
-def model_width(first_channels: int) -> float:
-    """The width of a classifier whose first convolution has ``first_channels`` outputs."""
-    return first_channels / BASE_CHANNELS[0]
-
-
-def widen_model(narrow, wide, seed: int) -> dict:
-    """Copy the trained ``narrow`` classifier's function into the wider, freshly built ``wide`` one
-    (`logicval_hf.training.widen`): its convolution blocks and the fully connected layer reading them."""
-    from torch import nn
-
-    from logicval_hf.training.widen import widen_chain
-
-    def blocks(net):
-        return [(b[0], b[1]) for b in net.features]
-
-    def first_fc(net):
-        return next(m for m in net.head if isinstance(m, nn.Linear))
-
-    info = widen_chain(blocks(narrow), blocks(wide), first_fc(narrow), first_fc(wide), spatial=16, seed=seed)
-    # the layers after the first fully connected one keep their sizes: copied as they are
-    fc = list(narrow.head).index(first_fc(narrow))
-    for n_mod, w_mod in zip(list(narrow.head)[fc + 1:], list(wide.head)[fc + 1:], strict=True):
-        w_mod.load_state_dict(n_mod.state_dict())
-    return info
 
 
 #: weight of the centre offset's smooth-L1 loss (crop pixels) beside the attributes' cross-entropies
@@ -323,19 +212,6 @@ def cross_entropies(logits, labels, cls):
         start += m
 
 
-def per_object_loss(logits, labels, cls) -> np.ndarray:
-    """(N,) each crop's summed cross-entropy over the attributes the project perceives (size excluded),
-    without gradient: what `ObjectLosses` records."""
-    import torch
-
-    total = torch.zeros(len(logits), device=logits.device)
-    with torch.no_grad():
-        for a, ce, known in cross_entropies(logits, labels, cls):
-            if a != "size":
-                total += torch.where(known, ce, torch.zeros_like(ce))
-    return total.cpu().numpy().astype(np.float64)
-
-
 def loss_fn(logits, centre, labels, centre_target, cls):
     import torch.nn.functional as F
 
@@ -349,19 +225,13 @@ def loss_fn(logits, centre, labels, centre_target, cls):
     return total, parts
 
 
-def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed: int = 0,
-             balance: float | None = None) -> dict[str, Any]:
-    """On held-out objects, crops jittered as in training (a fixed stream, no photometric change; with
-    ``balance``, white-balanced as the parser does up to that limit): accuracy per attribute and of all
-    perceived attributes, the logits (for the temperatures), and the centre's median error in image pixels
-    before and after the refinement."""
+def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed: int = 0) -> dict[str, Any]:
+    """On held-out objects, crops jittered as in training (a fixed stream, no photometric change): accuracy per
+    attribute and of all perceived attributes, the logits (for the temperatures), and the centre's median error
+    in image pixels before and after the refinement."""
     import torch
 
-    from logicval_hf.perception.scene_parser import CROP
-    from logicval_hf.perception.white_balance import balance_crops, illuminant_gains
-
     rng = np.random.default_rng([seed, 10**6])
-    gains: dict[int, np.ndarray] = {}  # per record: its objects share their image's estimate
     net.eval()
     logits, before, after = [], [], []
     with torch.no_grad():
@@ -369,11 +239,6 @@ def validate(net, records: list[Record], samples: list[ObjectSample], cls, seed:
             chunk = samples[start:start + 128]
             pairs = [crop_of(records[s.record].rgb, s, rng) for s in chunk]
             x = np.stack([p[0] for p in pairs])
-            if balance is not None:
-                for k, s in enumerate(chunk):
-                    if s.record not in gains:
-                        gains[s.record] = illuminant_gains(records[s.record].rgb, limit=balance)
-                    balance_crops(x[k:k + 1], gains[s.record])
             z, c = net(torch.from_numpy(x))
             logits.append(z.numpy())
             for (_, t, side), pred in zip(pairs, c.numpy(), strict=True):
@@ -404,16 +269,9 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
     """ONNX with a dynamic batch of crops, metadata embedded; written atomically."""
     import torch
 
-    from logicval_hf.perception.scene_parser import CROP
-
     loop.export_onnx(net, net, path, torch.zeros(1, 4, CROP, CROP), ["crops"], ["logits", "centre"],
                      {"crops": {0: "n"}, "logits": {0: "n"}, "centre": {0: "n"}}, meta,
                      "LogicVal-HF CLEVR attribute classifier (see logicval_hf/perception/scene_parser.md)")
-
-
-def read_init(path: Path) -> tuple[float, dict | None]:
-    """The classifier in ``path``: its width and, for a training checkpoint, the checkpoint (`loop.read_init`)."""
-    return loop.read_init(path, "features.0.0.weight", model_width, "train_attribute_classifier", "classifier")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -421,8 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=parse_data_folder, action="append", metavar="DIR[#first=N,weight=W]",
                     help="a folder of renders in the CLEVR layout, with masks (repeatable; default "
-                         f"{DEFAULT_DATA}); #first=N reads its first N scenes by name, #weight=W its share of the "
-                         "batches' rendered objects (relative to the other folders')")
+                         "../shared/data/clevr_blender); #first=N reads its first N scenes by name, #weight=W its "
+                         "share of the batches' rendered objects (relative to the other folders')")
     loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=3000, warmup=150, seed=21)
     ap.add_argument("--export", type=Path, default=None,
                     help="write the ONNX model here at every --export-every steps and at the end (name it "
@@ -430,37 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=64, help="object crops per step")
     ap.add_argument("--numpy-fraction", type=float, default=0.25,
                     help="share of each batch's crops from scenes drawn fresh by the numpy renderer (0 = none)")
-    ap.add_argument("--val-fraction", type=float, default=0.05,
-                    help="last share of every --data folder (by file name) held out (the detector's split)")
     ap.add_argument("--init", type=Path,
                     help="start from these weights (fresh optimiser and schedule): an earlier run's last.pt or an "
-                         "exported .onnx classifier; ignored when --out holds a checkpoint to resume")
-    ap.add_argument("--width", type=float, default=1.0,
-                    help="multiplies every stage's channels (default 1: 0.73 M parameters, about 25 MMAC per "
-                         "object; 1.5 about 2.25 x that). With a narrower --init, the trained model is widened "
-                         "without changing what it computes (Net2WiderNet), and training goes on from there")
+                         "exported .onnx classifier such as the shipped scene_parser_attributes.onnx; ignored when "
+                         "--out holds a checkpoint to resume")
     ap.add_argument("--white-balance", type=float, default=DEFAULT_AUGMENTATION.white_balance_log, metavar="LOG",
                     help="per-channel white-balance gains drawn within exp(+-LOG) in linear light (default "
                          f"{DEFAULT_AUGMENTATION.white_balance_log}; light of other colour temperatures needs more)")
-    ap.add_argument("--balance-crops", type=float, default=None, metavar="LIMIT",
-                    help="white-balance every crop as the parser does at inference (its crops' white balance, "
-                         "`perception.white_balance`), undoing the image's estimated cast up to LIMIT in log (the "
-                         "parser's is 0.15): the classifier then learns on what it will read (default: off)")
-    ap.add_argument("--hard-mining", type=float, default=0.0, metavar="SHARE",
-                    help="draw this share of each batch's rendered crops in proportion to each object's running "
-                         "loss (hard-example mining: views the network still reads wrong come back more often); "
-                         "0 = every draw by the folders' weights (default)")
-    args = ap.parse_args(argv)
-    if not 0.25 <= args.width <= 4:
-        ap.error(f"--width must lie in [0.25, 4], got {args.width}")
-    if not 0 <= args.hard_mining <= 1:
-        ap.error(f"--hard-mining must lie in [0, 1], got {args.hard_mining}")
+    args = loop.parse(ap, argv)
     if not 0 <= args.white_balance <= 1:
         ap.error(f"--white-balance must lie in [0, 1], got {args.white_balance}")
-    if args.balance_crops is not None and not 0 <= args.balance_crops <= 1:
-        ap.error(f"--balance-crops must lie in [0, 1], got {args.balance_crops}")
-    if args.hard_mining > 0 and args.workers > 0:
-        ap.error("--hard-mining draws each batch from the losses of the steps before it: use --workers 0")
     aug = replace(DEFAULT_AUGMENTATION, white_balance_log=args.white_balance)
 
     import torch
@@ -475,49 +312,32 @@ def main(argv: list[str] | None = None) -> int:
     sizes: list[tuple[DataFolder, int]] = []
     for f in args.data or [DataFolder(DEFAULT_DATA)]:
         recs = load_folder(f.path, first=f.first, who="train_attribute_classifier")
-        tr, va = split_holdout(recs, args.val_fraction)
+        tr, va = split_holdout(recs, VAL_FRACTION)
         samples = object_samples(tr, len(records))
         train += samples
         sizes.append((f, len(samples)))
         val += object_samples(va, len(records) + len(tr))
         records += tr + va
-        data_info.append({"folder": str(f.path), "first": f.first, "weight": f.weight, "scenes": len(recs),
+        data_info.append({"folder": dataset_name(f.path), "first": f.first, "weight": f.weight, "scenes": len(recs),
                           "train_scenes": len(tr), "held_out_scenes": len(va),
                           "with_masks": sum(r.mask is not None for r in recs)})
     weights = record_weights(sizes)
-    casts: dict[int, np.ndarray] = {}  # the records' estimated casts, for --balance-crops
     if not train and args.numpy_fraction <= 0:
         ap.error("no usable training objects and --numpy-fraction 0")
     print(f"train_attribute_classifier: {len(train)} training objects, {len(val)} held out", flush=True)
 
-    net = build_model(args.width)
+    net = build_model()
     ck, resumed = loop.open_checkpoint(args, net, "train_attribute_classifier")
     if not resumed and args.init:
-        init_width, init = read_init(args.init)
-        if init_width > args.width:
-            raise SystemExit(f"train_attribute_classifier: {args.init} is a classifier of width {init_width:g}; "
-                             f"it can be widened, not narrowed to --width {args.width:g}")
-        start = net if init_width == args.width else build_model(init_width)
-        if init is None:  # a shipped .onnx model whose checkpoint is gone
-            from logicval_hf.training.onnx_init import load_onnx_weights
+        def stats() -> list:
+            return [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights,
+                               aug)[0] for k in range(4)]
 
-            stats = [make_batch(records, train, 10**9 + k, args.seed, args.batch_size, args.numpy_fraction, weights,
-                                aug, args.balance_crops, casts)[0]
-                     for k in range(4)]  # steps no run reaches
-            info = load_onnx_weights(start, args.init, stats, forward=start)
-            entry = {"init": str(args.init), "init_onnx": info}
-        else:
-            start.load_state_dict(init["model"])
-            entry = {"init": str(args.init), "init_steps": init["step"]}
-        if start is not net:
-            entry["widened"] = {"from": init_width, "to": args.width, **widen_model(start, net, args.seed)}
-        ck.history.append(entry)
-        print(f"train_attribute_classifier: initialised from {args.init}"
-              + (f", widened {init_width:g} -> {args.width:g}" if start is not net else ""), flush=True)
+        ck.history.append(loop.initialise(net, args.init, stats, "train_attribute_classifier", "classifier"))
 
     def export() -> str:
         step, elapsed = ck.step, ck.elapsed
-        v = validate(net, records, val, cls, args.seed, args.balance_crops)
+        v = validate(net, records, val, cls, args.seed)
         temps = {a: fit_temperature(*v["_logits"][a]) for a in ATTRIBUTES}
         figures = {"step": step, "val_objects": v["objects"], "accuracy": v["accuracy"],
                    "all_perceived_right": v["all_perceived_right"], "centre_error_px": v["centre_error_px"],
@@ -525,45 +345,31 @@ def main(argv: list[str] | None = None) -> int:
         ck.history.append(figures)
         (args.out / "history.json").write_text(json.dumps(ck.history, indent=1))
         if args.export:
-            from logicval_hf.perception.scene_parser import CONTEXT, CROP, MARK_SIGMA, MIN_SIDE
-
             # the centre head trains as an auxiliary task; the parser keeps the detector's centres
-            meta = {"version": 1, "refine_centre": False, "width": args.width, "attributes": list(ATTRIBUTES),
+            meta = {"version": 1, "refine_centre": False, "attributes": list(ATTRIBUTES),
                     "classes": {a: list(c) for a, c in cls.items()},
                     "temperatures": temps, "input": "float32 N x 4 x CROP x CROP: RGB in [0, 1], mark",
                     "crop": {"size": CROP, "context": CONTEXT, "min_side": MIN_SIDE, "mark_sigma": MARK_SIGMA},
                     "provenance": {"trained_steps": step, "train_seconds": round(elapsed), "seed": args.seed,
+                                   "initialised_from": next((h for h in ck.history if "init" in h), None),
                                    "batch_size": args.batch_size, "lr": args.lr,
                                    "numpy_fraction": args.numpy_fraction, "data": data_info, "val": figures,
-                                   "augmentation": describe(aug), "balance_crops": args.balance_crops,
-                                   "hard_mining": args.hard_mining, "torch": torch.__version__}}
+                                   "augmentation": describe(aug), "torch": torch.__version__}}
             export_onnx(net, args.export, meta)
         return (f"held-out {figures['accuracy']}, all right {figures['all_perceived_right']:.4f}, centre error "
                 f"{figures['centre_error_px']}, T={figures['temperatures']}")
 
-    losses = None
-    if args.hard_mining > 0 and train:
-        kept = ck.state.get("object_losses")
-        if kept is not None and len(kept) != len(train):
-            raise SystemExit(f"train_attribute_classifier: {ck.path} was trained on {len(kept)} objects, the --data "
-                             f"given now hold {len(train)}: resume with the same --data, or use a new --out")
-        losses = ObjectLosses(np.asarray(kept, float)) if kept is not None else ObjectLosses.fresh(len(train))
-        ck.state["object_losses"] = losses.values  # the array `update` changes in place: each checkpoint saves it
-
     def make(step: int):
-        hard = (losses.probabilities(weights), args.hard_mining) if losses is not None else None
-        return make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights, aug,
-                          args.balance_crops, casts, hard, return_indices=True)
+        return make_batch(records, train, step, args.seed, args.batch_size, args.numpy_fraction, weights, aug)
 
     def batch_loss(batch):
-        x, y, t, idx = batch
+        x, y, t = batch
         logits, centre = net(x)
-        if losses is not None:
-            losses.update(idx, per_object_loss(logits, y, cls))
         return loss_fn(logits, centre, y, t, cls)
 
     loop.train(ck, make, batch_loss, export, "train_attribute_classifier")
     return 0
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

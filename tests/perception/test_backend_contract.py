@@ -15,14 +15,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_MODULES_CACHE", os.path.join(tempfile.gettempdir(), "logicval-tests-hf-modules"))
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
+from helpers import attr, lazy
 
-from helpers import attr, lazy  # noqa: E402
-from logicval_hf import Scene, SceneObject  # noqa: E402
-from logicval_hf.contract.domain import load_domain  # noqa: E402
-from logicval_hf.perception import (  # noqa: E402
-    BACKENDS, PerceptionBackend, PerceptionError, extract_scene, extract_scenes, get_backend, register_backend,
+from logicval_hf import Scene, SceneObject
+from logicval_hf.contract.domain import load_domain
+from logicval_hf.perception import (
+    BACKENDS,
+    PerceptionBackend,
+    PerceptionError,
+    extract_scene,
+    extract_scenes,
+    get_backend,
+    register_backend,
 )
 
 evaluate = lazy("evaluate")

@@ -26,7 +26,8 @@ def bench():
     (["--suite", "--suite-renders", "{empty}"], "expected NAME=DIR[:FRACTION], got '{empty}'"),
     (["--suite", "--suite-renders", "t={empty}:2"], "FRACTION must lie in (0, 1], got 2"),
     (["--suite", "--suite-renders", "t={empty}:half"], "FRACTION must be a number, got 'half'"),
-    (["--set", "model=x.onnx"], "unknown settings ['model'] for the clevr scene parser"),
+    (["--set", "model=x.onnx"], "unsupported setting 'model'; did you mean 'model_path'?"),
+    (["--set", "visible_peaks=true"], "unsupported setting 'visible_peaks' (supported: threshold,"),
     (["--model", "{missing}/x.onnx"], "x.onnx"),
 ])
 def test_bad_render_sets_are_refused_in_one_line(bench, tmp_path, capsys, argv, message):

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import clevr_folder, load_script, render_folder
+
 from logicval_hf import Scene, SceneObject
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "clevr_perception.py"

@@ -13,8 +13,7 @@ import math
 
 import numpy as np
 import pytest
-
-from helpers import lazy, requires  # noqa: E402
+from helpers import lazy, requires
 
 pytestmark = requires("torch", "transformers", "open_clip")
 torch = lazy("torch")
@@ -24,7 +23,11 @@ from logicval_hf import Scene, load_catalog, verify  # noqa: E402
 from logicval_hf.contract.domain import load_domain  # noqa: E402
 from logicval_hf.perception import PerceptionError, extract_scene, extract_scenes  # noqa: E402
 from logicval_hf.perception.neural import (  # noqa: E402
-    GENEVAL_TEMPLATES, attribute_sources, build_pipeline, default_detector_prompt, geneval_crop,
+    GENEVAL_TEMPLATES,
+    attribute_sources,
+    build_pipeline,
+    default_detector_prompt,
+    geneval_crop,
 )
 
 COCO = load_domain("coco")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import png_header, requires
+
 from logicval_hf.cli.main import main
 from logicval_hf.perception import MAX_PIXELS, PerceptionError, extract_scene, load_image
 from logicval_hf.perception.images import open_checked

@@ -15,8 +15,7 @@ import random
 
 import numpy as np
 import pytest
-
-from helpers import lazy, requires  # noqa: E402
+from helpers import lazy, requires
 
 pytestmark = requires("torch", "transformers", "open_clip")
 torch = lazy("torch")
@@ -24,12 +23,19 @@ transformers = lazy("transformers")
 open_clip = lazy("open_clip")
 
 from logicval_hf import Scene, SceneObject, load_catalog  # noqa: E402
+from logicval_hf.generation.render import render_scene  # noqa: E402
 from logicval_hf.perception import neural  # noqa: E402
 from logicval_hf.perception.neural import (  # noqa: E402
-    VIEW_SCALES, VIEW_SPECS, box_iou, build_pipeline, containment, default_detector_prompt, render_view,
-    suppress_duplicates, view_window,
+    VIEW_SCALES,
+    VIEW_SPECS,
+    box_iou,
+    build_pipeline,
+    containment,
+    default_detector_prompt,
+    render_view,
+    suppress_duplicates,
+    view_window,
 )
-from logicval_hf.generation.render import render_scene  # noqa: E402
 
 DOMAIN = load_catalog().domain
 TINY_CLIP = "logicval-test-tiny-clip"
@@ -392,7 +398,7 @@ def test_clevr_keeps_the_papers_pipeline(pipe, images):
     attribute (the noun too), as in the paper; the scenes are CLEVR scenes."""
     from logicval_hf.perception.neural import attribute_sources
 
-    assert attribute_sources(DOMAIN) == {a: "views" for a in DOMAIN.perceived_attributes}
+    assert attribute_sources(DOMAIN) == dict.fromkeys(DOMAIN.perceived_attributes, "views")
     texts = []
     real = pipe.detector_processor
 

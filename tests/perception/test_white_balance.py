@@ -1,4 +1,4 @@
-"""The attribute classifier's crops balanced against the image's colour cast (issue 21: other light)."""
+"""The attribute classifier's crops balanced against the image's colour cast (other light)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import load_script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logicval_hf.perception import load_image, scene_parser
-from logicval_hf.perception.shifts import _linear, apply_shift
 from logicval_hf.perception.white_balance import WHITE_BALANCE_DEFAULTS, balance_crops, illuminant_gains
+
+BENCH = load_script(Path(__file__).resolve().parents[2] / "benchmarks" / "clevr_perception.py", "clevr_perception_wb")
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "clevr"
 SCENES = {s["image_filename"]: s for s in json.loads((DATA / "scenes.json").read_text())}
@@ -24,7 +26,7 @@ GREY_IMAGE = "clevrparser_2obj_val__CLEVR_val_000006.png"
 def _cast(rgb: np.ndarray, log_cast: np.ndarray) -> np.ndarray:
     """``rgb`` under light of another colour: each channel scaled by exp(log_cast) in linear light (the shifts'
     own exposure / gain helper)."""
-    return _linear(rgb, np.exp(log_cast))
+    return BENCH.linear_light(rgb, np.exp(log_cast))
 
 
 def test_a_neutral_image_needs_no_correction():
@@ -85,7 +87,7 @@ def test_an_image_that_is_not_rgb_is_refused_by_name(bad):
 
 def test_a_grey_object_under_warm_light_parses_grey():
     s = SCENES[GREY_IMAGE]
-    warm, _ = apply_shift("tint_warm", load_image(DATA / GREY_IMAGE), [o["pixel_coords"] for o in s["objects"]],
+    warm, _ = BENCH.apply_shift("tint_warm", load_image(DATA / GREY_IMAGE), [o["pixel_coords"] for o in s["objects"]],
                           [0.5] * len(s["objects"]))
     on = scene_parser.extract(warm)
     off = scene_parser.extract(warm, white_balance=False)
@@ -106,8 +108,8 @@ def test_the_setting_takes_a_boolean_only():
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(-0.4, 0.4), min_size=3, max_size=3), st.integers(0, 2 ** 16))
 def test_a_gain_moves_the_estimated_cast_by_its_centred_log(gain, seed):
-    """The shades-of-grey estimate is homogeneous in linear light: training relies on it to balance crops of
-    augmented images without estimating the cast again (`train_attribute_classifier --balance-crops`)."""
+    """The shades-of-grey estimate is homogeneous in linear light: a gain on the image moves the estimated cast
+    by the gain's centred log, and the gains that undo it follow."""
     from logicval_hf.perception.white_balance import gains_for, illuminant_cast
 
     rng = np.random.default_rng(seed)

@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import render_folder
+
 from logicval_hf import Scene
 from logicval_hf.perception import load_image
 
 pytest.importorskip("onnxruntime")
 
-from logicval_hf.perception import scene_parser  # noqa: E402
+from logicval_hf.perception import scene_parser
+from logicval_hf.perception.parser_decoding import CROP, MIN_SIDE, crop_square, object_crops
+from logicval_hf.perception.parser_models import AttributeClassifier
 
 
 def test_crops_centre_the_object_and_mark_its_visible_point():
     rgb = np.full((100, 200, 3), 128, np.uint8)
     rgb[40:60, 90:110] = (200, 20, 20)  # a red square centred at (100, 50)
-    (crop,) = scene_parser.object_crops(rgb, [(100.0, 50.0, 40.0)], [(105.0, 45.0)])
-    size = scene_parser.CROP
+    (crop,) = object_crops(rgb, [(100.0, 50.0, 40.0)], [(105.0, 45.0)])
+    size = CROP
     assert crop.shape == (4, size, size) and crop.dtype == np.float32
     mid = size // 2
     assert crop[0, mid, mid] > 0.7 and crop[1, mid, mid] < 0.2  # red in the middle
@@ -31,15 +33,15 @@ def test_crops_centre_the_object_and_mark_its_visible_point():
 def test_crops_past_the_border_replicate_the_edge():
     rgb = np.zeros((50, 50, 3), np.uint8)
     rgb[:, :5] = 255  # a white left edge
-    (crop,) = scene_parser.object_crops(rgb, [(2.0, 25.0, 30.0)], [(2.0, 25.0)])
+    (crop,) = object_crops(rgb, [(2.0, 25.0, 30.0)], [(2.0, 25.0)])
     assert crop[:3, :, 0].min() > 0.9  # the part left of the image repeats its edge, not black
 
 
 def test_crop_square_keeps_a_far_visible_point_inside():
-    cx, cy, side = scene_parser.crop_square(100, 100, 20, 20, 140, 100, 480)
+    cx, _, side = crop_square(100, 100, 20, 20, 140, 100, 480)
     assert abs(140 - cx) < side / 2 * 0.85
-    small = scene_parser.crop_square(100, 100, 2, 2, 100, 100, 480)[2]
-    assert small == pytest.approx(scene_parser.MIN_SIDE * 480)  # tiny boxes still get some context
+    small = crop_square(100, 100, 2, 2, 100, 100, 480)[2]
+    assert small == pytest.approx(MIN_SIDE * 480)  # tiny boxes still get some context
 
 
 def test_batches_depend_on_seed_and_step_only():
@@ -49,14 +51,14 @@ def test_batches_depend_on_seed_and_step_only():
     a = A.make_batch([], [], 3, 1, 6, 1.0)
     b = A.make_batch([], [], 3, 1, 6, 1.0)
     c = A.make_batch([], [], 4, 1, 6, 1.0)
-    assert a[0].shape == (6, 4, scene_parser.CROP, scene_parser.CROP) and a[1].shape == (6, 4)
+    assert a[0].shape == (6, 4, CROP, CROP) and a[1].shape == (6, 4)
     assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
     assert not (a[0] == c[0]).all()
 
 
 def test_object_samples_skip_objects_that_show_no_pixel(tmp_path):
+    from logicval_hf.training.parser_data import load_folder
     from logicval_hf.training.train_attribute_classifier import object_samples
-    from logicval_hf.training.train_scene_parser import load_folder
 
     rec = load_folder(render_folder(tmp_path / "r", 1, masks=True))[0]
     n = len(rec.labels)
@@ -64,7 +66,7 @@ def test_object_samples_skip_objects_that_show_no_pixel(tmp_path):
     samples = object_samples([rec])
     showing = [k for k in range(n) if (rec.mask == k).any()]
     assert n - 1 not in showing and len(samples) == len(showing)
-    for k, s in zip(showing, samples):  # the visible point lies on the object's own pixels
+    for k, s in zip(showing, samples, strict=True):  # the visible point lies on the object's own pixels
         assert rec.mask[int(s.visible[1]), int(s.visible[0])] == k
 
 
@@ -80,23 +82,22 @@ def test_training_two_steps_exports_a_classifier_the_parser_uses(tmp_path):
     folder = render_folder(tmp_path / "renders", 4, masks=True)
     detector = tmp_path / "det" / "model.onnx"
     assert T.main(["--data", str(folder), "--out", str(tmp_path / "dck"), "--steps", "1", "--batch-size", "1",
-                   "--canvas", "160", "128", "--numpy-val", "1", "--val-fraction", "0.25", "--export",
+                   "--canvas", "160", "128", "--numpy-val", "1", "--export",
                    str(detector), "--no-progress", "--threads", "1"]) == 0
     out, export = tmp_path / "ack", tmp_path / "attrs.onnx"
-    argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "8", "--val-fraction",
-            "0.25", "--export", str(export), "--export-every", "2", "--no-progress", "--threads", "1",
-            "--white-balance", "0.3", "--balance-crops", "0.15"]
+    argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "8",
+            "--export", str(export), "--export-every", "2", "--no-progress", "--threads", "1",
+            "--white-balance", "0.3"]
     assert A.main(argv) == 0
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["step"] == 2
-    clf = scene_parser.AttributeClassifier(export)
+    clf = AttributeClassifier(export)
     assert clf.meta["provenance"]["trained_steps"] == 2
     assert clf.meta["provenance"]["augmentation"]["white_balance_log"] == 0.3  # the run's ranges are recorded
-    assert clf.meta["provenance"]["balance_crops"] == 0.15
-    probs, centre = clf.classify(np.zeros((3, 4, scene_parser.CROP, scene_parser.CROP), np.float32))
+    assert [d["folder"] for d in clf.meta["provenance"]["data"]] == ["$RENDERS/renders"]
+    probs = clf.classify(np.zeros((3, 4, CROP, CROP), np.float32))
     assert set(probs) >= {"color", "shape", "material"}
     assert np.allclose(probs["color"].sum(1), 1)
-    assert centre.shape == (3, 2)  # the centre refinement, in crop pixels
 
     image = load_image(folder / "images" / "R_000.png")
     own = scene_parser.SceneParser(detector).parse_batch([image])[0]  # nothing beside it: the detector's heads
@@ -106,10 +107,10 @@ def test_training_two_steps_exports_a_classifier_the_parser_uses(tmp_path):
     assert scene_parser.SceneParser(detector, attribute_model=False).attributes is None
     scene = two.parse_batch([image])[0]
     assert isinstance(scene, Scene) and len(scene.objects) == len(own.objects)  # it finds no objects of its own
-    with pytest.raises(FileNotFoundError, match="nowhere.onnx"):
+    with pytest.raises(FileNotFoundError, match=r"nowhere\.onnx"):
         scene_parser.SceneParser(detector, attribute_model=tmp_path / "nowhere.onnx")
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
-    with pytest.raises(ValueError, match="junk.onnx: not a readable ONNX attribute-classifier model"):
+    with pytest.raises(ValueError, match=r"junk\.onnx: not a readable ONNX attribute-classifier model"):
         scene_parser.SceneParser(detector, attribute_model=tmp_path / "junk.onnx")
     # resuming continues from the checkpoint
     assert A.main([*argv[:5], "3", *argv[6:]]) == 0
@@ -123,57 +124,3 @@ def test_white_balance_out_of_range_is_one_clear_error(tmp_path, capsys):
         A.main(["--out", str(tmp_path / "ack"), "--white-balance", "-0.2"])
     assert e.value.code == 2
     assert "--white-balance must lie in [0, 1], got -0.2" in capsys.readouterr().err
-
-
-def test_balanced_training_crops_see_what_the_parser_sees(tmp_path):
-    """``--balance-crops``: a crop of a render under a warm cast is balanced as the parser balances its crops
-    at inference, so with every other appearance change off it equals the parser's own crop."""
-    pytest.importorskip("torch")
-    from dataclasses import replace
-
-    from logicval_hf.perception.shifts import _linear
-    from logicval_hf.perception.white_balance import balance_crops, illuminant_cast, illuminant_gains
-    from logicval_hf.training import train_attribute_classifier as A
-    from logicval_hf.training.parser_augment import Augmentation
-    from logicval_hf.training.train_scene_parser import load_folder
-
-    rec = load_folder(render_folder(tmp_path / "r", 1, masks=True))[0]
-    rec.rgb = _linear(rec.rgb, np.exp(np.array([0.25, 0.0, -0.3])))  # warm light beyond the limit
-    (s, *_) = A.object_samples([rec])
-    crop, _, _ = A.crop_of(rec.rgb, s)
-    quiet = replace(Augmentation(), **dict.fromkeys(("exposure_p", "white_balance_p", "brightness_p", "contrast_p",
-                                                     "saturation_p", "hue_p", "gamma_p", "blur_p", "noise_p",
-                                                     "jpeg_p"), 0.0))
-    rng = np.random.default_rng([0, 1])
-    while True:  # a draw without the resolution loss (p 0.3), so the crop is only balanced
-        state = rng.bit_generator.state
-        if rng.random() >= 0.3:
-            break
-    rng.bit_generator.state = state
-    trained = A.photometric(crop[:3].copy(), rng, quiet, (illuminant_cast(rec.rgb), 0.15))
-    seen = balance_crops(crop[None].copy(), illuminant_gains(rec.rgb))[0, :3]
-    assert np.abs(trained - seen).max() <= 2 / 255  # the same up to uint8 rounding
-    assert np.abs(crop[:3] - seen).max() > 10 / 255  # and the balance did move it
-
-
-def test_balanced_batches_still_depend_on_seed_and_step_only(tmp_path):
-    pytest.importorskip("torch")
-    from logicval_hf.training import train_attribute_classifier as A
-    from logicval_hf.training.train_scene_parser import load_folder
-
-    recs = load_folder(render_folder(tmp_path / "r", 2, masks=True))
-    samples = A.object_samples(recs)
-    a = A.make_batch(recs, samples, 3, 1, 8, 0.25, balance=0.15)
-    b = A.make_batch(recs, samples, 3, 1, 8, 0.25, balance=0.15, casts={})
-    plain = A.make_batch(recs, samples, 3, 1, 8, 0.25)
-    assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
-    assert a[0].shape == plain[0].shape and (a[1] == plain[1]).all()
-
-
-def test_balance_crops_outside_its_range_is_refused(tmp_path, capsys):
-    pytest.importorskip("torch")
-    from logicval_hf.training import train_attribute_classifier as A
-
-    with pytest.raises(SystemExit):
-        A.main(["--out", str(tmp_path / "o"), "--balance-crops", "2", "--steps", "1"])
-    assert "--balance-crops must lie in [0, 1]" in capsys.readouterr().err

@@ -15,12 +15,19 @@ from pathlib import Path
 import pytest
 
 from logicval_hf import Scene, Spec
-from logicval_hf.training.captions import (CaptionGrounder, caption_prompt, clevr_scene_to_scene, ground_captions,
-                                  load_clevr_scenes, scene_seed)
-from logicval_hf.training.lora_data import build_pairs, main as lora_data_main, read_split, split_pairs, write_split
 from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.spec import Constraint
 from logicval_hf.contract.verbalise import constraint_text
+from logicval_hf.training.captions import (
+    CaptionGrounder,
+    caption_prompt,
+    clevr_scene_to_scene,
+    ground_captions,
+    load_clevr_scenes,
+    scene_seed,
+)
+from logicval_hf.training.lora_data import build_pairs, read_split, split_pairs, write_split
+from logicval_hf.training.lora_data import main as lora_data_main
 
 DEV = Path(os.environ.get("LOGICVAL_CLEVR_DEV", Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_dev"))
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "clevr"

@@ -1,4 +1,4 @@
-"""How the scene confidence is measured (``parser_export.expected_calibration_error``; its ranking by
+"""How the scene confidence is measured (``parser_fit.expected_calibration_error``; its ranking by
 ``scoring.meta.statistics.roc_auc``, which ``benchmarks/clevr_perception.py`` reports as AUROC)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logicval_hf.scoring.meta.statistics import roc_auc
-from logicval_hf.training.parser_export import expected_calibration_error
+from logicval_hf.training.parser_fit import expected_calibration_error
 
 scored = st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0]), st.booleans()), min_size=1,
                   max_size=40)

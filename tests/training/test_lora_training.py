@@ -16,8 +16,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from helpers import lazy, load_script, requires
+
 from logicval_hf.generation.families import FAMILIES  # the family table imports no torch
 from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split
 
@@ -121,7 +121,7 @@ def test_flow_matching_loss_is_the_rectified_flow_objective(monkeypatch):
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     a = L.sample_timestep_indices(comp.scheduler, 64, g1)
     assert torch.equal(a, L.sample_timestep_indices(comp.scheduler, 64, g2))
-    assert 0 <= int(a.min()) and int(a.max()) < len(comp.scheduler.timesteps)
+    assert int(a.min()) >= 0 and int(a.max()) < len(comp.scheduler.timesteps)
 
 
 def test_load_image_covers_and_crops(tmp_path):

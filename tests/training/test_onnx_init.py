@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import lazy, requires
 
 torch = lazy("torch")
@@ -36,7 +35,8 @@ def test_the_shipped_classifier_loads_and_a_mismatched_graph_is_refused():
     from logicval_hf.perception.scene_parser import DEFAULT_MODEL, attribute_model_beside
     from logicval_hf.training.onnx_init import load_onnx_weights
     from logicval_hf.training.parser_model import build_model
-    from logicval_hf.training.train_attribute_classifier import build_model as classifier, make_batch
+    from logicval_hf.training.train_attribute_classifier import build_model as classifier
+    from logicval_hf.training.train_attribute_classifier import make_batch
 
     torch.set_num_threads(1)
     net = classifier()

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import render_folder
 
 pytest.importorskip("onnxruntime")
@@ -16,6 +15,8 @@ onnx = pytest.importorskip("onnx")
 
 from logicval_hf.perception import load_image  # noqa: E402
 from logicval_hf.perception import scene_parser as SP  # noqa: E402
+from logicval_hf.perception.parser_decoding import prepare  # noqa: E402
+from logicval_hf.perception.parser_settings import META_KEY  # noqa: E402
 from logicval_hf.training.quantize_parser import KEEP_FLOAT, main, quantize  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "clevr"
@@ -24,7 +25,7 @@ IMAGE = DATA / "clevr_v1_train__CLEVR_train_000514.png"
 
 def _meta(path: Path) -> dict:
     graph = onnx.load(str(path))
-    return json.loads(next(e.value for e in graph.metadata_props if e.key == SP.META_KEY))
+    return json.loads(next(e.value for e in graph.metadata_props if e.key == META_KEY))
 
 
 def _graph(scene) -> list[tuple]:
@@ -113,7 +114,7 @@ def test_the_copy_reads_like_the_float_file(quantized):
     rgb = load_image(IMAGE)
     float_parser = SP.SceneParser(SP.DEFAULT_MODEL)
     int8_parser = SP.SceneParser(quantized, attribute_model=SP.attribute_model_beside(SP.DEFAULT_MODEL))
-    x = SP.prepare(rgb)[0][None]
+    x = prepare(rgb, 480 / max(rgb.shape[:2]))[None]
     heat_f = float_parser.forward(x)[0]
     heat_q = int8_parser.forward(x)[0]
     assert np.abs(heat_f - heat_q).max() < 0.15  # peaks only: the max-pooled heat at local maxima
@@ -154,7 +155,7 @@ def test_the_command_line_quantizes_a_render_folder(tmp_path, capsys):
     assert main(["--data", str(folder), "--images", "2", "--out", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["out"] == str(out) and printed["calibration_images"] == 2
-    assert printed["data"][0]["folder"] == str(folder)
+    assert printed["data"][0]["folder"] == "$RENDERS/renders"  # relative to a stated root, never absolute
     assert _meta(out)["provenance"]["quantized"]["data"] == printed["data"]
 
 

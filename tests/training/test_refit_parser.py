@@ -1,5 +1,5 @@
 """Refitting an exported scene parser's expert weights and confidence power on held-out renders
-(``logicval_hf.training.refit_parser``, ``parser_export.fit_expert_weights``, ``scene_parser.combine_experts``)."""
+(``logicval_hf.training.refit_parser``, ``parser_fit.fit_expert_weights``, ``parser_decoding.combine_experts``)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 pytest.importorskip("onnxruntime")
 
-from logicval_hf.perception import load_image  # noqa: E402
-from logicval_hf.perception import scene_parser as SP  # noqa: E402
-from logicval_hf.training import parser_export as PE  # noqa: E402
+from logicval_hf.perception import load_image
+from logicval_hf.perception import scene_parser as SP
+from logicval_hf.perception.parser_decoding import combine_experts
+from logicval_hf.perception.parser_models import AttributeClassifier
+from logicval_hf.training import parser_fit as PF
 
 distributions = st.lists(st.floats(0.001, 1.0), min_size=2, max_size=8).map(lambda v: np.array(v) / sum(v))
 
@@ -25,18 +27,18 @@ distributions = st.lists(st.floats(0.001, 1.0), min_size=2, max_size=8).map(lamb
 @settings(max_examples=80, deadline=None)
 def test_combined_experts_are_a_distribution_and_the_plain_product_at_one_one(p, data, wd, wc):
     q = data.draw(st.lists(st.floats(0.001, 1.0), min_size=len(p), max_size=len(p)).map(lambda v: np.array(v) / sum(v)))
-    out = SP.combine_experts(p, q, (wd, wc))
+    out = combine_experts(p, q, (wd, wc))
     assert out.sum() == pytest.approx(1) and (out >= 0).all()
-    plain = SP.combine_experts(p, q)
+    plain = combine_experts(p, q)
     assert plain == pytest.approx(p * q / (p * q).sum())
 
 
 def test_a_zero_power_silences_an_expert_and_a_power_below_one_tempers_it():
     det, cls = np.array([0.9, 0.1]), np.array([0.01, 0.99])
-    assert SP.combine_experts(det, cls, (1.0, 0.0)) == pytest.approx(det)
-    assert SP.combine_experts(det, cls, (0.0, 1.0)) == pytest.approx(cls)
-    assert SP.combine_experts(det, cls)[1] > 0.9  # the surer expert wins the plain product
-    assert SP.combine_experts(det, cls, (1.0, 0.25))[0] > 0.5  # tempered, it no longer does
+    assert combine_experts(det, cls, (1.0, 0.0)) == pytest.approx(det)
+    assert combine_experts(det, cls, (0.0, 1.0)) == pytest.approx(cls)
+    assert combine_experts(det, cls)[1] > 0.9  # the surer expert wins the plain product
+    assert combine_experts(det, cls, (1.0, 0.25))[0] > 0.5  # tempered, it no longer does
 
 
 def _sure_and_wrong(n: int, wrong: int, seed: int = 0):
@@ -54,22 +56,17 @@ def _sure_and_wrong(n: int, wrong: int, seed: int = 0):
     return det, cls, y
 
 
-def test_a_classifier_sure_and_wrong_too_often_gets_the_lower_power():
+def test_a_pair_too_sure_together_gets_a_power_below_one():
     det, cls, y = _sure_and_wrong(200, 20)
-    (wd, wc), fig = PE.fit_expert_weights(det, cls, y, tied=False)
+    (wd, wc), fig = PF.fit_expert_weights(det, cls, y)
     assert fig["fitted"] and fig["disagreements"] == 20
-    assert wc < wd
-    assert fig["nll_fitted"] < fig["nll_plain"] and fig["errors_fitted"] < fig["errors_plain"] == 20
-    assert (wd, wc) in {(a, b) for a in PE.EXPERT_POWERS for b in PE.EXPERT_POWERS}
+    assert wd == wc < 1 and wd in PF.EXPERT_POWERS
+    assert fig["nll_fitted"] < fig["nll_plain"] and fig["errors_fitted"] == fig["errors_plain"] == 20
 
 
-def test_too_few_disagreements_keep_the_plain_product():
-    det, cls, y = _sure_and_wrong(200, PE.MIN_DISAGREEMENTS - 1)
-    w, fig = PE.fit_expert_weights(det, cls, y, tied=False)
-    assert w == (1.0, 1.0) and not fig["fitted"] and fig["nll_fitted"] == fig["nll_plain"]
-    for tied in (True, False):
-        w, fig = PE.fit_expert_weights(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int), tied=tied)
-        assert w == (1.0, 1.0) and fig["objects"] == 0 and not fig["fitted"]
+def test_no_objects_keep_the_plain_product():
+    w, fig = PF.fit_expert_weights(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int))
+    assert w == (1.0, 1.0) and fig["objects"] == 0 and not fig["fitted"]
 
 
 @given(st.integers(0, 60), st.integers(0, 10_000))
@@ -79,10 +76,10 @@ def test_tied_powers_keep_every_class_of_the_plain_product_and_lower_its_nll(wro
     rng = np.random.default_rng(seed)
     det = det * rng.uniform(0.5, 1.5, det.shape)
     det /= det.sum(1, keepdims=True)
-    (wd, wc), fig = PE.fit_expert_weights(det, cls, y)  # tied is the default
-    assert wd == wc and fig["fitted"] and fig["tied"]
-    before = np.array([SP.combine_experts(a, b) for a, b in zip(det, cls, strict=True)])
-    after = np.array([SP.combine_experts(a, b, (wd, wc)) for a, b in zip(det, cls, strict=True)])
+    (wd, wc), fig = PF.fit_expert_weights(det, cls, y)
+    assert wd == wc and fig["fitted"]
+    before = np.array([combine_experts(a, b) for a, b in zip(det, cls, strict=True)])
+    after = np.array([combine_experts(a, b, (wd, wc)) for a, b in zip(det, cls, strict=True)])
     assert (before.argmax(1) == after.argmax(1)).all()
     assert fig["errors_fitted"] == fig["errors_plain"] and fig["nll_fitted"] <= fig["nll_plain"] + 1e-9
 
@@ -95,11 +92,12 @@ def test_a_file_without_expert_weights_combines_as_the_plain_product(tmp_path):
     bare = tmp_path / "plain.onnx"
     write_metadata(SP.DEFAULT_MODEL, meta, bare)
     model = SP.SceneParser(bare, attribute_model=SP.attribute_model_beside(SP.DEFAULT_MODEL))
-    assert model.expert_weights == {}
-    rgb = load_image(SP.DEFAULT_MODEL.parents[2] / "tests" / "data" / "clevr" / "clevr_v1_train__CLEVR_train_000514.png")
-    dets = model.detect_batch([rgb])[0]
-    alone = SP.SceneParser(bare, attribute_model=False).detect_batch([rgb])[0]
-    cls = SP.classifier_probs(model.attributes, [rgb], [alone])
+    assert model.settings.expert_weights == {}
+    rgb = load_image(SP.DEFAULT_MODEL.parents[2] / "tests" / "data" / "clevr"
+                     / "clevr_v1_train__CLEVR_train_000514.png")
+    dets = model.detect([rgb])[0][0]
+    alone = SP.SceneParser(bare, attribute_model=False).detect([rgb])[0][0]
+    cls = model.attributes.read([rgb], [alone])
     assert len(dets) == len(alone) > 0
     for k, (d, a) in enumerate(zip(dets, alone, strict=True)):
         for attr, p in d.probs.items():
@@ -109,8 +107,9 @@ def test_a_file_without_expert_weights_combines_as_the_plain_product(tmp_path):
 
 def test_the_shipped_pair_carries_tied_powers_fitted_on_renders_it_never_trained_on():
     model = SP.SceneParser()
-    assert set(model.expert_weights) == {"color", "shape", "material"}
-    assert all(wd == wc and 0 < wd < 1 for wd, wc in model.expert_weights.values())  # both experts were too sure
+    weights = model.settings.expert_weights
+    assert set(weights) == {"color", "shape", "material"}
+    assert all(wd == wc and 0 < wd < 1 for wd, wc in weights.values())  # both experts were too sure
     refit = model.meta["provenance"]["refit"]
     assert refit["attribute_model"] == "scene_parser_attributes.onnx"
     assert refit["attribute_model_sha256"] == hashlib.sha256(
@@ -144,11 +143,14 @@ def test_refit_writes_a_copy_with_the_weights_power_and_provenance(held_out, tmp
     assert [d["images"] for d in refit["data"]] == [4, 2]  # the whole folder, then its last half by name
     assert refit["data"][1]["first"] == "R_002.png"
     assert refit["attribute_model"] == "scene_parser_attributes.onnx" and len(refit["attribute_model_sha256"]) == 16
-    assert model.meta["confidence"]["power"] == refit["confidence_after"]["power"] == printed["confidence_after"]["power"]
+    power = model.meta["confidence"]["power"]
+    assert power == refit["confidence_after"]["power"] == printed["confidence_after"]["power"]
     assert refit["confidence_before"]["power"] == shipped["confidence"]["power"]
-    # tied by default: one power per attribute for both experts
-    assert all(f["fitted"] and f["tied"] for f in refit["attributes"].values())
-    assert all(wd == wc for wd, wc in model.expert_weights.values())
+    # one power per attribute for both experts
+    assert all(f["fitted"] for f in refit["attributes"].values())
+    assert all(wd == wc for wd, wc in model.settings.expert_weights.values())
+    # provenance names the data relative to a stated root
+    assert {d["folder"] for d in refit["data"]} == {"$RENDERS/renders"}
     # everything else in the file is as it was, and it parses to the same classes
     assert {k: v for k, v in model.meta.items() if k not in ("expert_weights", "confidence", "provenance")} == \
         {k: v for k, v in shipped.items() if k not in ("expert_weights", "confidence", "provenance")}
@@ -156,41 +158,6 @@ def test_refit_writes_a_copy_with_the_weights_power_and_provenance(held_out, tmp
     rgb = load_image(held_out / "images" / "R_000.png")
     assert [o.attributes for o in model.parse_batch([rgb])[0].objects] == \
         [o.attributes for o in SP.SceneParser().parse_batch([rgb])[0].objects]
-
-
-def test_free_powers_need_enough_disagreements(held_out, tmp_path, capsys):
-    pytest.importorskip("onnx")
-    from logicval_hf.training import refit_parser as R
-
-    out = tmp_path / "free.onnx"
-    assert R.main(["--data", str(held_out), "--powers", "free", "--out", str(out)]) == 0
-    refit = SP.SceneParser(out).meta["provenance"]["refit"]
-    # four images hold too few disagreements to learn which expert to trust: the plain product stays
-    assert all(not f["fitted"] and not f["tied"] for f in refit["attributes"].values())
-    assert SP.SceneParser(out).expert_weights == dict.fromkeys(("color", "shape", "material"), (1.0, 1.0))
-
-
-def test_refit_can_turn_the_mirrored_classifier_read_on(held_out, tmp_path, capsys):
-    pytest.importorskip("onnx")
-    from logicval_hf.training import refit_parser as R
-
-    out = tmp_path / "mirrored.onnx"
-    assert R.main(["--data", str(held_out), "--classifier-flip", "on", "--out", str(out)]) == 0
-    amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
-    model = SP.SceneParser(out, attribute_model=amodel)
-    assert model.meta["classifier_flip"] is True
-    rgb = load_image(held_out / "images" / "R_000.png")
-    # the file's default is the mirrored read; a caller's setting still wins
-    by_default = model.parse_batch([rgb])[0]
-    asked = model.parse_batch([rgb], classifier_flip=True)[0]
-    plain = model.parse_batch([rgb], classifier_flip=False)[0]
-    assert [o.probs for o in by_default.objects] == [o.probs for o in asked.objects]
-    assert [o.probs for o in by_default.objects] != [o.probs for o in plain.objects]
-    # and back off: the key is kept, set to false
-    back = tmp_path / "plain.onnx"
-    assert R.main(["--data", str(held_out), "--model", str(out), "--attribute-model", str(amodel), "--classifier-flip",
-                   "off", "--out", str(back)]) == 0
-    assert SP.SceneParser(back).meta["classifier_flip"] is False
 
 
 def test_fitted_weights_change_what_the_parser_reads(held_out, tmp_path):
@@ -216,7 +183,10 @@ def test_fitted_weights_change_what_the_parser_reads(held_out, tmp_path):
     (["--data", "{folder}:1.5", "--out", "x.onnx"], "FRACTION must lie in (0, 1]"),
     (["--data", "{folder}", "--model", "/no/model.onnx", "--out", "x.onnx"], "--model: '/no/model.onnx' not found"),
     (["--data", "{folder}"], "--out"),
-    (["--data", "{folder}", "--out", "x.onnx", "--powers", "loose"], "invalid choice: 'loose'"),
+    (["--data", "{folder}", "--out", "x.onnx", "--powers", "free"],
+     "unsupported argument --powers free (supported: --attribute-model, --data, --model, --out)"),
+    (["--data", "{folder}", "--out", "x.onnx", "--classifier-flip", "on"], "unsupported argument --classifier-flip"),
+    (["--data", "{folder}", "--out", "x.onnx", "--visible-peaks", "fit"], "unsupported argument --visible-peaks"),
 ])
 def test_bad_arguments_are_one_clear_line(held_out, argv, says, capsys):
     pytest.importorskip("onnx")
@@ -236,7 +206,7 @@ def test_a_file_that_is_not_a_parser_is_refused_by_name(tmp_path):
     del graph.metadata_props[:]
     bare = tmp_path / "bare.onnx"
     onnx.save(graph, str(bare))
-    with pytest.raises(ValueError, match="bare.onnx: not a LogicVal scene-parser model"):
+    with pytest.raises(ValueError, match=r"bare\.onnx: not a LogicVal scene-parser model"):
         write_metadata(bare, {}, tmp_path / "out.onnx")
     assert not (tmp_path / "out.onnx").exists()
 
@@ -250,13 +220,13 @@ def test_a_detector_exported_with_its_classifier_carries_fitted_expert_weights(h
     export = tmp_path / "model.onnx"
     amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
     argv = ["--data", str(held_out), "--out", str(tmp_path / "ckpt"), "--steps", "1", "--batch-size", "2",
-            "--canvas", "160", "128", "--numpy-fraction", "0.5", "--numpy-val", "1", "--val-fraction", "0.5",
+            "--canvas", "160", "128", "--numpy-fraction", "0.5", "--numpy-val", "1",
             "--export", str(export), "--no-progress", "--threads", "1", "--attribute-model", str(amodel)]
     assert T.main(argv) == 0
     model = SP.SceneParser(export, attribute_model=amodel)
     fitted = model.meta["provenance"]["val"]["expert_weights"]
     assert fitted["weights"] == model.meta["expert_weights"]
-    assert set(model.expert_weights) == {"color", "shape", "material"}
+    assert set(model.settings.expert_weights) == {"color", "shape", "material"}
     assert all(f["objects"] >= 0 and "nll_plain" in f for a, f in fitted.items() if a != "weights")
 
 
@@ -266,8 +236,8 @@ def test_reading_the_experts_needs_the_detector_alone(held_out):
     amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
     recs = load_folder(held_out)[:1]
     with pytest.raises(ValueError, match="attribute_model=False"):
-        PE.read_experts(SP.SceneParser(), SP.AttributeClassifier(amodel), recs)
-    readings = PE.read_experts(SP.SceneParser(attribute_model=False), SP.AttributeClassifier(amodel), recs)
+        PF.read_experts(SP.SceneParser(), AttributeClassifier(amodel), recs)
+    readings = PF.read_experts(SP.SceneParser(attribute_model=False), AttributeClassifier(amodel), recs)
     n = sum(len(d) for _, d, _ in readings.per_image)
     assert n > 0 and all(len(v) == n for v in readings.classifier.values())
     for pd, pc, y in readings.samples.values():

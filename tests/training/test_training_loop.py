@@ -32,15 +32,15 @@ def _classifier(renders, out, *extra):
     from logicval_hf.training import train_attribute_classifier as A
 
     return A.main(["--data", str(renders), "--out", str(out), "--steps", "3", "--batch-size", "6",
-                   "--val-fraction", "0.25", "--export-every", "100", "--no-progress", "--threads", "1", *extra])
+                   "--export-every", "100", "--no-progress", "--threads", "1", *extra])
 
 
 def _detector(renders, out, *extra):
     from logicval_hf.training import train_scene_parser as T
 
     return T.main(["--data", str(renders), "--out", str(out), "--steps", "2", "--batch-size", "2",
-                   "--canvas", "160", "128", "--numpy-val", "1", "--val-fraction", "0.25", "--export-every", "100",
-                   "--no-progress", "--threads", "1", "--no-second-look", *extra])
+                   "--canvas", "160", "128", "--numpy-val", "1", "--export-every", "100",
+                   "--no-progress", "--threads", "1", *extra])
 
 
 def test_worker_processes_train_the_classifier_the_training_process_would(renders, tmp_path):
@@ -65,8 +65,8 @@ def test_a_run_on_cuda_resumes_on_the_cpu(renders, tmp_path):
     assert (tmp_path / "attrs.onnx").is_file()
     from logicval_hf.training import train_attribute_classifier as A
 
-    argv = ["--data", str(renders), "--out", str(out), "--steps", "4", "--batch-size", "6", "--val-fraction",
-            "0.25", "--no-progress", "--threads", "1"]
+    argv = ["--data", str(renders), "--out", str(out), "--steps", "4", "--batch-size", "6",
+            "--no-progress", "--threads", "1"]
     assert A.main(argv) == 0  # the CUDA run's optimiser state resumes on the CPU
     assert torch.load(out / "last.pt", map_location="cpu", weights_only=False)["step"] == 4
     assert _detector(renders, tmp_path / "det", "--device", "cuda") == 0
@@ -80,12 +80,6 @@ def test_an_unknown_device_is_one_clear_error(renders, tmp_path):
 def test_time_annealing_needs_a_time_limit(renders, tmp_path):
     with pytest.raises(SystemExit, match="--anneal-by-time needs --max-minutes"):
         _detector(renders, tmp_path / "o", "--anneal-by-time")
-
-
-def test_hard_mining_refuses_workers(renders, tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        _classifier(renders, tmp_path / "o", "--hard-mining", "0.5", "--workers", "2")
-    assert "--hard-mining draws each batch from the losses of the steps before it" in capsys.readouterr().err
 
 
 def test_negative_workers_are_refused(renders, tmp_path):
@@ -113,26 +107,20 @@ def test_batches_arrive_in_step_order_from_workers():
     assert [int(b) for b in got] == list(range(5, 12))
 
 
-def test_resuming_with_another_width_is_one_clear_error(renders, tmp_path):
-    assert _classifier(renders, tmp_path / "o", "--width", "1.25") == 0
-    with pytest.raises(SystemExit, match=r"holds a checkpoint of another network .*size mismatch.*new --out"):
-        _classifier(renders, tmp_path / "o")  # width 1 now, into the folder of a width-1.25 run
+def test_resuming_another_network_is_one_clear_error(renders, tmp_path):
+    assert _classifier(renders, tmp_path / "o") == 0
+    with pytest.raises(SystemExit, match=r"holds a checkpoint of another network .*give a new --out"):
+        _detector(renders, tmp_path / "o")  # a detector run into the folder of a classifier run
 
 
-def test_the_throughput_benchmark_prints_both_stages_with_ratios(renders, capsys):
-    from pathlib import Path
-
-    from helpers import load_script
-
-    bench = load_script(Path(__file__).resolve().parents[2] / "benchmarks" / "bench_parser_training.py",
-                        "bench_parser_training")
-    assert bench.main(["--data", str(renders), "--workers", "2", "--steps", "2", "--crops", "4", "--images",
-                       "1"]) == 0
-    out = capsys.readouterr().out
-    assert "(4 scenes)" in out  # the fixture's usable scenes, not numpy renders only
-    rows = [line for line in out.splitlines() if line.startswith(("| classifier |", "| detector |"))]
-    assert len(rows) == 2
-    for row in rows:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        assert cells[4].endswith("x") and float(cells[4][:-1]) > 0
-        assert cells[7].endswith("x") and float(cells[7][:-1]) > 0
+def test_a_flag_the_recipe_does_not_take_is_one_line_listing_the_supported(renders, tmp_path, capsys):
+    for flag in ("--width", "--hard-mining", "--balance-crops"):
+        with pytest.raises(SystemExit) as e:
+            _classifier(renders, tmp_path / "o", flag, "1")
+        assert e.value.code == 2
+        line = capsys.readouterr().err.strip().splitlines()[-1]
+        assert f"unsupported argument {flag} 1 (supported: " in line and "--white-balance" in line
+    for flag in ("--hidden-weight", "--flip-default", "--visible-peaks", "--width"):
+        with pytest.raises(SystemExit):
+            _detector(renders, tmp_path / "o", flag)
+        assert f"unsupported argument {flag}" in capsys.readouterr().err
