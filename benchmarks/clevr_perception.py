@@ -151,6 +151,31 @@ def centre_owners(objmap: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return objmap[ys, xs].astype(np.int64)
 
 
+def render_groups(folder: Path) -> dict[str, dict[str, str]]:
+    """Per image file name, the kinds its render drew that the figures are broken down by: the world kind
+    (profile t2i_world) and the floor kind (t2i-style profiles, randomise), where the scene records them."""
+    def read(path: Path) -> Any:  # an unreadable file is skipped here; `load_renders` reports it
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    scenes = [read(f) for f in sorted((folder / "scenes").glob("*.json"))]
+    if not scenes and (folder / "scenes.json").is_file():
+        combined = read(folder / "scenes.json")
+        scenes = combined.get("scenes", []) if isinstance(combined, dict) else combined or []
+    out = {}
+    for sc in scenes:
+        if not isinstance(sc, dict):
+            continue
+        rs = sc.get("render_settings") or {}
+        floor = rs.get("floor")
+        groups = {"world": (rs.get("world") or {}).get("kind"),
+                  "floor": floor.get("kind") if isinstance(floor, dict) else floor}
+        out[sc.get("image_filename", "")] = {k: v for k, v in groups.items() if isinstance(v, str)}
+    return out
+
+
 def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
     """The held-out part of a render folder, split as the scene parser's training splits it."""
     from logicval_hf.training.parser_data import classes, load_folder, split_holdout
@@ -158,6 +183,7 @@ def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
     recs = load_folder(folder, who="clevr_perception.py")
     _, held = split_holdout(recs, fraction) if fraction < 1 else ([], recs)
     cls = classes()
+    groups = render_groups(Path(folder))
     out = []
     for r in held:
         objs = [{"pixel_coords": [float(c[0]), float(c[1]), 0.0],
@@ -169,7 +195,7 @@ def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
             for o, n, at in zip(objs, shown, centre_owners(r.mask, r.centres), strict=True):
                 o["_pixels_shown"], o["_centre_shows"] = int(n), int(at)
         out.append({"image_filename": r.name, "image_width": r.rgb.shape[1], "image_height": r.rgb.shape[0],
-                    "objects": objs, "_rgb": r.rgb})
+                    "objects": objs, "_rgb": r.rgb, "_groups": groups.get(r.name, {})})
     return out
 
 
@@ -330,6 +356,7 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
     attr_ok: Counter = Counter()
     region_ok = 0
     confusions = {a: Counter() for a in ATTRS}
+    materials: Counter = Counter()  # (true, read) on matched objects: the materials' whole confusion matrix
     per_image = []
     for s, p in zip(scenes, preds):
         W, H = s["image_width"], s["image_height"]
@@ -342,7 +369,11 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
         n_match += len(pairs)
         errors, kinds = [], []
         all_right = len(pairs) == len(truth) == len(p.objects)
+        metal = metal_as_rubber = 0
         for i, j in pairs:
+            materials[(truth[j]["material"], p.objects[i].attributes["material"])] += 1
+            metal += truth[j]["material"] == "metal"
+            metal_as_rubber += (truth[j]["material"], p.objects[i].attributes["material"]) == ("metal", "rubber")
             for a in ATTRS:
                 pv, tv = p.objects[i].attributes[a], truth[j][a]
                 if pv == tv:
@@ -379,7 +410,8 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
         exact += all_right
         per_image.append({"image": s["image_filename"], "size": f"{W}x{H}", "n_true": len(truth),
                           "n_pred": len(p.objects), "n_errors": len(errors), "exact": all_right, "errors": errors,
-                          "error_kinds": sorted(set(kinds))})
+                          "error_kinds": sorted(set(kinds)), "groups": s.get("_groups", {}),
+                          "metal_matched": metal, "metal_read_as_rubber": metal_as_rubber})
     res: dict[str, Any] = {
         "images": n_img, "objects_true": n_true, "objects_pred": n_pred,
         "count_accuracy": count_ok / max(n_img, 1),
@@ -408,6 +440,9 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
             b[0] += 1
             b[1] += r["exact"]
     res["exact_by_object_count"] = {str(k): f"{v[1]}/{v[0]}" for k, v in sorted(by_n.items())}
+    res["material_confusion"] = {t: {q: materials[(t, q)] for q in sorted({q for _, q in materials})}
+                                 for t in sorted({t for t, _ in materials})}
+    res["by_group"] = by_group(per_image)
     res["exact_by_image_size"] = {k: f"{v[1]}/{v[0]}" for k, v in sorted(by_size.items())}
     # choices between trained models were made on the even half only: the odd half is the untuned figure
     ordered = sorted(per_image, key=lambda r: r["image"])
@@ -415,6 +450,29 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
                             for k, half in ((0, "tuning (even)"), (1, "report (odd)"))}
     res["per_image"] = per_image
     return res
+
+
+def by_group(per_image: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per kind the renders record (``world=KIND``, ``floor=KIND``; `render_groups`): images, exact images,
+    matched metal objects and those read as rubber."""
+    out: dict[str, dict[str, int]] = {}
+    for r in per_image:
+        for key, kind in sorted(r["groups"].items()):
+            g = out.setdefault(f"{key}={kind}", {"images": 0, "exact": 0, "metal": 0, "metal_read_as_rubber": 0})
+            g["images"] += 1
+            g["exact"] += int(r["exact"])
+            g["metal"] += r["metal_matched"]
+            g["metal_read_as_rubber"] += r["metal_read_as_rubber"]
+    return dict(sorted(out.items()))
+
+
+def print_groups(name: str, r: dict[str, Any]) -> None:
+    """The materials' confusion and the per-kind lines of one set (`by_group`), where the renders record kinds."""
+    m = r["material_confusion"]
+    print(f"  {name}: materials (true -> read) {m}")
+    for key, g in r["by_group"].items():
+        print(f"    {key}: exact {g['exact']}/{g['images']}, metal read as rubber "
+              f"{g['metal_read_as_rubber']}/{g['metal']}")
 
 
 def verdict_agreement(scenes: list[dict[str, Any]], preds: list[Scene], per_image: int, seed: int) -> dict[str, Any]:
@@ -554,6 +612,9 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         cells = ([row[0], str(row[1])] + [("-" if v is None else f"{v:.3f}") for v in row[2:11]]
                  + [f"{row[11]:.1f}", f"{row[12]:.3f}"])
         print("| " + " | ".join(cells) + " |")
+    for name, r in out.items():
+        if name.startswith("renders ") and r.get("by_group"):
+            print_groups(name, r)
     if "speed_512x512" in out:
         sp = out["speed_512x512"]
         print(f"speed at 512x512: batched {sp['batched']:.1f} images/s, one by one {sp['per_image_loop']:.1f}")
@@ -691,6 +752,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  exact scene-graph rate     {r['exact_scene_graph_rate']:.3f}   by #objects: {r['exact_by_object_count']}"
           f"   by size: {by_size}")
     print(f"  exact by half (sorted names) {r['exact_by_half']}")
+    if r["by_group"]:
+        print_groups("by kind", r)
     if r["wrong_images_by_error_kind"]:
         print(f"  wrong images by error kind {r['wrong_images_by_error_kind']}")
         print(f"  exact but for unsettled truth {r['exact_but_for_unsettled_truth']:.3f} (diagnostic: errors only on "
