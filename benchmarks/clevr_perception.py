@@ -46,6 +46,11 @@ attribute, region, missed, spurious; on render folders with instance masks marke
 pixels than CLEVR's generator allows, 200 at 480x320, or its projected centre lies on another object), and the
 exact rate had the errors whose truth the pixels cannot settle been forgiven: region slips of centres within
 1 px of a midline (CLEVR rounds centres to whole pixels) and slips on objects below that visibility floor.
+
+Per render set, the materials' whole confusion matrix on matched objects (``material_confusion``: true ->
+read), and where the scenes record the kinds their profile drew (``render_settings.world.kind`` of profile
+``t2i_world``, ``render_settings.floor``), per ``world=KIND`` and ``floor=KIND`` the exact images and the matched
+metal objects read as rubber (``by_group``).
 """
 
 from __future__ import annotations
