@@ -8,7 +8,7 @@ Runs ``logicval build-dataset`` itself (`logicval_hf.cli.dataset`): the same fla
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from logicval_hf.cli.dataset import main as dataset_main
 

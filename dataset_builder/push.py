@@ -9,7 +9,7 @@ the repository defaults to ``<LOGICVAL_HUB_NAMESPACE>/logicval`` (`logicval_hf.c
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from logicval_hf.cli.dataset import main as dataset_main
 

@@ -20,8 +20,9 @@ import html
 import logging
 import sys
 import traceback
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 try:  # running from a checkout without `pip install -e .`
     import logicval_hf  # noqa: F401
@@ -43,18 +44,17 @@ from PIL import Image, UnidentifiedImageError
 
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
-from logicval_hf.generation.render import render_scene
 from logicval_hf.contract.scene import Scene
+from logicval_hf.contract.spec import Spec
+from logicval_hf.generation.render import render_scene
 from logicval_hf.space import annotate as ann
 from logicval_hf.space import check as chk
-from logicval_hf.space.annotate_actions import AnnotationDesk
 from logicval_hf.space import common
 from logicval_hf.space import compose as cmp
 from logicval_hf.space import explore as exp
 from logicval_hf.space import images as img
-from logicval_hf.space.config import (ConfigError, SpaceConfig, config_from_env, config_or_exit,  # noqa: F401
-                                      make_auth)
-from logicval_hf.contract.spec import Spec
+from logicval_hf.space.annotate_actions import AnnotationDesk
+from logicval_hf.space.config import ConfigError, SpaceConfig, config_from_env, config_or_exit, make_auth  # noqa: F401
 
 log = logging.getLogger("logicval.space")
 
@@ -291,10 +291,9 @@ def _explore_tab() -> dict[str, Any]:
             witness = gr.Image(label="Witness scene (rendered)", type="pil", interactive=False, height=300,
                                visible=True)
     witness_tab = gr.Dataframe(label="Witness scene graph", interactive=False, visible=True)
-    with gr.Accordion("Full prompt given to the model", open=False):
-        with gr.Row():
-            fp_short = gr.Textbox(label="Full prompt (short)", lines=8, elem_classes="lv-small")
-            fp_long = gr.Textbox(label="Full prompt (long)", lines=8, elem_classes="lv-small")
+    with gr.Accordion("Full prompt given to the model", open=False), gr.Row():
+        fp_short = gr.Textbox(label="Full prompt (short)", lines=8, elem_classes="lv-small")
+        fp_long = gr.Textbox(label="Full prompt (long)", lines=8, elem_classes="lv-small")
     with gr.Accordion("Sub-questions (Soft-TIFA)", open=False):
         subq = gr.Dataframe(interactive=False, headers=exp.SUBQUESTION_HEADERS)
     with gr.Accordion("ASP program", open=False):
@@ -333,7 +332,7 @@ def _compose_tab(catalog: Any) -> None:
                 "label in that time gets a message saying so, never a label.")
     n_choices = list(range(catalog.domain.n_min, catalog.domain.n_max + 1))
     n = closed_menu(n_choices, value=4, label="n (number of objects)")
-    t_choices = [("(none)", "")] + cmp.template_choices(catalog)
+    t_choices = [("(none)", ""), *cmp.template_choices(catalog)]
     templates, slots, rules = [], [], []
     first_default = "C3/2prop"
     for k in range(cmp.MAX_CONSTRAINTS):
@@ -384,7 +383,7 @@ def _compose_tab(catalog: Any) -> None:
         return ups
 
     for k in range(cmp.MAX_CONSTRAINTS):
-        templates[k].change(user_errors(lambda tid, n_val: slot_updates(tid, n_val)), [templates[k], n],
+        templates[k].change(user_errors(slot_updates), [templates[k], n],
                             [*slots[k], rules[k]], api_name=f"compose_template_{k + 1}")
 
     def n_changed(n_val: Any, *vals: Any):
@@ -450,8 +449,8 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
     def view(res: Mapping[str, Any], image_path: str):
         scene = Scene.from_dict(res["scene"])
         rgb = chk.load_upload(image_path, cfg.max_file_bytes)
-        return (chk.draw_boxes(rgb, scene, chk.involved_objects(res)), chk.verdict_markdown(res), chk.violations_markdown(res),
-                _df(common.scene_rows(scene), common.scene_headers(scene)))
+        return (chk.draw_boxes(rgb, scene, chk.involved_objects(res)), chk.verdict_markdown(res),
+                chk.violations_markdown(res), _df(common.scene_rows(scene), common.scene_headers(scene)))
 
     def clear():  # before every check: an error must not leave the previous verdict on screen
         return None, "", "", _df([], common.scene_headers(load_catalog().domain)), None

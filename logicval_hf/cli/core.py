@@ -21,6 +21,8 @@ _SCENE_FORMAT = ('{"image_size": [W, H], "objects": [{"color", "shape", "materia
 __all__ = ["add_subcommands"]
 
 
+_RELAXED_HELP = "count-relaxed verdict: every constraint must hold, the number of objects may differ from n"
+
 #: exit status of ``solve --witness`` for an UNSAT spec: an answer (there is no witness), not bad input
 EXIT_NO_WITNESS = 1
 
@@ -125,7 +127,7 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | Non
 
     Lines are checked one by one, then verified in chunks so that scenes of one spec share a grounding.
     """
-    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.asp.solver import check_mode, default_solver
     from logicval_hf.contract.scene import Scene
     from logicval_hf.contract.spec import as_spec
 
@@ -157,12 +159,8 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | Non
                 pair = json.loads(line)
                 if not isinstance(pair, dict) or "spec" not in pair or "scene" not in pair:
                     raise ValueError('each line must be a JSON object {"spec": ..., "scene": ...}')
-                mode = pair.get("count", count)
-                if mode not in ("strict", "relaxed"):
-                    raise ValueError(f"count must be 'strict' or 'relaxed', got {mode!r}")
-                label = pair.get("label")
-                if label not in (None, "SAT", "UNSAT"):
-                    raise ValueError(f"label must be 'SAT' or 'UNSAT', got {label!r}")
+                mode, label = pair.get("count", count), pair.get("label")
+                check_mode(mode, label)
                 spec = as_spec(pair["spec"], solver.catalog)
                 # the spec's domain (a scene may omit it); `logicval solve`'s answer stands for its witness
                 scene = Scene.from_dict(scene_of(pair["scene"], "scene"), spec.domain)
@@ -241,7 +239,7 @@ def add_subcommands(sub: Any) -> None:
     v.add_argument("spec", nargs="?", help="spec JSON file")
     v.add_argument("scene", nargs="?", help="scene JSON file ({'image_size': [W, H], 'objects': [...]}), read in "
                                             "the spec's domain; `logicval solve`'s output stands for its witness")
-    v.add_argument("--relaxed", action="store_true", help="count-relaxed verdict: every constraint must hold, the number of objects may differ from n")
+    v.add_argument("--relaxed", action="store_true", help=_RELAXED_HELP)
     v.add_argument("--jsonl", metavar="PAIRS.jsonl",
                    help="batch mode: one {'spec':…, 'scene':…} per line in, one verdict per line out (a bad line "
                         "gets an error line; exit 2 if any)")
@@ -256,7 +254,7 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
                    help='perception backend (default clevr: the shipped CLEVR scene parser; neural needs '
                         '"logicval-hf[neural]" and perceives the spec\'s domain, e.g. COCO)')
-    c.add_argument("--relaxed", action="store_true", help="count-relaxed verdict: every constraint must hold, the number of objects may differ from n")
+    c.add_argument("--relaxed", action="store_true", help=_RELAXED_HELP)
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")
     _timeout_option(c)

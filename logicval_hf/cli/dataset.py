@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from logicval_hf.cli.dispatch import hub_upload, push_options, standalone
+
 __all__ = ["add_subcommands", "main", "dataset_stats", "format_stats", "plot_stats", "load_folder_rows"]
 
 
@@ -164,11 +166,8 @@ def cmd_build_dataset(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_push_dataset(args: argparse.Namespace) -> int:
-    from logicval_hf.benchmark.dataset import push_dataset
-
-    push_dataset(args.dir, repo_id=args.repo_id, dry_run=args.dry_run, private=args.private)
-    return 0
+#: ``push-dataset``: `logicval_hf.benchmark.dataset.push_dataset` of the folder
+cmd_push_dataset = hub_upload("logicval_hf.benchmark.dataset:push_dataset")
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -194,12 +193,7 @@ def add_subcommands(subparsers: Any) -> None:
 
     p = subparsers.add_parser("push-dataset", help="upload a built dataset folder to the Hugging Face Hub")
     p.add_argument("dir", help="folder written by build-dataset")
-    p.add_argument("--repo-id", default=None,
-                   help="dataset repository, owner/name (default <namespace>/logicval, the namespace from "
-                        "$LOGICVAL_HUB_NAMESPACE, else logicval)")
-    p.add_argument("--dry-run", action="store_true", help="only list the files that would be uploaded")
-    p.add_argument("--private", action="store_true", help="create the repository as private")
-    p.set_defaults(func=cmd_push_dataset)
+    push_options(p, "dataset repository", cmd_push_dataset)
 
     s = subparsers.add_parser("stats", help="counts of a built dataset per package, class, template, n and label")
     s.add_argument("dir", help="folder written by build-dataset")
@@ -207,11 +201,8 @@ def add_subcommands(subparsers: Any) -> None:
     s.set_defaults(func=cmd_stats)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.dispatch import standalone_main
-
-    return standalone_main(add_subcommands, argv, "LogicVal dataset commands.")
+#: ``python -m logicval_hf.cli.dataset``: these commands alone, with the ``logicval`` error convention
+main = standalone(add_subcommands, "LogicVal dataset commands.")
 
 
 if __name__ == "__main__":

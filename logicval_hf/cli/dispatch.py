@@ -7,6 +7,7 @@ each other or `logicval_hf.cli.main`.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -17,8 +18,9 @@ from typing import Any
 from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
-__all__ = ["NO_BUDGET", "USER_ERRORS", "check_output_dir", "check_output_file", "dispatch", "emit", "positive_int",
-           "read_json", "standalone_main", "timeout_seconds"]
+__all__ = ["NO_BUDGET", "USER_ERRORS", "check_output_dir", "check_output_file", "dispatch", "emit", "hub_upload",
+           "positive_int", "push_options",
+           "read_json", "standalone", "standalone_main", "timeout_seconds"]
 
 #: errors that mean bad input: reported in one line, exit status 2
 USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
@@ -107,6 +109,30 @@ def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
     return p
 
 
+def hub_upload(target: str) -> Callable[[argparse.Namespace], int]:
+    """The handler of a ``push-*`` command: imports ``target`` (``"module:function"``) when the command runs and
+    calls it with the folder (``args.dir``), ``--repo-id``, ``--dry-run`` and ``--private``."""
+    def handler(args: argparse.Namespace) -> int:
+        module, name = target.split(":")
+        push = getattr(importlib.import_module(module), name)
+        push(args.dir, repo_id=args.repo_id, dry_run=args.dry_run, private=args.private)
+        return 0
+
+    return handler
+
+
+def push_options(p: argparse.ArgumentParser, kind: str, handler: Callable[[argparse.Namespace], int],
+                 name_note: str = "") -> None:
+    """``--repo-id``, ``--dry-run`` and ``--private`` of a command that uploads a ``kind`` ("dataset repository",
+    "Space") with ``handler`` (a `hub_upload`)."""
+    p.add_argument("--repo-id", default=None,
+                   help=f"{kind}, owner/name ({name_note}default <namespace>/logicval, the namespace from "
+                        "$LOGICVAL_HUB_NAMESPACE, else logicval)")
+    p.add_argument("--dry-run", action="store_true", help="only list the files that would be uploaded")
+    p.add_argument("--private", action="store_true", help=f"create the {kind} as private")
+    p.set_defaults(func=handler)
+
+
 def emit(obj: Any, pretty: bool) -> None:
     print(json.dumps(obj, indent=2 if pretty else None, separators=None if pretty else (",", ":")))
 
@@ -151,3 +177,12 @@ def standalone_main(add_subcommands: Callable[[Any], None], argv: Sequence[str] 
     parser = argparse.ArgumentParser(prog="logicval", description=description)
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     return dispatch(parser, argv)
+
+
+def standalone(add_subcommands: Callable[[Any], None], description: str) -> Callable[[Sequence[str] | None], int]:
+    """A command group's ``main(argv=None)``: `standalone_main` over its subcommands."""
+    def main(argv: Sequence[str] | None = None) -> int:
+        return standalone_main(add_subcommands, argv, description)
+
+    main.__doc__ = f"{description} Standalone entry point with the ``logicval`` error convention."
+    return main

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from logicval_hf.cli.dispatch import standalone
+
 __all__ = ["add_subcommands", "cmd_generate", "load_rows", "guess_backend", "make_generator", "main"]
 
 BACKENDS = ("diffusers", "openai", "gemini")
@@ -176,11 +178,8 @@ def add_subcommands(subparsers: Any) -> None:
     g.set_defaults(func=cmd_generate)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.dispatch import standalone_main
-
-    return standalone_main(add_subcommands, argv, "LogicVal generation commands.")
+#: ``python -m logicval_hf.cli.generate``: these commands alone, with the ``logicval`` error convention
+main = standalone(add_subcommands, "LogicVal generation commands.")
 
 
 if __name__ == "__main__":

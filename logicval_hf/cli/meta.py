@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any
+
+from logicval_hf.cli.dispatch import hub_upload, push_options, standalone
 
 __all__ = ["add_subcommands", "main"]
 
@@ -36,11 +37,8 @@ def cmd_meta(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_push_metric(args: argparse.Namespace) -> int:
-    from logicval_hf.scoring.metric_push import push_metric
-
-    push_metric(args.dir, repo_id=args.repo_id, dry_run=args.dry_run, private=args.private)
-    return 0
+#: ``push-metric``: `logicval_hf.scoring.metric_push.push_metric` of the folder (default: the installed one)
+cmd_push_metric = hub_upload("logicval_hf.scoring.metric_push:push_metric")
 
 
 def cmd_metric_path(args: argparse.Namespace) -> int:
@@ -77,19 +75,11 @@ def add_subcommands(subparsers: Any) -> None:
     p = subparsers.add_parser("push-metric", help="upload the evaluate metric folder to a Hugging Face Space")
     p.add_argument("dir", nargs="?", default=None,
                    help="metric folder (default: the installed one, printed by `logicval metric-path`)")
-    p.add_argument("--repo-id", default=None,
-                   help="Space repository, owner/name (name = the evaluate.load name; default <namespace>/logicval, "
-                        "the namespace from $LOGICVAL_HUB_NAMESPACE, else logicval)")
-    p.add_argument("--dry-run", action="store_true", help="only list the files that would be uploaded")
-    p.add_argument("--private", action="store_true", help="create the Space as private")
-    p.set_defaults(func=cmd_push_metric)
+    push_options(p, "Space", cmd_push_metric, name_note="name = the evaluate.load name; ")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.dispatch import standalone_main
-
-    return standalone_main(add_subcommands, argv, "LogicVal metric commands.")
+#: ``python -m logicval_hf.cli.meta``: these commands alone, with the ``logicval`` error convention
+main = standalone(add_subcommands, "LogicVal metric commands.")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,12 @@ import contextlib
 import logging
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.cli.dispatch import positive_int as _positive_int
+from logicval_hf.cli.dispatch import standalone
 
 __all__ = ["add_subcommands", "cmd_run", "main"]
 
@@ -136,11 +137,8 @@ def add_subcommands(subparsers: Any) -> None:
     r.set_defaults(func=cmd_run)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.dispatch import standalone_main
-
-    return standalone_main(add_subcommands, argv, "LogicVal main job.")
+#: ``python -m logicval_hf.cli.run``: these commands alone, with the ``logicval`` error convention
+main = standalone(add_subcommands, "LogicVal main job.")
 
 
 if __name__ == "__main__":

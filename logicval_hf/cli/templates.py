@@ -10,7 +10,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CLASS_FORMS", "add_subcommands", "template_table"]
+from logicval_hf.cli.dispatch import standalone
+
+__all__ = ["CLASS_FORMS", "add_subcommands", "main", "template_table"]
 
 #: each class's logical form, in words (the template contract's abstract forms)
 CLASS_FORMS = {
@@ -87,7 +89,8 @@ def add_subcommands(sub: Any) -> None:
     t.set_defaults(func=cmd_templates)
 
 
-if __name__ == "__main__":
-    from logicval_hf.cli.dispatch import standalone_main
+#: ``python -m logicval_hf.cli.templates``: the command alone, with the ``logicval`` error convention
+main = standalone(add_subcommands, "LogicVal templates.")
 
-    sys.exit(standalone_main(add_subcommands, None, "LogicVal templates."))
+if __name__ == "__main__":
+    sys.exit(main())

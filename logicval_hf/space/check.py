@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from logicval_hf import perception
+import logicval_hf.perception as perception
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.scene import Scene

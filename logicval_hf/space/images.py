@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from logicval_hf import perception
+import logicval_hf.perception as perception
 from logicval_hf.perception.images import open_checked
 
 #: default upload cap in bytes (the server's ``max_file_size`` uses the same number)

@@ -22,10 +22,7 @@ except MissingExtraError as e:  # exercised by hiding gradio in the tests
 
 import evaluate
 from evaluate.utils import launch_gradio_widget
-from evaluate.utils.gradio import infer_gradio_input_types
-from evaluate.utils.gradio import json_to_string_type
-from evaluate.utils.gradio import parse_gradio_data
-from evaluate.utils.gradio import parse_readme
+from evaluate.utils.gradio import infer_gradio_input_types, json_to_string_type, parse_gradio_data, parse_readme
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,7 +43,7 @@ def load_module(**kwargs):
 def build_widget(module):
     """evaluate's metric widget for gradio >= 4: a Dataframe of inputs -> the metric's result."""
     features = module.features[0] if isinstance(module.features, list) else module.features
-    names, types = zip(*features.items())
+    names, types = zip(*features.items(), strict=True)
     input_types = infer_gradio_input_types(types)
 
     def compute(data):

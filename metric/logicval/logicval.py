@@ -16,7 +16,6 @@ from logicval_hf.perception import get_backend
 from logicval_hf.scoring.evaluation import compute
 from logicval_hf.scoring.features import metric_features
 
-
 logger = evaluate.logging.get_logger(__name__)
 
 

@@ -24,13 +24,27 @@ pq = pytest.importorskip("pyarrow.parquet")
 yaml = pytest.importorskip("yaml")
 
 from logicval_hf import Scene, Spec, load_catalog  # noqa: E402
-from logicval_hf.benchmark.sampler import (  # noqa: E402
-    CHANCE_SCENES, DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, cached_benchmark, dedup_key, prompt_body, unsat_causes,
-)
-from logicval_hf.benchmark.dataset import (  # noqa: E402
-    COLUMNS, SPLIT, LogicValBuilder, card_metadata, features, push_dataset, read_rows, write_dataset,
-)
 from logicval_hf.asp.solver import Solver  # noqa: E402
+from logicval_hf.benchmark.dataset import (  # noqa: E402
+    COLUMNS,
+    SPLIT,
+    LogicValBuilder,
+    card_metadata,
+    features,
+    push_dataset,
+    read_rows,
+    write_dataset,
+)
+from logicval_hf.benchmark.sampler import (  # noqa: E402
+    CHANCE_SCENES,
+    DEFAULT_SEED,
+    PACKAGE_NAMES,
+    PACKAGES,
+    cached_benchmark,
+    dedup_key,
+    prompt_body,
+    unsat_causes,
+)
 from logicval_hf.contract.spec import AttrLit  # noqa: E402
 from logicval_hf.contract.verbalise import check_expect, parse_expect  # noqa: E402
 
@@ -112,7 +126,7 @@ def test_package_sizes_and_row_shape(rows):
             assert r["label"] == LABELS[name]
             assert r["templates"] == [c.template_id for c in spec.constraints]
             assert r["classes"] == [c.cls for c in spec.constraints]
-            for c, col in zip(spec.constraints, r["constraints"]):
+            for c, col in zip(spec.constraints, r["constraints"], strict=True):
                 assert col["template"] == c.template_id and col["class"] == c.cls
                 assert json.loads(col["params_json"]) == c.to_dict()["params"]
             assert (r["witness"] is None) == (r["label"] == "UNSAT")
@@ -121,7 +135,7 @@ def test_package_sizes_and_row_shape(rows):
 
 def test_1sat_covers_every_template_five_times(rows):
     counts = collections.Counter(r["templates"][0] for r in rows["1SAT"])
-    assert counts == {t: 5 for t in CATALOG.templates}
+    assert counts == dict.fromkeys(CATALOG.templates, 5)
 
 
 def test_classes_distinct_and_no_duplicate_specs(all_rows):
@@ -139,7 +153,7 @@ def test_sat_witnesses_verify(rows, solver):
     pairs = [(r["spec_json"], Scene.from_dict(r["witness"])) for name in PACKAGE_NAMES for r in rows[name]
              if r["label"] == "SAT"]
     assert len(pairs) == 405
-    for (spec, scene), v in zip(pairs, solver.verify_many(pairs, labels=["SAT"] * len(pairs))):
+    for (spec, scene), v in zip(pairs, solver.verify_many(pairs, labels=["SAT"] * len(pairs)), strict=True):
         assert v.ok and v.count_ok and not v.violated, spec
         assert len(scene) == json.loads(spec)["n"]
 
@@ -200,7 +214,7 @@ def test_chance_rates(all_rows):
 # ---------------------------------------------------------------------------------------------
 def test_prompts_are_well_formed(all_rows):
     for r in all_rows:
-        for col in TEXT_COLUMNS + ("asp_program",):
+        for col in (*TEXT_COLUMNS, "asp_program"):
             assert r[col].strip(), (r["id"], col)
         for col in TEXT_COLUMNS:
             assert "{" not in r[col] and "}" not in r[col], (r["id"], col)
@@ -215,7 +229,7 @@ def test_prompts_are_well_formed(all_rows):
             else:
                 lines = body.split("\n")
                 assert len(lines) == r["m"]
-                for i, (line, c) in enumerate(zip(lines, r["constraints"]), 1):
+                for i, (line, c) in enumerate(zip(lines, r["constraints"], strict=True), 1):
                     assert line == f"Constraint {i}: {c[f'text_{reg}']}"
             for full in (r[f"full_prompt_{reg}"], r[f"full_prompt_white_{reg}"]):
                 assert body in full
@@ -248,15 +262,15 @@ def test_plain_count_subquestions_hold_on_witnesses(rows):
                     continue
                 scene = Scene.from_dict(r["witness"])
                 bindings: dict[str, int] = {}
-                for raw, sq in zip(c.template.subquestions, rendered):
+                for raw, sq in zip(c.template.subquestions, rendered, strict=True):
                     m = _PLAIN.match(raw["q"])
                     if raw["q"] == "How many objects are there?":
                         count = len(scene)
                     elif m:
                         lits = [c.params[s.strip()] for s in m.group(2).split(",")]
                         if m.group(1) == "posnps":
-                            lits = [AttrLit(l.prop, l.value, False) for l in lits]
-                        count = sum(all(_holds(scene, i, l) for l in lits) for i in range(len(scene)))
+                            lits = [AttrLit(lit.prop, lit.value, False) for lit in lits]
+                        count = sum(all(_holds(scene, i, lit) for lit in lits) for i in range(len(scene)))
                     else:
                         continue
                     _, rhs = parse_expect(sq["expect"])
@@ -300,7 +314,7 @@ def test_dataset_card(folder):
         assert section in body, section
     for col in COLUMNS:
         assert f"| `{col}` |" in body, col
-    for name, f in features().items():
+    for name, _f in features().items():
         assert name in COLUMNS
 
 
@@ -357,7 +371,7 @@ def _shell(name: str):
 
 @pytest.mark.parametrize("shell,command", [("build", "build-dataset"), ("push", "push-dataset")])
 def test_the_shells_are_the_commands(shell, command, capsys):
-    """Issue 23, point 4: dataset_builder/ runs the CLI's own commands (no second argparse to drift)."""
+    """Dataset_builder/ runs the CLI's own commands (no second argparse to drift)."""
     from logicval_hf.cli.dataset import main as cli
 
     for main in (_shell(shell), lambda argv: cli([command, *argv])):
@@ -408,7 +422,7 @@ def test_push_uploads_the_folder(folder, monkeypatch):
 
 
 def test_the_card_and_the_push_follow_the_hub_namespace(folder, tmp_path, monkeypatch, capsys):
-    """Issue 23, point 15: no placeholder namespace; one setting (LOGICVAL_HUB_NAMESPACE) with one default."""
+    """No placeholder namespace; one setting (LOGICVAL_HUB_NAMESPACE) with one default."""
     from logicval_hf.cli.dataset import main as cli
     from logicval_hf.common.hub import DEFAULT_NAMESPACE
 
@@ -446,9 +460,8 @@ def test_stats_command_prints_tables_and_writes_png(folder, tmp_path, capsys):
 def test_subcommands_register_and_dispatch(folder, monkeypatch, tmp_path, capsys):
     import argparse
 
-    from logicval_hf.cli import dataset as dataset_cli
-
     from logicval_hf.benchmark import dataset as hub_builder
+    from logicval_hf.cli import dataset as dataset_cli
 
     parser = argparse.ArgumentParser(prog="logicval")
     dataset_cli.add_subcommands(parser.add_subparsers(dest="command", required=True))

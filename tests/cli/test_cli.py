@@ -3,12 +3,13 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import attr, obj
+
 from logicval_hf.cli.main import main
 
 SPEC = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {"A1": attr("color", "red")}}]}
-SCENE = {"image_size": [480, 320], "objects": [obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50)]}
+SCENE = {"image_size": [480, 320],
+         "objects": [obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50)]}
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_bad_input_exit_code_and_message(files, capsys):
 
 
 def test_verify_takes_what_solve_prints(files, capsys):
-    """Issue 23, point 8: `logicval solve spec.json > scene.json; logicval verify spec.json scene.json`."""
+    """`logicval solve spec.json > scene.json; logicval verify spec.json scene.json`."""
     rc, out, _ = run(capsys, "solve", files / "spec.json")
     (files / "answer.json").write_text(out)
     rc, out, err = run(capsys, "verify", files / "spec.json", files / "answer.json")
@@ -96,7 +97,7 @@ def test_an_unsat_spec_has_no_witness_to_print_or_verify(files, capsys):
 
 @pytest.mark.parametrize("content", ["", "\n", "{}", "[]"], ids=["empty", "blank", "empty-object", "list"])
 def test_verify_of_an_empty_scene_suggests_a_command_that_works(files, capsys, content):
-    """Issue 23, point 9: the suggestion is `logicval solve SPEC --witness > SCENE.json`, which writes a scene
+    """The suggestion is `logicval solve SPEC --witness > SCENE.json`, which writes a scene
     graph `verify` takes (`logicval check` refuses JSON), and following it works."""
     empty = files / "empty.json"
     empty.write_text(content)
@@ -123,7 +124,8 @@ def test_asp_and_run_asp(files, capsys):
 
 
 def test_console_script_demo():
-    proc = subprocess.run([sys.executable, "-m", "logicval_hf.cli.main", "demo"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "logicval_hf.cli.main", "demo"], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "Solver label: SAT" in proc.stdout and "Verify witness: ok=True" in proc.stdout
     assert "minimal unsat core" in proc.stdout
@@ -143,8 +145,8 @@ def test_top_level_entry_points():
 # ---- images: `check`, and `verify` given an image ----------------------------------------------
 @pytest.fixture(scope="module")
 def witness_png(tmp_path_factory):
-    from logicval_hf.generation.render import render_scene
     import logicval_hf as lv
+    from logicval_hf.generation.render import render_scene
 
     path = tmp_path_factory.mktemp("img") / "witness.png"
     render_scene(lv.solve(SPEC).witness)[0].save(path)
@@ -180,8 +182,8 @@ def _sure_of_one_red_cube(rgb, **settings):
     """A backend for the test below: one red cube, 37 % sure of it."""
     from logicval_hf import Scene
 
-    return Scene.from_dict({"image_size": [rgb.shape[1], rgb.shape[0]], "objects": [obj("red", "cube", "metal", 50, 50)],
-                            "confidence": 0.37})
+    return Scene.from_dict({"image_size": [rgb.shape[1], rgb.shape[0]],
+                            "objects": [obj("red", "cube", "metal", 50, 50)], "confidence": 0.37})
 
 
 def _no_idea(rgb, **settings):
@@ -196,12 +198,12 @@ def test_check_says_how_sure_the_backend_is(files, witness_png, capsys):
     from logicval_hf.cli.core import cmd_check
     from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
 
-    rc, out, _ = run(capsys, "check", files / "spec.json", witness_png)
+    _rc, out, _ = run(capsys, "check", files / "spec.json", witness_png)
     res = json.loads(out)
     assert 0 <= res["confidence"] <= 1 and res["confidence"] == res["scene"]["confidence"]  # the clevr parser's
     # a backend registered in-process (`check --backend` offers the built-in ones, so the command's function)
-    args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test", timeout=20.0,
-                              relaxed=False, probs=False, pretty=False)
+    args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test",
+                              timeout=20.0, relaxed=False, probs=False, pretty=False)
     register_backend("one-red-cube-test", PerceptionBackend("one-red-cube-test", _sure_of_one_red_cube))
     try:
         assert cmd_check(args) == 0
@@ -258,6 +260,6 @@ def test_constraint_names():
 
 
 def test_solve_witness_image_size_is_integers(files, capsys):
-    rc, out, _ = run(capsys, "solve", files / "spec.json", "--image-size", "640", "480")
+    _rc, out, _ = run(capsys, "solve", files / "spec.json", "--image-size", "640", "480")
     size = json.loads(out)["witness"]["image_size"]
     assert size == [640, 480] and all(type(v) is int for v in size)

@@ -92,7 +92,7 @@ def test_verify_jsonl_reads_each_scene_in_its_spec_domain(files, capsys):
     assert rows[2]["line"] == 3 and "scene.objects[0]" in rows[2]["error"]  # CLEVR attributes in a COCO scene
     assert rows[3]["ok"] is True
     assert rows[4]["line"] == 5 and "'coco'" in rows[4]["error"] and "'clevr'" in rows[4]["error"]
-    assert rc == 2 and "2 line(s)" in err  # bad input: status 2 (issue 23, point 9)
+    assert rc == 2 and "2 line(s)" in err  # bad input: status 2
 
 
 def test_solve_and_asp_take_coco_specs(files, capsys):

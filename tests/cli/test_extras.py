@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import attr
+
 from logicval_hf.common.extras import EXTRAS, MissingExtraError, extra_for_module, require
 
 SPEC = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {"A1": attr("color", "red")}}]}
@@ -61,7 +61,7 @@ def test_check_with_the_neural_backend_needs_the_neural_extra(spec_and_image, hi
 
 
 def test_the_metric_with_the_neural_backend_names_the_extra(spec_and_image):
-    spec, image = spec_and_image
+    _spec, image = spec_and_image
     code = ("import sys; sys.modules['torch'] = None\n"
             "from logicval_hf.scoring.evaluation import compute\n"
             "try:\n"

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import examples
 from logicval_hf.common.matching import match_centres
 
 centres = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), max_size=4)
@@ -20,10 +20,10 @@ def _assignments(n: int, m: int):
     """Every one-to-one assignment of min(n, m) pairs."""
     if n <= m:
         for cols in itertools.permutations(range(m), n):
-            yield list(zip(range(n), cols))
+            yield list(zip(range(n), cols, strict=True))
     else:
         for rows in itertools.permutations(range(n), m):
-            yield list(zip(rows, range(m)))
+            yield list(zip(rows, range(m), strict=True))
 
 
 def _dist(a, b, i, j):
@@ -53,7 +53,7 @@ def test_assign_far_drops_far_pairs_after_the_assignment(a, b, reach):
     best = min(totals)
     # the kept pairs are the near ones of some assignment of least total distance
     assert any(math.isclose(t, best) and sorted((i, j) for i, j in asg if _dist(a, b, i, j) <= reach) == got
-               for t, asg in zip(totals, _assignments(len(a), len(b))))
+               for t, asg in zip(totals, _assignments(len(a), len(b)), strict=True))
 
 
 def test_the_two_hungarian_readings_differ_where_a_far_pair_is_cheaper():

@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 
 import logicval_hf.job.run as run_mod
+from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+from logicval_hf.cli.run import add_subcommands, main
+from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.job import cache as cache_mod
 from logicval_hf.job import generate as generate_mod
-from logicval_hf.benchmark.sampler import PACKAGE_NAMES
-from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS, _fmt
 from logicval_hf.job.run import _limit_rows, load_rows, resolve_generators, run, scene_diff
-from logicval_hf.cli.run import add_subcommands, main
 
 LIMIT = 2
 GENS = ("oracle", "naive", "perturbed")
@@ -75,7 +75,7 @@ def test_summary_json(first):
     assert on_disk == json.loads(json.dumps(summary))
     assert tuple(on_disk) == SUMMARY_KEYS
     assert list(on_disk["generators"]) == list(GENS)
-    for g, e in on_disk["generators"].items():
+    for _g, e in on_disk["generators"].items():
         assert set(GENERATOR_KEYS) <= set(e)
         m = e["metric"]
         assert set(m["by_package"]) == set(PACKAGE_NAMES)
@@ -114,7 +114,7 @@ def test_known_truth_is_the_verdict_on_the_intended_scene(first):
 
 
 def test_report_tables_mention_everything(first):
-    out, summary = first
+    out, _summary = first
     md = (out / "report.md").read_text()
     html_text = (out / "report.html").read_text()
     classes = load_catalog().classes
@@ -179,7 +179,7 @@ def test_report_breaks_success_down_by_compositional_load(first):
 def test_report_names_constraints_from_one(first):
     from logicval_hf.job.report import sections, to_markdown
 
-    out, summary = first
+    _out, summary = first
     worst = {"perturbed": [{"id": "3SAT-0000", "package": "3SAT", "kind": "false positive", "intended_objects": 4,
                             "perceived_objects": 4, "scene_errors": 1, "diff": "obj 0 color red->blue",
                             "truth_violated": [1], "metric_violated": [], "generation": "recoloured"}]}
@@ -203,7 +203,7 @@ def test_resume_skips_work_and_reproduces_the_summary(first):
 @pytest.mark.slow  # a second perception pass (~2 s)
 def test_image_folder_scores_user_images(first, tmp_path):
     """A folder of images named by id: one id missing, one unreadable -> both are failed generations."""
-    out, summary = first
+    out, _summary = first
     folder = tmp_path / "my_model"
     folder.mkdir()
     ids = sorted(p.stem for p in (out / "images" / "oracle").glob("*.png"))
@@ -240,7 +240,7 @@ def test_resolve_generators(tmp_path):
 
 @pytest.mark.slow
 def test_interrupted_run_leaves_no_partial_files_and_resumes(first, tmp_path, monkeypatch):
-    out_first, summary = first
+    _out_first, summary = first
     out = tmp_path / "report"
     calls = {"n": 0}
     real = generate_mod.png_bytes
@@ -389,7 +389,7 @@ def test_stage_timer_adds_up_repeated_stages_and_books_the_total():
 def test_a_partly_filled_folder_is_warned_about_and_can_be_scored_on_what_it_has(first, tmp_path, capsys):
     from logicval_hf.job.run import MissingImagesWarning
 
-    out, summary = first
+    out, _summary = first
     folder = tmp_path / "partial"
     folder.mkdir()
     ids = sorted(p.stem for p in (out / "images" / "oracle").glob("*.png"))
@@ -408,7 +408,7 @@ def test_a_partly_filled_folder_is_warned_about_and_can_be_scored_on_what_it_has
     assert md.index("## Warnings") < md.index("## Success rate per package") and "- **partial**: " in md
     assert "<li><strong>partial</strong>: " in (rep / "report.html").read_text()
 
-    assert main(args + ["--only-present"]) == 0
+    assert main([*args, "--only-present"]) == 0
     printed = capsys.readouterr()
     assert "are scored (--only-present)" in printed.err and f"3 specs scored, {len(ids) - 3}" in printed.out
     e = json.loads((rep / "summary.json").read_text())["generators"]["partial"]
@@ -556,7 +556,7 @@ def test_a_failed_verdict_says_what_broke_a_count_included():
 
 def test_perturbed_rows_that_break_only_the_count_say_so(first):
     """The perturbed generator breaks one constraint or only the count: no failing row reads "none"."""
-    out, summary = first
+    out, _summary = first
     md = (out / "report.md").read_text()
     lines = md[md.index("### Least certain images: perturbed"):].splitlines()[1:]
     section = lines[:next((k for k, ln in enumerate(lines) if ln.startswith("#")), len(lines))]

@@ -24,18 +24,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from helpers import lazy, requires
 from PIL import Image
 
-from helpers import lazy, requires
 from logicval_hf import Spec, load_catalog
-from logicval_hf.scoring.baselines import (BaselineError, BaselineResult, CLIPScore, JUDGE_PROMPT, OpenAIChatVLM, SoftTIFA,
-                                   TransformersVLM, VLMJudge, VLMRequestError, VLMResponseError, candidate_probs,
-                                   convert_longclip_state_dict, parse_judge_answer, score_subquestions)
+from logicval_hf.contract.params import random_constraint
+from logicval_hf.contract.verbalise import full_prompt, spec_subquestions
+from logicval_hf.scoring.baselines import (
+    JUDGE_PROMPT,
+    BaselineError,
+    BaselineResult,
+    CLIPScore,
+    OpenAIChatVLM,
+    SoftTIFA,
+    TransformersVLM,
+    VLMJudge,
+    VLMRequestError,
+    VLMResponseError,
+    candidate_probs,
+    convert_longclip_state_dict,
+    parse_judge_answer,
+    score_subquestions,
+)
 from logicval_hf.scoring.baselines.soft_tifa import normalise_token, question_prompt, subquestions_of
 from logicval_hf.scoring.baselines.vlm import image_data_url
 from logicval_hf.scoring.baselines.vlm_judge import judge_prompt
-from logicval_hf.contract.params import random_constraint
-from logicval_hf.contract.verbalise import full_prompt, spec_subquestions
 
 CATALOG = load_catalog()
 L = math.log
@@ -250,7 +263,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         st = self.state
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with st.lock:
@@ -352,7 +365,7 @@ def test_openai_retries_and_errors(server):
     assert vlm.generate([img(8, 8)], ["GOOD"]) == ["SCORE: 4 RATIONALE: Mostly right."]
     assert len(server.requests) == 3 and sleeps == [0.5, 0.05]
     server.fail = [(503, {}), (503, {}), (502, {})]
-    with pytest.raises(VLMRequestError, match="failed after 3 attempts.*HTTP 502"):
+    with pytest.raises(VLMRequestError, match=r"failed after 3 attempts.*HTTP 502"):
         vlm.generate([img(8, 8)], ["GOOD"])
     # a client error is not retried; the key never appears in messages
     n = len(server.requests)
@@ -516,8 +529,15 @@ def test_clipscore_transformers_from_local_dir(tmp_path):
 # ---------------------------------------------------------------------------------------------------
 def tiny_llava():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -560,7 +580,7 @@ def test_local_vlm_top_logprobs_match_a_manual_forward(llava):
     prompts = ["How many cubes are there?", "Is there a red sphere? Answer with a single word", "yes"]
     tops = llava.top_logprobs(images, prompts, k=20)
     assert [len(t) for t in tops] == [20, 20, 20]
-    for i, (im, p) in enumerate(zip(images, prompts)):
+    for i, (im, p) in enumerate(zip(images, prompts, strict=True)):
         assert [lp for _, lp in tops[i]] == sorted((lp for _, lp in tops[i]), reverse=True)
         assert sum(math.exp(lp) for _, lp in tops[i]) <= 1 + 1e-6
         single = llava.top_logprobs([im], [p], k=20)[0]  # no padding: batched (left-padded) == single

@@ -11,12 +11,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_MODULES_CACHE", os.path.join(tempfile.gettempdir(), "logicval-tests-hf-modules"))
 
-import pytest  # noqa: E402
+import pytest
+from helpers import attr, obj
 
-from helpers import attr, obj  # noqa: E402
-from logicval_hf import Scene  # noqa: E402
-from logicval_hf.contract.domain import load_domain  # noqa: E402
-from logicval_hf.scoring.evaluation import compute  # noqa: E402
+from logicval_hf import Scene
+from logicval_hf.contract.domain import load_domain
+from logicval_hf.scoring.evaluation import compute
 
 METRIC = Path(__file__).resolve().parents[2] / "metric" / "logicval"
 COCO = load_domain("coco")
@@ -117,7 +117,7 @@ def test_given_backend_reads_the_spec_domain(tmp_path):
     assert extract(no_domain(GOOD), domain="coco") == Scene.from_dict(GOOD)
     assert extract(GOOD).domain == COCO  # the scene's own domain
     assert extract_scene(no_domain(GOOD), backend="given", domain="coco") == Scene.from_dict(GOOD)
-    with pytest.raises(ValueError, match="'clevr'.*'coco'"):
+    with pytest.raises(ValueError, match=r"'clevr'.*'coco'"):
         to_scene(Scene.from_dict(CLEVR_SCENE), "coco")
     with pytest.raises(ValueError, match="domain"):
         extract(GOOD, domain="cocoa")

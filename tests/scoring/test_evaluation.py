@@ -1,11 +1,11 @@
 import json
 
 import pytest
-
 from helpers import attr, obj
-from logicval_hf.scoring.evaluation import compute, images_in_folder
-from logicval_hf.generation.render import render_scene
+
 from logicval_hf.asp.solver import solve
+from logicval_hf.generation.render import render_scene
+from logicval_hf.scoring.evaluation import compute, images_in_folder
 
 SPEC = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {"A1": attr("color", "red")}}]}
 UNSAT = {"n": 3, "constraints": [{"template": "C8/1prop_atleast", "params": {"A1": attr("color", "red"), "K": 8}}]}
@@ -16,7 +16,8 @@ def scene(*objs):
 
 
 def test_scene_graph_predictions_with_rows_and_json():
-    good = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50), obj("red", "cube", "rubber", 250, 250))
+    good = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50),
+                 obj("red", "cube", "rubber", 250, 250))
     rows = [{"id": "a", "package": "1SAT", "label": "SAT", "spec_json": json.dumps(SPEC)}, json.dumps(UNSAT), UNSAT]
     out = compute([good, json.dumps(scene()), good], rows, backend="given")
     assert [s["ok"] for s in out["per_sample"]] == [True, True, False]

@@ -5,12 +5,12 @@ import math
 import random
 
 import pytest
-
 from helpers import DOMAIN, attr, obj, random_scene, random_spec
+
 from logicval_hf import Scene, SceneObject
-from logicval_hf.scoring.probabilistic import ProbResult, choices, probabilities, probability
 from logicval_hf.asp.solver import default_solver, verify
 from logicval_hf.contract.spec import as_spec
+from logicval_hf.scoring.probabilistic import ProbResult, choices, probabilities, probability
 
 RED = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {"A1": attr("color", "red")}}]}
 ONE_RED = {"n": 3, "constraints": [{"template": "C8/1prop_exact", "params": {"A1": attr("color", "red"), "K": 1}}]}
@@ -73,13 +73,14 @@ def _brute_force(spec, scene, count):
     for pick in itertools.product(*(s[2] for s in slots)):
         attrs = [dict(o.attributes) for o in scene.objects]
         w = 1.0
-        for (i, a, _), (v, p) in zip(slots, pick):
+        for (i, a, _), (v, p) in zip(slots, pick, strict=True):
             attrs[i][a] = v
             w *= p
-        worlds.append(Scene(scene.image_size, tuple(SceneObject(at, o.bbox) for at, o in zip(attrs, scene.objects))))
+        objects = tuple(SceneObject(at, o.bbox) for at, o in zip(attrs, scene.objects, strict=True))
+        worlds.append(Scene(scene.image_size, objects))
         weights.append(w)
     verdicts = default_solver().verify_many([(spec, w) for w in worlds], count=count)
-    return sum(w for w, v in zip(weights, verdicts) if v.ok)
+    return sum(w for w, v in zip(weights, verdicts, strict=True) if v.ok)
 
 
 def _with_random_probs(rng, scene, k_uncertain):

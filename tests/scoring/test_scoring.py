@@ -1,9 +1,9 @@
 import pytest
-
 from helpers import attr, obj
+
 from logicval_hf import Scene, Spec
-from logicval_hf.scoring.scores import Record, aggregate, operators_of
 from logicval_hf.asp.solver import Solver
+from logicval_hf.scoring.scores import Record, aggregate, operators_of
 
 RED = {"template": "C1/1prop", "params": {"A1": attr("color", "red")}}
 ALL_CUBES = {"template": "C2/1prop", "params": {"A1": attr("shape", "cube")}}
@@ -23,7 +23,8 @@ def scene(*objs):
 
 
 def test_aggregate_scores_and_breakdowns():
-    good = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50), obj("red", "cube", "rubber", 250, 250))
+    good = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50),
+                 obj("red", "cube", "rubber", 250, 250))
     two = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "sphere", "metal", 150, 50))
     recs = [
         record({"n": 3, "constraints": [RED]}, good, "1SAT"),             # ok

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -32,7 +33,7 @@ def desk(tmp_path):
 def test_load_then_its_echo_is_not_an_edit(desk, tmp_path):
     shown = desk.load("m", "3SAT-0001", tmp_path / "cache")
     assert shown.boxes == [] and shown.status == "Loaded **3SAT-0001** (no annotation yet)"
-    assert open(shown.image, "rb").read() == (desk.root / "m" / "3SAT-0001.png").read_bytes()
+    assert Path(shown.image).read_bytes() == (desk.root / "m" / "3SAT-0001.png").read_bytes()
     assert not shown.image.startswith(str(desk.root))  # served from the cache copy, not the folder
     echo = desk.save_boxes(shown.key, [], "alice")
     assert echo.status is None and json.loads(echo.key)["fresh"] is False

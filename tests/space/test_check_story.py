@@ -1,11 +1,11 @@
-"""Issue 23, point 13: the Check tab's verdict and its list of failing constraints tell one story, and region
+"""The Check tab's verdict and its list of failing constraints tell one story, and region
 codes are named wherever the Space shows them (tables, menus, a legend for the JSON and ASP texts)."""
 
 from __future__ import annotations
 
 import pytest
-
 from helpers import attr
+
 from logicval_hf import load_catalog
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.space import check as chk
@@ -46,7 +46,7 @@ def test_the_verdict_and_the_failing_constraints_tell_one_story(shapes, story, b
 
 
 def test_an_unsat_spec_says_why_an_image_with_objects_fails():
-    said, _, why = _texts(UNSAT, _scene("cube", "cube", "cube"))
+    said, _, _why = _texts(UNSAT, _scene("cube", "cube", "cube"))
     assert said.startswith("✗ Not satisfied: the spec is UNSAT") and "shows 3 object(s)" in said
     said, _, _ = _texts(UNSAT, Scene((480, 320), ()))
     assert said.startswith("✓ Satisfied: the spec is UNSAT")

@@ -1,6 +1,6 @@
-"""Issue 23, point 13: the Space ships the built benchmark rows, so a fresh Space shows Explore at once (building
-them took ~21 s before the first page could show). They are used only while the code that decides the rows is
-unchanged; `python -m logicval_hf.space.common` rewrites them."""
+"""The Space ships the built benchmark rows, so a fresh Space shows Explore at once instead of building them first.
+They are used only while the code that decides the rows is unchanged; `python -m logicval_hf.space.common`
+rewrites them."""
 
 from __future__ import annotations
 

@@ -40,9 +40,9 @@ for _mod in ("gradio", "gradio_client", "gradio_image_annotation", "pandas"):
         pytest.skip(f"{_mod} is not installed (pip install -r space/requirements.txt)", allow_module_level=True)
 
 from logicval_hf import Scene, Spec  # noqa: E402
+from logicval_hf.asp.solver import solve, verify  # noqa: E402
 from logicval_hf.cli.demo import EXAMPLE_SAT  # noqa: E402
 from logicval_hf.generation.render import render_scene  # noqa: E402
-from logicval_hf.asp.solver import solve, verify  # noqa: E402
 from logicval_hf.space import annotate as ann  # noqa: E402
 from logicval_hf.space import check as chk  # noqa: E402
 from logicval_hf.space import common  # noqa: E402
@@ -195,7 +195,7 @@ def test_building_the_app_starts_nothing(app):
 
 
 def test_importing_the_app_has_no_side_effects(sandbox, tmp_path, monkeypatch):
-    """Issue 23, point 4: importing space/app.py reads no settings, exits on none, creates no folder, opens no
+    """Importing space/app.py reads no settings, exits on none, creates no folder, opens no
     database and starts no thread, even with settings that would refuse to start (half-set credentials)."""
     root = tmp_path / "annotations-not-created"
     monkeypatch.setenv("LOGICVAL_SPACE_USER", "alice")  # no password: `main` would exit with status 2
@@ -315,7 +315,7 @@ def test_compose_and_solve(alice):
     res = alice.predict(spec_text, api_name="/solve")
     assert res["label"] == "SAT" and res["core"] is None
     assert verify(spec, Scene.from_dict(res["witness"])).ok
-    label_md, texts_md, full_prompt, asp, witness = alice.predict(res, api_name="/solve_view")
+    label_md, texts_md, full_prompt, _asp, witness = alice.predict(res, api_name="/solve_view")
     assert "SAT" in label_md and "There is a red object" in texts_md and Path(witness).is_file()
     from logicval_hf.contract.verbalise import full_prompt as make_full_prompt
 
@@ -429,7 +429,7 @@ def test_explanations_name_the_objects():
 
 
 def test_probability_is_optional(monkeypatch):
-    """The probabilistic score is shown when logicval_hf.scoring.probabilistic imports, "n/a" (with the reason) if not."""
+    """The probabilistic score shows when logicval_hf.scoring.probabilistic imports, "n/a" (with the reason) if not."""
     spec = Spec.from_dict(EXAMPLE_SAT)
     scene = solve(spec).witness
     res = chk.probability_of(spec, scene, "SAT")
@@ -703,7 +703,7 @@ def test_explore_is_ready_at_start_up(server, alice, tmp_path):
 
 @pytest.mark.slow
 def test_a_fresh_space_shows_explore_at_once(sandbox, tmp_path):
-    """Issue 23, point 13: a first start with an empty cache folder reads the shipped rows (no ~21 s build)."""
+    """A first start with an empty cache folder reads the shipped rows (no build)."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "LOGICVAL_SPACE_PRELOAD": "1", "LOGICVAL_SPACE_CACHE": str(tmp_path / "empty-cache"),
@@ -764,7 +764,7 @@ def test_annotate_roundtrip_and_export(server, alice):
     root, cfg = server["root"], server["cfg"]
     models = alice.predict("", api_name="/annotate_models")
     assert [c[1] for c in models["choices"]] == ["modelA", "modelB"]  # no _export, .hidden
-    images_update, progress = alice.predict("modelA", "3SAT", api_name="/annotate_images")
+    images_update, _progress = alice.predict("modelA", "3SAT", api_name="/annotate_images")
     assert [v for _, v in images_update["choices"]] == ["3SAT-0001", "3SAT-0002", "3SAT-0003", "3SAT-0004"]
     state = _load(alice, "modelA", "3SAT-0001")
     assert state["value"]["boxes"] == [] and Path(state["value"]["image"]).is_file()
@@ -888,7 +888,7 @@ def test_browser_explore_and_check(server, sandbox, tmp_path):
             body = page.inner_text("body")
             assert "Count-relaxed" in body and "Constraint 2" in body
             assert any(w in page.inner_text("#check-table") for w in ("cube", "sphere", "cylinder"))
-            # after an error the previous verdict, boxes and scene graph are gone (issue 12, point 10)
+            # after an error the previous verdict, boxes and scene graph are gone
             spec_box = page.get_by_label("Spec: benchmark id (e.g. 3SAT-0007) or spec JSON")
 
             def assert_cleared(error: str) -> None:
@@ -920,7 +920,7 @@ def test_browser_explore_and_check(server, sandbox, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Annotate: what is saved is checked (issue 13). Every refusal leaves the store exactly as it was.
+# Annotate: what is saved is checked. Every refusal leaves the store exactly as it was.
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.fixture()
 def gate_model(server, sandbox):
@@ -986,7 +986,7 @@ def test_annotate_bounds_free_text(server, alice, gate_model):
     key = _load(alice, gate_model, "3SAT-0001")["key"]
     before = _snapshot(store, gate_model)
     label = "red metal cube " * (10 * 1024 * 1024 // 15)  # a 10 MiB label
-    boxes = _boxes((20, 20, "red metal cube")) + [{"xmin": 60, "ymin": 60, "xmax": 90, "ymax": 90, "label": label}]
+    boxes = [*_boxes((20, 20, "red metal cube")), {"xmin": 60, "ymin": 60, "xmax": 90, "ymax": 90, "label": label}]
     msg = _app_error(alice.predict, key, _annot(root, gate_model, "3SAT-0001", boxes), api_name="/annotate_boxes")
     assert f"box 2, label: {len(label)} characters is too long (at most {ann.MAX_LABEL_CHARS})" in msg
     assert len(msg) < 500  # the label is not echoed
@@ -1032,7 +1032,7 @@ def test_check_boxes_refuses_bad_boxes(bad, says):
     box2 = {"xmin": 100, "ymin": 100, "xmax": 140, "ymax": 140, "label": "blue rubber sphere", **bad}
     box2 = {k: v for k, v in box2.items() if v != "(drop)"}
     with pytest.raises(ann.AnnotationError) as ei:
-        ann.check_boxes(good + [box2], (480, 320))
+        ann.check_boxes([*good, box2], (480, 320))
     for part in says:
         assert html.unescape(part) in str(ei.value), (part, str(ei.value))
 
@@ -1049,7 +1049,7 @@ def test_annotate_refuses_bad_boxes(server, alice, gate_model, bad, says):
     before = _snapshot(store, gate_model)
     box2 = {"xmin": 100, "ymin": 100, "xmax": 140, "ymax": 140, "label": "blue rubber sphere", **bad}
     box2 = {k: v for k, v in box2.items() if v != "(drop)"}
-    msg = _app_error(alice.predict, key, _annot(root, gate_model, "3SAT-0001", good + [box2]),
+    msg = _app_error(alice.predict, key, _annot(root, gate_model, "3SAT-0001", [*good, box2]),
                      api_name="/annotate_boxes")
     for part in says:
         assert part in msg, (part, msg)
@@ -1150,7 +1150,7 @@ def _red_cubes(k: int = 3) -> Scene:
 
 @pytest.mark.slow  # a server round trip each; the inner loop keeps the Space's core routes
 def test_check_texts_name_constraints_as_the_prompt_does(alice, sandbox):
-    """Issue 12, point 5: human texts say "Constraint k" from 1 (as the prompt does); JSON stays 0-based."""
+    """Human texts say "Constraint k" from 1 (as the prompt does); JSON stays 0-based."""
     from logicval_hf.contract.verbalise import full_prompt
 
     spec, _ = common.parse_spec_input(json.dumps(NUMBERED))
@@ -1228,7 +1228,7 @@ class _CountingSolver:
 
 
 def test_check_verifies_once():
-    """Issue 11, item 2: one verification per (spec, scene); the count-relaxed verdict is derived from it."""
+    """One verification per (spec, scene); the count-relaxed verdict is derived from it."""
     spec, _ = common.parse_spec_input(json.dumps(NUMBERED))
     for scene in (_red_cubes(3), _red_cubes(4), _red_cubes(0)):
         solver = _CountingSolver()
@@ -1322,7 +1322,7 @@ def _run_app_hiding(name: str, env_extra: dict, tmp_path: Path, code: str | None
 
 
 def test_space_without_gradio_exits_with_one_line(sandbox, tmp_path):
-    """Issue 12, point 1: without the "space" extra the Space stops with one line naming it (exit status 2)."""
+    """Without the "space" extra the Space stops with one line naming it (exit status 2)."""
     r = _run_app_hiding("gradio", {}, tmp_path)
     assert (r.returncode, r.stdout) == (2, ""), r.stderr[-2000:]
     assert r.stderr == ('logicval space: error: the Space needs the "space" extra (gradio is not installed): '
