@@ -51,8 +51,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def _render_split(workdir: Path, count: int, seed: int = 0) -> Path:
     from logicval_hf.benchmark.sampler import random_scene
-    from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split
     from logicval_hf.generation.render import render_scene
+    from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split
 
     images = workdir / "clevr" / "images"
     images.mkdir(parents=True, exist_ok=True)
@@ -130,8 +130,8 @@ def main(argv=None) -> dict:
     torch.cuda.empty_cache()
 
     if not args.no_generate:
-        from logicval_hf.training.captions import ground_captions
         from logicval_hf.generation.t2i import DiffusersGenerator
+        from logicval_hf.training.captions import ground_captions
 
         torch.cuda.reset_peak_memory_stats()
         t = time.perf_counter()

@@ -14,7 +14,8 @@ Tiny perception models too: `tiny_grounding_dino` (a Grounding DINO detector ove
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -61,8 +62,12 @@ def _tiny_flux(chars: list[str]) -> Any:
 
 
 def _tiny_qwen_image(chars: list[str]) -> Any:
-    from diffusers import (AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImagePipeline,
-                           QwenImageTransformer2DModel)
+    from diffusers import (
+        AutoencoderKLQwenImage,
+        FlowMatchEulerDiscreteScheduler,
+        QwenImagePipeline,
+        QwenImageTransformer2DModel,
+    )
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2Tokenizer
 
     qv = {c: i for i, c in enumerate(chars)}
@@ -138,8 +143,14 @@ def tiny_grounding_dino(words: Any = ("cube", "sphere", "cylinder", "object"), m
     of width 32, 2 decoder layers, ``num_queries`` queries, reading at most ``max_text_len`` text tokens; a
     word-level ``BertTokenizer`` over `DETECTOR_SPECIALS` plus the words of ``words`` (each string split on
     spaces), so that every prompt word is one token."""
-    from transformers import (BertConfig, BertTokenizer, GroundingDinoConfig, GroundingDinoForObjectDetection,
-                              GroundingDinoImageProcessor, GroundingDinoProcessor)
+    from transformers import (
+        BertConfig,
+        BertTokenizer,
+        GroundingDinoConfig,
+        GroundingDinoForObjectDetection,
+        GroundingDinoImageProcessor,
+        GroundingDinoProcessor,
+    )
 
     vocab = list(DETECTOR_SPECIALS)
     for phrase in words:

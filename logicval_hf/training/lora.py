@@ -21,12 +21,9 @@
 * **Held-out loss** — `prepare_heldout` fixes, per held-out pair, the latent (the VAE posterior mean), the
   prompt embedding, the noise and the timestep (from ``seed``), so `heldout_loss` is a deterministic function
   of the LoRA weights and checkpoints are compared on exactly the same noise.
-* **Selection** — `SelectionTracker` keeps the history of held-out losses and the best (lowest) one and
-  writes ``selection.json`` atomically; the trainer copies the best LoRA to ``<output>/best``.
-* **Checkpoints** — `save_lora` (diffusers LoRA format, ``pytorch_lora_weights.safetensors`` with the
-  adapter metadata, so ``pipe.load_lora_weights(dir)`` restores rank *and* alpha), `load_lora_into`,
-  `save_checkpoint` / `load_checkpoint` / `latest_checkpoint` (LoRA, optimizer, LR scheduler, RNG states and
-  the loop position; written to a temporary folder and renamed).
+* **The adapter on disk** — `save_lora` (diffusers LoRA format, ``pytorch_lora_weights.safetensors`` with the
+  adapter metadata, so ``pipe.load_lora_weights(dir)`` restores rank *and* alpha), `load_lora_into`. Which
+  checkpoint the held-out loss selects, and resumable checkpoints, are `logicval_hf.training.lora_checkpoints`.
 
 Requires the ``train`` extras (torch, diffusers, peft, transformers, accelerate); nothing here is imported
 by ``import logicval_hf``.
@@ -34,21 +31,19 @@ by ``import logicval_hf``.
 
 from __future__ import annotations
 
-import copy
 import json
-import math
 import random
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from logicval_hf.common.atomic import atomic_write_json, replace_dir
+from logicval_hf.common.atomic import replace_dir
 from logicval_hf.generation.families import (
     FAMILIES,
     PEFT_PREFIX,
@@ -61,11 +56,10 @@ from logicval_hf.generation.families import (
 __all__ = [
     "MODEL_TYPES", "DEFAULT_RANK", "DEFAULT_ALPHA", "DEFAULT_LEARNING_RATE", "DEFAULT_TRAIN_BATCH_SIZE",
     "DEFAULT_WIDTH", "DEFAULT_HEIGHT", "DEFAULT_SEED", "DEFAULT_GUIDANCE_SCALE", "TARGET_MODULES",
-    "LORA_WEIGHT_NAME", "Components", "HeldoutSet", "PairDataset", "SelectionTracker", "add_lora",
-    "batch_order", "components_from_pipeline", "detect_model_type", "encode_images", "encode_prompts",
-    "flow_matching_loss", "heldout_loss", "latest_checkpoint", "load_checkpoint", "load_components",
-    "load_image", "load_lora_into", "lora_state_dict", "pipeline_class", "predict", "prepare_heldout",
-    "prune_checkpoints", "sample_timestep_indices", "save_checkpoint", "save_lora",
+    "LORA_WEIGHT_NAME", "Components", "HeldoutSet", "PairDataset", "add_lora", "batch_order",
+    "components_from_pipeline", "detect_model_type", "encode_images", "encode_prompts", "flow_matching_loss",
+    "heldout_loss", "load_components", "load_image", "load_lora_into", "lora_parameters", "lora_state_dict",
+    "pipeline_class", "predict", "prepare_heldout", "sample_timestep_indices", "save_lora",
 ]
 
 #: the family names of `logicval_hf.generation.families.FAMILIES` (at import time)
@@ -84,7 +78,6 @@ TARGET_MODULES = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj"
 #: prompt tokens kept by the text encoders (the pipelines' defaults), per family
 MAX_SEQUENCE_LENGTH = {name: FAMILIES.get(name).max_sequence_length for name in FAMILIES.names()}
 LORA_WEIGHT_NAME = "pytorch_lora_weights.safetensors"
-TRAINER_STATE = "trainer_state.json"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -443,67 +436,6 @@ def heldout_loss(comp: Components, transformer: torch.nn.Module, held: HeldoutSe
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Selection bookkeeping
-# ---------------------------------------------------------------------------------------------------------
-@dataclass
-class SelectionTracker:
-    """History of held-out evaluations and the selected (lowest held-out loss) checkpoint.
-
-    `update` returns True when the new loss is strictly lower than the best so far (ties keep the earlier,
-    shorter-trained checkpoint). ``selection.json`` holds ``criterion``, ``best`` and ``history``.
-    """
-
-    path: Path | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    history: list[dict[str, Any]] = field(default_factory=list)
-    best: dict[str, Any] | None = None
-
-    CRITERION = ("lowest mean held-out flow-matching loss (fixed latents, noise and timesteps per held-out pair), "
-                 "evaluated every --heldout_every optimizer steps and at the end of every batch")
-
-    def update(self, record: Mapping[str, Any]) -> bool:
-        rec = dict(record)
-        if not math.isfinite(float(rec["heldout_loss"])):
-            rec["note"] = "non-finite held-out loss; never selected"
-            self.history.append(rec)
-            return False
-        improved = self.best is None or rec["heldout_loss"] < self.best["heldout_loss"]
-        rec["best_so_far"] = improved
-        self.history.append(rec)
-        if improved:
-            self.best = {k: v for k, v in rec.items() if k != "best_so_far"}
-        return improved
-
-    def truncate(self, global_step: int) -> None:
-        """Forget evaluations after ``global_step`` (used when resuming from an earlier checkpoint)."""
-        self.history = [h for h in self.history if h["global_step"] <= global_step]
-        self.best = None
-        for h in self.history:
-            if math.isfinite(float(h["heldout_loss"])) and (self.best is None
-                                                           or h["heldout_loss"] < self.best["heldout_loss"]):
-                self.best = {k: v for k, v in h.items() if k not in ("best_so_far", "note")}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"criterion": self.CRITERION, **self.info, "best": self.best, "history": self.history}
-
-    def save(self, path: str | Path | None = None) -> None:
-        where = path or self.path
-        if where is None:
-            raise ValueError("SelectionTracker.save: no path given and the tracker has none")
-        target = Path(where)
-        atomic_write_json(target, self.to_dict(), indent=2)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str | Path | None = None) -> SelectionTracker:
-        info = {k: v for k, v in d.items() if k not in ("criterion", "best", "history")}
-        return cls(Path(path) if path else None, info, list(d.get("history", [])), d.get("best"))
-
-    @classmethod
-    def load(cls, path: str | Path) -> SelectionTracker:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), path)
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Saving and loading
 # ---------------------------------------------------------------------------------------------------------
 def _unwrap(model: torch.nn.Module) -> DiffusersModel:
@@ -564,110 +496,6 @@ def load_lora_into(transformer: torch.nn.Module, lora_dir: str | Path, model_typ
         raise ValueError(f"{lora_dir}: LoRA keys not in the model: {unexpected[:5]}")
 
 
-def _rng_state(generator: torch.Generator | None) -> dict[str, Any]:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    if generator is not None:
-        state["generator"] = generator.get_state()
-    return state
-
-
-def _set_rng_state(state: Mapping[str, Any], generator: torch.Generator | None) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-    if generator is not None and "generator" in state:
-        generator.set_state(state["generator"])
-
-
-def save_checkpoint(
-    ckpt_dir: str | Path,
-    transformer: torch.nn.Module,
-    model_type: str,
-    optimizer: torch.optim.Optimizer,
-    lr_scheduler: Any,
-    generator: torch.Generator | None,
-    state: Mapping[str, Any],
-    best_lora: str | Path | None = None,
-) -> Path:
-    """A resumable checkpoint: LoRA (diffusers format), optimizer, LR scheduler, RNG states, loop ``state``
-    and a copy of the currently selected LoRA (``best_lora/``); written to a temporary folder, then renamed."""
-    out = Path(ckpt_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
-        save_lora(tmp / "lora", transformer, model_type)
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-        torch.save(lr_scheduler.state_dict(), tmp / "lr_scheduler.pt")
-        torch.save(_rng_state(generator), tmp / "rng.pt")
-        if best_lora is not None and Path(best_lora).is_dir():
-            shutil.copytree(best_lora, tmp / "best_lora")
-        (tmp / TRAINER_STATE).write_text(json.dumps(dict(state), indent=2) + "\n", encoding="utf-8")
-        replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
-
-
-def load_checkpoint(
-    ckpt_dir: str | Path,
-    transformer: torch.nn.Module,
-    model_type: str,
-    optimizer: torch.optim.Optimizer,
-    lr_scheduler: Any,
-    generator: torch.Generator | None,
-) -> dict[str, Any]:
-    """Restore what `save_checkpoint` wrote; returns the loop state."""
-    ckpt = Path(ckpt_dir)
-    load_lora_into(transformer, ckpt / "lora", model_type)
-    optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location="cpu", weights_only=False))
-    lr_scheduler.load_state_dict(torch.load(ckpt / "lr_scheduler.pt", map_location="cpu", weights_only=False))
-    _set_rng_state(torch.load(ckpt / "rng.pt", map_location="cpu", weights_only=False), generator)
-    return json.loads((ckpt / TRAINER_STATE).read_text(encoding="utf-8"))
-
-
-def _checkpoints(output_dir: str | Path) -> list[tuple[int, Path]]:
-    out = []
-    for p in Path(output_dir).glob("checkpoint-*"):
-        step = p.name.split("-", 1)[1]
-        if step.isdigit() and (p / TRAINER_STATE).is_file():
-            out.append((int(step), p))
-    return sorted(out)
-
-
-def latest_checkpoint(output_dir: str | Path) -> Path | None:
-    """The complete checkpoint with the highest step under ``output_dir`` (None if there is none)."""
-    found = _checkpoints(output_dir)
-    return found[-1][1] if found else None
-
-
-def prune_checkpoints(output_dir: str | Path, keep: int | None) -> list[Path]:
-    """Delete all but the ``keep`` newest checkpoints; returns the deleted paths."""
-    if keep is None or keep <= 0:
-        return []
-    found = _checkpoints(output_dir)
-    gone = [p for _, p in found[:-keep]]
-    for p in gone:
-        shutil.rmtree(p, ignore_errors=True)
-    return gone
-
-
-def copy_module(module: torch.nn.Module) -> torch.nn.Module:
-    """A deep copy (tests compare an adapted model with a reloaded one)."""
-    return copy.deepcopy(module)
-
-
 def lora_parameters(transformer: torch.nn.Module) -> list[torch.nn.Parameter]:
     """The trainable (LoRA) parameters."""
     return [p for p in transformer.parameters() if p.requires_grad]
-
-
-def iter_rows(path: str | Path) -> Iterable[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)

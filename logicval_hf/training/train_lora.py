@@ -213,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
     from logicval_hf.training import lora as L
+    from logicval_hf.training import lora_checkpoints as C
 
     if not args.verbose:  # the pipelines warn on every prompt longer than CLIP's 77 tokens
         import diffusers
@@ -268,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     held = L.prepare_heldout(comp, heldout_rows, args.width, args.height, args.seed, args.max_sequence_length,
                              image_root, args.weighting_scheme, progress=not args.no_progress)
-    tracker = L.SelectionTracker(output_dir / "selection.json", {
+    tracker = C.SelectionTracker(output_dir / "selection.json", {
         "model_type": model_type, "base_model": str(args.pretrained_model_name_or_path), "rank": args.rank,
         "lora_alpha": args.lora_alpha, "learning_rate": args.learning_rate, "resolution": [args.width, args.height],
         "seed": args.seed, "heldout_pairs": len(held), "heldout_every": args.heldout_every,
@@ -277,13 +278,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     log = _JsonlLog(output_dir / "losses.jsonl")
 
     if args.resume_from_checkpoint:
-        ckpt = (L.latest_checkpoint(output_dir) if args.resume_from_checkpoint == "latest"
+        ckpt = (C.latest_checkpoint(output_dir) if args.resume_from_checkpoint == "latest"
                 else Path(args.resume_from_checkpoint))
         if ckpt is None:
             accelerator.print(f"no checkpoint under {output_dir}; starting a new run")
         else:
-            state = L.load_checkpoint(ckpt, transformer, model_type, optimizer, lr_scheduler, noise_gen)
-            tracker = L.SelectionTracker.from_dict(state.pop("selection"), output_dir / "selection.json")
+            state = C.load_checkpoint(ckpt, transformer, model_type, optimizer, lr_scheduler, noise_gen)
+            tracker = C.SelectionTracker.from_dict(state.pop("selection"), output_dir / "selection.json")
             # the selected LoRA as it was at the checkpoint (a crashed run may have replaced it later)
             shutil.rmtree(output_dir / "best", ignore_errors=True)
             if (ckpt / "best_lora").is_dir():
@@ -310,9 +311,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     def checkpoint() -> None:
         path = output_dir / f"checkpoint-{state['global_step']}"
-        L.save_checkpoint(path, transformer, model_type, optimizer, lr_scheduler, noise_gen,
+        C.save_checkpoint(path, transformer, model_type, optimizer, lr_scheduler, noise_gen,
                           {**state, "selection": tracker.to_dict()}, best_lora=output_dir / "best")
-        L.prune_checkpoints(output_dir, args.checkpoints_total_limit)
+        C.prune_checkpoints(output_dir, args.checkpoints_total_limit)
 
     recent: list[float] = []
     train_losses: list[float] = []

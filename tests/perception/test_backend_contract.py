@@ -256,8 +256,8 @@ def test_bad_registrations_and_bad_results_are_clear_errors():
     register_backend("dict-test", lambda rgb: {"objects": []})
     register_backend("short-test", PerceptionBackend("short-test", squares_extract, lambda ims: ims[:1]))
     try:
-        with pytest.raises(ValueError, match="perception backend 'pi-test': must be a PerceptionBackend or a "
-                                             "function .*got float"):
+        with pytest.raises(ValueError, match=r"perception backend 'pi-test': must be a PerceptionBackend or a "
+                                             r"function .*got float"):
             extract_scene(IMAGES[0], backend="pi-test")
         with pytest.raises(PerceptionError, match="image: the 'dict-test' backend returned dict, not a Scene"):
             extract_scene(IMAGES[0], backend="dict-test")

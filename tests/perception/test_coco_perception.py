@@ -148,7 +148,7 @@ def test_coco_scenes_are_valid_and_verifiable(pipe, images):
     given = " ".join(t[0] for t in spy.texts)
     assert all(f"a {c}." in given or f"an {c}." in given for c in CLASSES)
     assert sum(len(s) for s in scenes) > 0
-    for scene, rgb in zip(scenes, images):
+    for scene, rgb in zip(scenes, images, strict=True):
         H, W = rgb.shape[:2]
         assert scene.domain == COCO and scene.image_size == (W, H) and len(scene) <= 5
         for o in scene.objects:
@@ -229,7 +229,7 @@ def test_colour_is_genevals_classifier(pipe, models, images):
         w, h = crop.size
         s = size[0]
         crop = crop.resize((s, int(s * h / w)) if w <= h else (int(s * w / h), s), Image.BICUBIC)
-        left, top = int(round((crop.size[0] - s) / 2)), int(round((crop.size[1] - s) / 2))
+        left, top = round((crop.size[0] - s) / 2), round((crop.size[1] - s) / 2)
         crop = np.asarray(crop.crop((left, top, left + s, top + s)))
         assert np.array_equal(crop, geneval_crop(rgb, o.bbox, size))
         x = (torch.from_numpy(crop.copy()).permute(2, 0, 1).float() / 255 - mean) / std
@@ -281,7 +281,7 @@ def test_metric_perceives_images_in_their_spec_domain(models, images):
                                                "T": ">=", "K": 1}}]}
     r = compute(list(images), [spec, spec], backend="neural", backend_settings={"pipeline": clevr_pipe})
     wants = clevr_pipe.extract_batch(images, domain="coco")
-    for s, want in zip(r["per_sample"], wants):
+    for s, want in zip(r["per_sample"], wants, strict=True):
         assert s["scene"]["domain"] == "coco"
         assert s["scene"]["objects"] == [{k: v for k, v in o.items() if k != "probs"}
                                          for o in want.to_dict()["objects"]]

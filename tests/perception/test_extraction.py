@@ -105,7 +105,7 @@ def test_paths_pil_and_arrays_agree():
     assert extract_scene(str(path)).to_dict() == ref
     arr = np.asarray(pil.convert("RGB"))
     assert extract_scene(arr).to_dict() == ref
-    rgba = np.concatenate([arr, np.full(arr.shape[:2] + (1,), 255, np.uint8)], axis=2)
+    rgba = np.concatenate([arr, np.full((*arr.shape[:2], 1), 255, np.uint8)], axis=2)
     assert extract_scene(rgba).to_dict() == ref
     assert extract_scene(pil.convert("RGBA")).to_dict() == ref
 
@@ -198,14 +198,14 @@ def test_truncated_png(tmp_path):
     data = (DATA / EASY[0]).read_bytes()
     p = tmp_path / "cut.png"
     p.write_bytes(data[: len(data) // 2])
-    with pytest.raises(PerceptionError, match="corrupt|truncated|decode"):
+    with pytest.raises(PerceptionError, match=r"corrupt|truncated|decode"):
         extract_scene(p)
 
 
 def test_huge_image_refused_before_decoding(tmp_path):
     p = tmp_path / "huge.png"
     p.write_bytes(png_header(20000, 20000))  # 400 megapixels
-    with pytest.raises(PerceptionError, match="megapixels|decompression bomb"):
+    with pytest.raises(PerceptionError, match=r"megapixels|decompression bomb"):
         extract_scene(p)
 
 

@@ -209,9 +209,9 @@ def _check_scene(scene: Scene, rgb: np.ndarray, max_objects: int, threshold: flo
 
 def _assert_same(a: list[Scene], b: list[Scene]) -> None:
     assert len(a) == len(b)
-    for sa, sb in zip(a, b):
+    for sa, sb in zip(a, b, strict=True):
         assert len(sa) == len(sb)
-        for oa, ob in zip(sa.objects, sb.objects):
+        for oa, ob in zip(sa.objects, sb.objects, strict=True):
             assert np.allclose(oa.bbox, ob.bbox, atol=1e-3)
             assert oa.score == pytest.approx(ob.score, abs=1e-5)
             assert oa.attributes == ob.attributes
@@ -223,7 +223,7 @@ def test_end_to_end_scenes_are_valid(pipe, images):
     scenes = pipe.extract_batch(images)
     assert len(scenes) == len(images)
     assert sum(len(s) for s in scenes) > 0
-    for s, rgb in zip(scenes, images):
+    for s, rgb in zip(scenes, images, strict=True):
         _check_scene(s, rgb, 6, 0.0)
 
 
@@ -319,7 +319,7 @@ def test_template_and_view_aggregation_by_hand(models, images):
         f = fake.encode_image(x)[0]
         return f / f.norm()
 
-    for b, dist in zip(boxes, got):
+    for b, dist in zip(boxes, got, strict=True):
         for a in DOMAIN.perceived_attributes:
             values = DOMAIN.attributes[a]
             templates = neural.TEMPLATES[a]
@@ -366,14 +366,14 @@ def test_loading_from_local_directories(models, images, tmp_path):
     weights = tmp_path / "clip.pt"
     torch.save(clip.state_dict(), weights)
 
-    model, processor = neural.load_detector(str(det_dir), "cpu")
+    model, _ = neural.load_detector(str(det_dir), "cpu")
     assert type(model).__name__ == "GroundingDinoForObjectDetection"
     for k, v in det.state_dict().items():
         assert torch.equal(model.state_dict()[k], v), k
-    c2, tok2 = neural.load_clip(TINY_CLIP, str(weights), "cpu")
+    c2, _ = neural.load_clip(TINY_CLIP, str(weights), "cpu")
     assert all(torch.equal(c2.state_dict()[k], v) for k, v in clip.state_dict().items())
 
-    settings = dict(detector=str(det_dir), clip_model=TINY_CLIP, clip_pretrained=str(weights), device="cpu")
+    settings = {"detector": str(det_dir), "clip_model": TINY_CLIP, "clip_pretrained": str(weights), "device": "cpu"}
     neural.clear_cache()
     try:
         p1 = neural.load_pipeline(**settings)

@@ -126,11 +126,11 @@ def test_small_and_large_scenes():
 # ---------------------------------------------------------------------------------------------------------
 @needs_dev
 def test_dev_captions_hold_and_cover_the_classes(dev):
-    scenes, objs, caps, grounder = dev
+    _, objs, caps, grounder = dev
     solver = Solver()
-    for scene, cs in zip(objs, caps):
+    for scene, cs in zip(objs, caps, strict=True):
         _check_captions(scene, cs, solver)
-    multi = [len(cs) for s, cs in zip(objs, caps) if len(s) >= 3]
+    multi = [len(cs) for s, cs in zip(objs, caps, strict=True) if len(s) >= 3]
     assert sum(m == 9 for m in multi) >= 0.95 * len(multi)  # all nine classes on (almost) every real scene
     templates = collections.Counter(c["template"] for cs in caps for c in cs)
     assert len(templates) >= 60  # templates are spread within classes
@@ -148,7 +148,7 @@ def test_dev_captions_are_deterministic_and_informative(dev):
     other = g.ground_many([objs[i] for i in sub], [scene_seed(43, scenes[i]["image_filename"]) for i in sub])
     assert other != again
     solver = Solver()
-    for i, cs in zip(sub, again):
+    for i, cs in zip(sub, again, strict=True):
         for c in cs:  # DECISIONS.md 10: a caption that holds in every scene of size n says nothing
             assert not solver.is_tautology(Constraint.from_dict(c["constraint"]), len(objs[i]))
 

@@ -24,6 +24,7 @@ from logicval_hf.training.lora_data import build_pairs, split_pairs, write_split
 pytestmark = requires("torch", "diffusers", "peft", "accelerate", "safetensors")
 torch = lazy("torch")
 L = lazy("logicval_hf.training.lora")
+C = lazy("logicval_hf.training.lora_checkpoints")
 builders = lazy("tiny_models")  # tests/tiny_models.py (tests/ is on sys.path: tests/conftest.py)
 MODEL_TYPES = tuple(FAMILIES.names())  # = L.MODEL_TYPES, known at collection without torch
 
@@ -216,7 +217,8 @@ def test_train_script_trains_selects_and_saves(model_type, tiny_data, tiny_model
     info = json.loads((out / "best" / "lora_info.json").read_text())
     assert info["global_step"] == sel["best"]["global_step"]
     ckpt = out / f"checkpoint-{sel['best']['global_step']}" / "lora" / L.LORA_WEIGHT_NAME
-    best_w, ckpt_w = lazy("safetensors.torch").load_file(out / "best" / L.LORA_WEIGHT_NAME), lazy("safetensors.torch").load_file(ckpt)
+    load = lazy("safetensors.torch").load_file
+    best_w, ckpt_w = load(out / "best" / L.LORA_WEIGHT_NAME), load(ckpt)
     assert best_w.keys() == ckpt_w.keys() and all(torch.equal(best_w[k], ckpt_w[k]) for k in best_w)
     for d in ("best", "last", "batch-0", "batch-1"):
         assert (out / d / L.LORA_WEIGHT_NAME).is_file()
@@ -271,7 +273,7 @@ def test_resume_gives_the_same_run(tiny_data, tiny_models, tmp_path):
               "--steps_per_batch", "2", "--heldout_every", "1", "--checkpointing_steps", "1", *TRAIN_ARGS]
     full = tl.main([*common, "--output_dir", str(tmp_path / "a")])
     part = tl.main([*common, "--output_dir", str(tmp_path / "b"), "--max_train_steps", "3"])
-    assert part["global_step"] == 3 and L.latest_checkpoint(tmp_path / "b").name == "checkpoint-3"
+    assert part["global_step"] == 3 and C.latest_checkpoint(tmp_path / "b").name == "checkpoint-3"
     rest = tl.main([*common, "--output_dir", str(tmp_path / "b"), "--resume_from_checkpoint", "latest"])
     assert rest["global_step"] == 4 and rest["train_losses"] == full["train_losses"][3:]
     wa = lazy("safetensors.torch").load_file(tmp_path / "a" / "last" / L.LORA_WEIGHT_NAME)
@@ -288,7 +290,7 @@ def test_resume_gives_the_same_run(tiny_data, tiny_models, tmp_path):
 # Selection bookkeeping
 # ---------------------------------------------------------------------------------------------------------
 def test_selection_tracker(tmp_path):
-    t = L.SelectionTracker(tmp_path / "selection.json", {"model_type": "flux"})
+    t = C.SelectionTracker(tmp_path / "selection.json", {"model_type": "flux"})
     assert t.update({"global_step": 50, "batch": 0, "heldout_loss": 0.5})
     assert not t.update({"global_step": 100, "batch": 0, "heldout_loss": 0.5})  # a tie keeps the earlier one
     assert t.update({"global_step": 150, "batch": 1, "heldout_loss": 0.3})
@@ -296,7 +298,7 @@ def test_selection_tracker(tmp_path):
     assert not t.update({"global_step": 250, "batch": 2, "heldout_loss": 0.4})
     assert t.best["global_step"] == 150
     t.save()
-    back = L.SelectionTracker.load(tmp_path / "selection.json")
+    back = C.SelectionTracker.load(tmp_path / "selection.json")
     assert back.best == t.best and len(back.history) == 5 and back.info == {"model_type": "flux"}
     assert not list(tmp_path.glob(".*tmp"))  # atomic write leaves no temporary file
     back.truncate(100)  # resuming from step 100 forgets later evaluations
@@ -308,9 +310,9 @@ def test_checkpoint_helpers(tmp_path):
         (tmp_path / f"checkpoint-{step}").mkdir()
         (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     (tmp_path / "checkpoint-20").mkdir()  # incomplete: no trainer_state.json
-    assert L.latest_checkpoint(tmp_path).name == "checkpoint-15"
-    gone = L.prune_checkpoints(tmp_path, 2)
-    assert [p.name for p in gone] == ["checkpoint-5"] and L.latest_checkpoint(tmp_path).name == "checkpoint-15"
+    assert C.latest_checkpoint(tmp_path).name == "checkpoint-15"
+    gone = C.prune_checkpoints(tmp_path, 2)
+    assert [p.name for p in gone] == ["checkpoint-5"] and C.latest_checkpoint(tmp_path).name == "checkpoint-15"
     assert L.detect_model_type("black-forest-labs/FLUX.1-dev") == "flux"
     assert L.detect_model_type("Qwen/Qwen-Image") == "qwen-image"
     with pytest.raises(ValueError):
