@@ -90,6 +90,7 @@ def cmd_build_prompts(args: argparse.Namespace) -> int:
 def add_subcommands(subparsers: Any) -> None:
     """Register ``serve`` and ``build-prompts`` on an argparse subparsers object."""
     from logicval_hf.serve.config import MAX_DEFAULT_WORKERS
+    from logicval_hf.serve.reward_modes import REWARD_MODES
 
     p = subparsers.add_parser(
         "serve", help="LogicVal as an RL reward: Flow-GRPO's pickle protocol at POST /, Flow-Factory's JSON at "
@@ -112,9 +113,10 @@ def add_subcommands(subparsers: Any) -> None:
                    help="prompts with their specs (a build-prompts folder or its *_metadata.jsonl, a build-dataset "
                         "folder, GenEval's metadata): an image sent with only its prompt (Flow-Factory's client) is "
                         "scored against the spec found under the prompt's exact text")
-    p.add_argument("--reward", choices=("fraction", "probability"), default="fraction",
-                   help="'scores' of LogicVal items: fraction of constraints satisfied (default) or P(scene |= "
-                        "spec) under the perceived attribute distributions")
+    p.add_argument("--reward", choices=list(REWARD_MODES), default="fraction",
+                   help="'scores' of LogicVal items, a reward mode (default fraction: the share of the spec's "
+                        "constraints satisfied; each mode's formula: docs/reward_server.md); a request or an item "
+                        "may name another")
     p.add_argument("--max-images", type=_positive_int, default=256, help="images per request (413 beyond)")
     p.add_argument("--max-pixels", type=_positive_int, default=2048 * 2048,
                    help="pixels per image, read from the header (413 beyond; default 2048x2048)")

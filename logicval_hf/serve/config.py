@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from logicval_hf.serve.protocol import REWARD_MODES, Limits
+from logicval_hf.serve.protocol import Limits
+from logicval_hf.serve.reward_modes import check_reward_mode
 from logicval_hf.serve.worker import ScoringSettings
 
 __all__ = ["DEFAULT_PORT", "MAX_DEFAULT_WORKERS", "ServeConfig", "cgroup_cpu_quota", "default_workers", "usable_cores"]
@@ -109,8 +110,7 @@ class ServeConfig:
     prompts: str | None = None
 
     def __post_init__(self) -> None:
-        if self.reward not in REWARD_MODES:
-            raise ValueError(f"reward must be one of {list(REWARD_MODES)}, got {self.reward!r}")
+        check_reward_mode(self.reward)
         if not isinstance(self.port, int) or not 0 <= self.port < 65536:
             raise ValueError(f"port must be 0..65535, got {self.port!r}")
         if self.token is not None and not self.token.strip():

@@ -8,8 +8,8 @@ An item is one of
 * **a LogicVal item**: ``{"spec_json": "..."}`` (a benchmark or `logicval build-prompts` row), ``{"id":
   "1SAT-0001"}`` (a benchmark prompt, resolved by the server before scoring), ``{"spec": {...}}`` or a spec dict
   itself (``{"n", "constraints"}``). Optional keys: ``tag`` (its group; default: its constraint classes),
-  ``reward`` (``"fraction"`` or ``"probability"``), ``label`` (``"SAT"``/``"UNSAT"``, saves a solver call),
-  ``prompt`` and ``id`` (carried, not read).
+  ``reward`` (a reward mode, `logicval_hf.serve.reward_modes`), ``label`` (``"SAT"``/``"UNSAT"``, saves a solver
+  call), ``prompt`` and ``id`` (carried, not read; a prompt-only item is looked up, `logicval_hf.serve.prompts`).
 
 `read_item` raises `ItemError` (a `ValueError`) naming what is wrong; the server turns it into the sample's
 ``errors`` entry.
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logicval_hf.contract.spec import Spec, as_spec
+from logicval_hf.serve.reward_modes import check_reward_mode
 
 __all__ = ["ItemError", "LOGICVAL_KEYS", "SPEC_KEYS", "Task", "benchmark_index", "is_geneval", "needs_benchmark_id",
            "read_item", "resolve_ids"]
@@ -46,7 +47,8 @@ class Task:
         kind: ``"geneval"`` or ``"logicval"``.
         spec: the spec the verdict is decided on (for GenEval: GenEval's rule, through the importer).
         groups: the groups the image's rewards are reported under.
-        reward: ``"fraction"`` or ``"probability"`` (LogicVal items; GenEval's partial score is its own).
+        reward: a reward mode (`logicval_hf.serve.reward_modes`) of LogicVal items; GenEval's partial score is
+            its own.
         label: the spec's SAT/UNSAT label when the item gave it.
         metadata: the GenEval metadata (GenEval items only), for the partial score.
     """
@@ -119,8 +121,10 @@ def read_item(item: Any, default_reward: str = "fraction") -> Task:
     except ValueError as e:
         raise ItemError(str(e) if str(e).startswith("spec") else f"spec: {e}") from None
     reward = item.get("reward", default_reward)
-    if reward not in ("fraction", "probability"):
-        raise ItemError(f"reward must be 'fraction' or 'probability', got {reward!r}")
+    try:
+        check_reward_mode(reward)
+    except ValueError as e:
+        raise ItemError(str(e)) from None
     label = item.get("label")
     if label not in (None, "SAT", "UNSAT"):
         raise ItemError(f"label must be 'SAT' or 'UNSAT', got {label!r}")

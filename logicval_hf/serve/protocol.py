@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logicval_hf.serve.health import without_paths
+from logicval_hf.serve.reward_modes import REWARD_MODES, check_reward_mode  # REWARD_MODES: kept importable here
 from logicval_hf.serve.unpickling import UnsafePickleError, restricted_loads
 
 __all__ = ["BadRequest", "GENEVAL_TAGS", "Limits", "RewardRequest", "SampleResult", "TooLarge", "ABSENT",
@@ -40,8 +41,6 @@ __all__ = ["BadRequest", "GENEVAL_TAGS", "Limits", "RewardRequest", "SampleResul
 GENEVAL_TAGS = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
 #: the value of a group an image does not belong to (Flow-GRPO averages each group without these)
 ABSENT = -10.0
-#: what ``scores`` holds for LogicVal items: fraction of constraints satisfied, or P(scene |= spec)
-REWARD_MODES = ("fraction", "probability")
 
 _PICKLE_KEYS = ("images", "meta_datas", "only_strict", "reward")
 #: Flow-Factory's payload keys we accept (``video`` and ``condition_*`` only as null: we score images)
@@ -129,8 +128,10 @@ def _only_strict(data: Mapping[str, Any]) -> bool:
 def _reward_mode(v: Any) -> str | None:
     if v is None:
         return None
-    if v not in REWARD_MODES:
-        raise BadRequest(f"reward must be one of {list(REWARD_MODES)}, got {v!r}")
+    try:
+        check_reward_mode(v)
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
     return v
 
 

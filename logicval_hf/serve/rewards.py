@@ -17,10 +17,10 @@
 
 **LogicVal items** (``clevr`` backend, or any backend perceiving the spec's domain): ``strict_rewards`` is the
 strict verdict (exactly n objects and every constraint; for an UNSAT spec, the empty scene); ``rewards`` the
-count-relaxed verdict; ``scores`` the fraction of constraints the scene satisfies, count relaxed (for an UNSAT
-spec: the strict verdict, since satisfying part of a contradiction is no progress), or with ``reward =
-"probability"`` the probability that the scene satisfies the constraints under the perceived attribute
-distributions (`logicval_hf.scoring.probabilistic`), a dense reward that exact verdicts cannot give.
+count-relaxed verdict; ``scores`` the item's dense reward, one of the modes of
+`logicval_hf.serve.reward_modes` (the fraction of constraints the scene satisfies, count relaxed, by default; or
+the probability that the scene satisfies them under the perceived attribute distributions, a dense reward that
+exact verdicts cannot give), the strict verdict for an UNSAT spec.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.contract.scene import Scene
 from logicval_hf.serve.items import Task
 from logicval_hf.serve.protocol import SampleResult
+from logicval_hf.serve.reward_modes import RewardInput, dense_score
 
 __all__ = ["GENEVAL_RELATIONS", "MAX_PER_CLASS", "geneval_kept", "geneval_partial", "score_task", "score_tasks"]
 
@@ -103,14 +104,7 @@ def _logicval(solver: Any, task: Task, scene: Scene, only_strict: bool) -> Sampl
     relaxed = verdict.with_count("relaxed")
     strict = float(verdict.ok)
     reward = 0.0 if only_strict else float(relaxed.ok)
-    if label == "UNSAT":
-        score = strict
-    elif task.reward == "probability":
-        from logicval_hf.scoring.probabilistic import probability
-
-        score = probability(task.spec, scene, count="relaxed", label=label, solver=solver).p
-    else:
-        score = 1.0 - len(verdict.violated) / max(task.spec.m, 1)
+    score = dense_score(task.reward, RewardInput(task.spec, scene, label, verdict, solver))
     return SampleResult(score, reward, strict, {g: (float(relaxed.ok), strict) for g in task.groups})
 
 

@@ -110,7 +110,7 @@ def pattern_request(bits: int, specs: Sequence[Any], oracle: Sequence[bytes], pe
 
 
 def sat_specs(count: int, seed: int = 0) -> list[Any]:
-    """``count`` satisfiable specs of 1-3 constraints from distinct classes, drawn from the catalog (seeded)."""
+    """``count`` satisfiable specs of 1 or 3 constraints from distinct classes, drawn from the catalog (seeded)."""
     import random
 
     from logicval_hf.asp.solver import default_solver
@@ -122,7 +122,7 @@ def sat_specs(count: int, seed: int = 0) -> list[Any]:
     out = []
     while len(out) < count:
         n = rng.randint(3, 6)
-        classes = rng.sample(list(catalog.classes), rng.randint(1, 3))
+        classes = rng.sample(list(catalog.classes), rng.choice((1, 3)))  # a spec has 1, 3 or 6 constraints
         spec = Spec(n, tuple(random_constraint(rng.choice(catalog.by_class(k)), n, rng, catalog) for k in classes))
         if solver.solve(spec).satisfiable:
             out.append(spec)

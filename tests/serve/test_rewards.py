@@ -5,6 +5,7 @@ rule, and LogicVal's verdicts, fractions and probabilities on scenes whose truth
 from __future__ import annotations
 
 import json
+import pickle
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +19,8 @@ from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.serve.items import ItemError, read_item, resolve_ids
+from logicval_hf.serve.protocol import Limits, parse_pickle_request
+from logicval_hf.serve.reward_modes import REWARD_MODES, RewardMode
 from logicval_hf.serve.rewards import score_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "geneval" / "metadata_sample.jsonl"
@@ -170,3 +173,23 @@ def test_benchmark_ids_resolve_to_their_specs(monkeypatch):
     with pytest.raises(ItemError, match="'nope' is not a benchmark prompt"):
         read_item(resolved[1])
     assert resolved[2] == {"spec": RED_CUBES}
+
+
+def test_a_new_reward_mode_is_one_registry_entry(solver):
+    def violations(x):  # 1 / (1 + violated constraints): another dense reward, made up for this test
+        return 1.0 / (1 + len(x.verdict.violated))
+
+    REWARD_MODES.register("test-violations", RewardMode(violations, "1 / (1 + violated constraints)"))
+    try:
+        bad = _scene([_obj("red", "sphere", 50, 50), _obj("blue", "sphere", 150, 50), _obj("red", "cube", 250, 50),
+                      _obj("green", "cylinder", 350, 50)])
+        task = read_item({"spec": RED_CUBES, "reward": "test-violations"})
+        assert score_task(task, bad, solver=solver).score == 0.5
+        # a request may choose it as well as an item
+        req = parse_pickle_request(pickle.dumps({"images": [], "meta_datas": [], "reward": "test-violations"}),
+                                   Limits())
+        assert req.reward == "test-violations"
+    finally:
+        REWARD_MODES.pop("test-violations")
+    with pytest.raises(ItemError, match="reward must be one of"):
+        read_item({"spec": RED_CUBES, "reward": "test-violations"})
