@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.contract.catalog import Domain
-from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.scene import Scene
-from logicval_hf.errors import SceneError, SpecError
+from logicval_hf.errors import SceneError
+from logicval_hf.perception import resolve_domain
 from logicval_hf.perception.backend import PerceptionBackend
+from logicval_hf.perception.images import PerceptionError
 
 __all__ = ["BACKEND", "extract", "to_scene", "load_scenes"]
 
@@ -44,12 +45,10 @@ def _looks_like_image(x: Any) -> bool:
 
 
 def _domain(domain: Domain | str | None, what: str) -> Domain | None:
-    if domain is None or isinstance(domain, Domain):
-        return domain
     try:
-        return load_domain(domain)
-    except SpecError as e:
-        raise SceneError(f"{what}: domain: {e}") from None
+        return resolve_domain(domain)
+    except PerceptionError as e:  # names the domain setting: "domain: ..."
+        raise SceneError(f"{what}: {e}") from None
 
 
 def to_scene(x: Any, domain: Domain | str | None = None, what: str = "scene") -> Scene:

@@ -27,8 +27,15 @@ from logicval_hf.common.atomic import atomic_path
 
 
 def add_loop_arguments(ap: argparse.ArgumentParser, *, out: Path, steps: int, warmup: int, seed: int,
-                       lr: float = 2e-3) -> None:
-    """The flags `train` and `open_checkpoint` read, with each script's defaults."""
+                       lr: float = 2e-3, drawn: str = "images") -> None:
+    """The flags both recipe scripts take: ``--data`` (each folder's share of the batches' ``drawn``) and the ones
+    `train` and `open_checkpoint` read, with each script's defaults."""
+    from logicval_hf.training.parser_data import parse_data_folder
+
+    ap.add_argument("--data", type=parse_data_folder, action="append", metavar="DIR[#first=N,weight=W]",
+                    help="a folder of renders in the CLEVR layout, with masks (repeatable; default "
+                         "../shared/data/clevr_blender); #first=N reads only its first N scenes by name, #weight=W "
+                         f"gives it that share of the batches' {drawn} (relative to the other folders' weights)")
     ap.add_argument("--out", type=Path, default=out,
                     help=f"checkpoint folder (resumed from its last.pt when present; default {out})")
     ap.add_argument("--steps", type=int, default=steps, help="total optimiser steps (cosine schedule over them)")
@@ -53,6 +60,12 @@ def add_loop_arguments(ap: argparse.ArgumentParser, *, out: Path, steps: int, wa
                     help="processes preparing batches ahead of the training step (0: in the training process); "
                          "each batch is still a function of (seed, step) alone")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+
+
+def command(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """The argument parser of a recipe script run as ``python -m module``, described by its docstring's first
+    line; parse with `parse`."""
+    return argparse.ArgumentParser(prog=f"python -m {module}", description=(doc or "").split("\n")[0])
 
 
 def parse(ap: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:

@@ -28,8 +28,8 @@ import torch
 from logicval_hf.common.atomic import atomic_write_json, replace_dir
 from logicval_hf.training.lora import load_lora_into, save_lora
 
-__all__ = ["TRAINER_STATE", "SelectionTracker", "latest_checkpoint", "load_checkpoint", "prune_checkpoints",
-           "save_checkpoint"]
+__all__ = ["TRAINER_STATE", "SelectionTracker", "Trainables", "latest_checkpoint", "load_checkpoint",
+           "prune_checkpoints", "save_checkpoint"]
 
 TRAINER_STATE = "trainer_state.json"
 
@@ -111,26 +111,30 @@ def _set_rng_state(state: Mapping[str, Any], generator: torch.Generator | None) 
         generator.set_state(state["generator"])
 
 
-def save_checkpoint(
-    ckpt_dir: str | Path,
-    transformer: torch.nn.Module,
-    model_type: str,
-    optimizer: torch.optim.Optimizer,
-    lr_scheduler: Any,
-    generator: torch.Generator | None,
-    state: Mapping[str, Any],
-    best_lora: str | Path | None = None,
-) -> Path:
+@dataclass
+class Trainables:
+    """What a checkpoint saves and restores besides the loop position: the transformer with its LoRA (of family
+    ``model_type``), the optimizer, the LR scheduler and the noise generator."""
+
+    transformer: torch.nn.Module
+    model_type: str
+    optimizer: torch.optim.Optimizer
+    lr_scheduler: Any
+    generator: torch.Generator | None
+
+
+def save_checkpoint(ckpt_dir: str | Path, run: Trainables, state: Mapping[str, Any],
+                    best_lora: str | Path | None = None) -> Path:
     """A resumable checkpoint: LoRA (diffusers format), optimizer, LR scheduler, RNG states, loop ``state``
     and a copy of the currently selected LoRA (``best_lora/``); written to a temporary folder, then renamed."""
     out = Path(ckpt_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
-        save_lora(tmp / "lora", transformer, model_type)
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-        torch.save(lr_scheduler.state_dict(), tmp / "lr_scheduler.pt")
-        torch.save(_rng_state(generator), tmp / "rng.pt")
+        save_lora(tmp / "lora", run.transformer, run.model_type)
+        torch.save(run.optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save(run.lr_scheduler.state_dict(), tmp / "lr_scheduler.pt")
+        torch.save(_rng_state(run.generator), tmp / "rng.pt")
         if best_lora is not None and Path(best_lora).is_dir():
             shutil.copytree(best_lora, tmp / "best_lora")
         (tmp / TRAINER_STATE).write_text(json.dumps(dict(state), indent=2) + "\n", encoding="utf-8")
@@ -141,20 +145,13 @@ def save_checkpoint(
     return out
 
 
-def load_checkpoint(
-    ckpt_dir: str | Path,
-    transformer: torch.nn.Module,
-    model_type: str,
-    optimizer: torch.optim.Optimizer,
-    lr_scheduler: Any,
-    generator: torch.Generator | None,
-) -> dict[str, Any]:
-    """Restore what `save_checkpoint` wrote; returns the loop state."""
+def load_checkpoint(ckpt_dir: str | Path, run: Trainables) -> dict[str, Any]:
+    """Restore what `save_checkpoint` wrote into ``run``; returns the loop state."""
     ckpt = Path(ckpt_dir)
-    load_lora_into(transformer, ckpt / "lora", model_type)
-    optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location="cpu", weights_only=False))
-    lr_scheduler.load_state_dict(torch.load(ckpt / "lr_scheduler.pt", map_location="cpu", weights_only=False))
-    _set_rng_state(torch.load(ckpt / "rng.pt", map_location="cpu", weights_only=False), generator)
+    load_lora_into(run.transformer, ckpt / "lora", run.model_type)
+    run.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location="cpu", weights_only=False))
+    run.lr_scheduler.load_state_dict(torch.load(ckpt / "lr_scheduler.pt", map_location="cpu", weights_only=False))
+    _set_rng_state(torch.load(ckpt / "rng.pt", map_location="cpu", weights_only=False), run.generator)
     return json.loads((ckpt / TRAINER_STATE).read_text(encoding="utf-8"))
 
 

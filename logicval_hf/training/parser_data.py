@@ -18,11 +18,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ATTRIBUTES", "SIZES", "DataFolder", "Record", "classes", "dataset_name", "load_folder", "parse_data_folder",
-           "parse_held_out_folder", "record_weights", "split_holdout", "numpy_render", "random_layout"]
+__all__ = ["ATTRIBUTES", "DEFAULT_DATA", "SIZES", "VAL_FRACTION", "DataFolder", "FolderSplit", "Record", "classes",
+           "dataset_name", "load_folder", "numpy_render", "parse_data_folder", "parse_held_out_folder", "random_layout",
+           "record_weights", "split_folders", "split_holdout"]
 
 ATTRIBUTES = ("color", "shape", "material", "size")
 SIZES = ("large", "small")
+#: the Blender renders with instance masks in the project's shared data, the default --data
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_blender"
+#: the last share of every --data folder (by file name) held out for validation and calibration; `refit_parser`
+#: reads the same share of a training folder as ``DIR:0.05``
+VAL_FRACTION = 0.05
 
 
 def classes() -> dict[str, tuple[str, ...]]:
@@ -189,7 +195,7 @@ def dataset_name(path: Path) -> str:
     it was trained on (``$SHARED/data/clevr_blender`` for the project's shared data, else ``$RENDERS/<name>``:
     the folder `logicval render-clevr` wrote the renders to)."""
     resolved = Path(path).resolve()
-    shared = (Path(__file__).resolve().parents[3] / "shared").resolve()
+    shared = DEFAULT_DATA.parents[1].resolve()
     if resolved.is_relative_to(shared):
         return "$SHARED/" + resolved.relative_to(shared).as_posix()
     return "$RENDERS/" + resolved.name
@@ -305,6 +311,33 @@ def parse_data_folder(text: str) -> DataFolder:
         if not ok:
             raise ValueError(f"--data {text!r}: {key} must be a positive number, got {value!r}")
     return DataFolder(Path(path), first, weight)
+
+
+@dataclass
+class FolderSplit:
+    """One --data folder read and split: its usable scenes, the training part and the held-out part (the last
+    `VAL_FRACTION` by name)."""
+
+    folder: DataFolder
+    scenes: list[Record]
+    train: list[Record]
+    held_out: list[Record]
+
+    def provenance(self) -> dict[str, Any]:
+        """What a model file records about the folder (its name relative to a stated root, `dataset_name`)."""
+        return {"folder": dataset_name(self.folder.path), "first": self.folder.first, "weight": self.folder.weight,
+                "scenes": len(self.scenes), "train": len(self.train), "held_out": len(self.held_out)}
+
+
+def split_folders(folders: Sequence[DataFolder] | None, who: str, report: list[str] | None = None
+                  ) -> list[FolderSplit]:
+    """Every --data folder (None: `DEFAULT_DATA`) read (`load_folder`, problems to ``report`` and stderr under
+    ``who``) and split."""
+    out = []
+    for f in folders or [DataFolder(DEFAULT_DATA)]:
+        scenes = load_folder(f.path, report, f.first, who)
+        out.append(FolderSplit(f, scenes, *split_holdout(scenes, VAL_FRACTION)))
+    return out
 
 
 def record_weights(folders: Sequence[tuple[DataFolder, int]]) -> np.ndarray | None:

@@ -43,7 +43,7 @@ import numpy as np
 
 from logicval_hf.perception.parser_decoding import prepare, target_scale
 from logicval_hf.perception.scene_parser import DEFAULT_MODEL, SceneParser, int8_copy_of
-from logicval_hf.training.loop import parse
+from logicval_hf.training.loop import command, parse
 from logicval_hf.training.parser_data import dataset_name, load_folder
 from logicval_hf.training.refit_parser import write_metadata
 
@@ -130,8 +130,7 @@ def _folder(text: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.quantize_parser",
-                                 description=__doc__.split("\n")[0])
+    ap = command("logicval_hf.training.quantize_parser", __doc__)
     ap.add_argument("--data", type=_folder, action="append", required=True, metavar="DIR",
                     help="calibration renders in the CLEVR layout (repeatable): the parser's training folders or "
                          "other renders never used for evaluation; the first --images scenes by name are read")

@@ -37,7 +37,7 @@ from typing import Any
 from logicval_hf.perception.parser_models import AttributeClassifier
 from logicval_hf.perception.parser_settings import META_KEY
 from logicval_hf.perception.scene_parser import DEFAULT_MODEL, SceneParser, attribute_model_beside
-from logicval_hf.training.loop import parse
+from logicval_hf.training.loop import command, parse
 from logicval_hf.training.parser_data import Record, dataset_name, load_folder, parse_held_out_folder, split_holdout
 from logicval_hf.training.parser_fit import (
     best_power,
@@ -108,8 +108,7 @@ def write_metadata(model: Path, meta: dict[str, Any], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.refit_parser",
-                                 description=__doc__.split("\n")[0])
+    ap = command("logicval_hf.training.refit_parser", __doc__)
     ap.add_argument("--data", type=_folder, action="append", required=True, metavar="DIR[:FRACTION]",
                     help="held-out renders in the CLEVR layout that neither network trained on (repeatable); "
                          ":FRACTION reads only the last share of the folder by file name (a training hold-out)")

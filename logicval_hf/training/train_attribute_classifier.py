@@ -28,7 +28,6 @@ last 5 % of every folder (the detector's split) is held out for the temperatures
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from collections.abc import Sequence
@@ -48,16 +47,12 @@ from logicval_hf.training.parser_data import (
     DataFolder,
     Record,
     classes,
-    dataset_name,
-    load_folder,
     numpy_render,
-    parse_data_folder,
     record_weights,
-    split_holdout,
+    split_folders,
 )
 from logicval_hf.training.parser_fit import fit_temperature
 from logicval_hf.training.parser_model import visible_points
-from logicval_hf.training.train_scene_parser import DEFAULT_DATA, VAL_FRACTION
 
 DEFAULT_OUT = Path("~/.cache/logicval/attribute_classifier").expanduser()
 
@@ -275,13 +270,8 @@ def export_onnx(net, path: Path, meta: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.train_attribute_classifier",
-                                 description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=parse_data_folder, action="append", metavar="DIR[#first=N,weight=W]",
-                    help="a folder of renders in the CLEVR layout, with masks (repeatable; default "
-                         "../shared/data/clevr_blender); #first=N reads its first N scenes by name, #weight=W its "
-                         "share of the batches' rendered objects (relative to the other folders')")
-    loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=3000, warmup=150, seed=21)
+    ap = loop.command("logicval_hf.training.train_attribute_classifier", __doc__)
+    loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=3000, warmup=150, seed=21, drawn="rendered objects")
     ap.add_argument("--export", type=Path, default=None,
                     help="write the ONNX model here at every --export-every steps and at the end (name it "
                          "<detector stem>_attributes.onnx beside the detector for the parser to use it)")
@@ -310,17 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     val: list[ObjectSample] = []
     data_info: list[dict] = []
     sizes: list[tuple[DataFolder, int]] = []
-    for f in args.data or [DataFolder(DEFAULT_DATA)]:
-        recs = load_folder(f.path, first=f.first, who="train_attribute_classifier")
-        tr, va = split_holdout(recs, VAL_FRACTION)
-        samples = object_samples(tr, len(records))
+    for split in split_folders(args.data, "train_attribute_classifier"):
+        samples = object_samples(split.train, len(records))
         train += samples
-        sizes.append((f, len(samples)))
-        val += object_samples(va, len(records) + len(tr))
-        records += tr + va
-        data_info.append({"folder": dataset_name(f.path), "first": f.first, "weight": f.weight, "scenes": len(recs),
-                          "train_scenes": len(tr), "held_out_scenes": len(va),
-                          "with_masks": sum(r.mask is not None for r in recs)})
+        sizes.append((split.folder, len(samples)))
+        val += object_samples(split.held_out, len(records) + len(split.train))
+        records += split.train + split.held_out
+        data_info.append(split.provenance())
     weights = record_weights(sizes)
     if not train and args.numpy_fraction <= 0:
         ap.error("no usable training objects and --numpy-fraction 0")

@@ -275,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "seed": args.seed, "heldout_pairs": len(held), "heldout_every": args.heldout_every,
         "batches": selected, "best_dir": "best"})
     state: dict[str, Any] = {"global_step": 0, "batch_pos": 0, "step_in_batch": 0, "last_eval_step": None}
+    trainables = C.Trainables(transformer, model_type, optimizer, lr_scheduler, noise_gen)
     log = _JsonlLog(output_dir / "losses.jsonl")
 
     if args.resume_from_checkpoint:
@@ -283,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if ckpt is None:
             accelerator.print(f"no checkpoint under {output_dir}; starting a new run")
         else:
-            state = C.load_checkpoint(ckpt, transformer, model_type, optimizer, lr_scheduler, noise_gen)
+            state = C.load_checkpoint(ckpt, trainables)
             tracker = C.SelectionTracker.from_dict(state.pop("selection"), output_dir / "selection.json")
             # the selected LoRA as it was at the checkpoint (a crashed run may have replaced it later)
             shutil.rmtree(output_dir / "best", ignore_errors=True)
@@ -311,8 +312,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     def checkpoint() -> None:
         path = output_dir / f"checkpoint-{state['global_step']}"
-        C.save_checkpoint(path, transformer, model_type, optimizer, lr_scheduler, noise_gen,
-                          {**state, "selection": tracker.to_dict()}, best_lora=output_dir / "best")
+        C.save_checkpoint(path, trainables, {**state, "selection": tracker.to_dict()}, best_lora=output_dir / "best")
         C.prune_checkpoints(output_dir, args.checkpoints_total_limit)
 
     recent: list[float] = []

@@ -22,9 +22,9 @@ Why these choices:
   looks and the measurement's error, and vary floor, light, white balance, saturation, blur, noise and JPEG.
 * **Deterministic and resumable.** Every step draws its batch and augmentation from ``seed`` and the step
   number alone, so a run resumed from a checkpoint continues exactly as an uninterrupted run would.
-* **Held out.** The last `VAL_FRACTION` (5 %) of every folder (by file name) is never trained on; through the
-  exported parser itself it fits the threshold, temperatures, offset bias, the second look and the scene
-  confidence's calibration, and gives the validation figures (`parser_export`).
+* **Held out.** The last 5 % of every folder by file name (`parser_data.VAL_FRACTION`) is never trained on;
+  through the exported parser itself it fits the threshold, temperatures, offset bias, the second look and the
+  scene confidence's calibration, and gives the validation figures (`parser_export`).
 
 The rooms: `parser_data` (records), `parser_augment` (views), `parser_model` (targets, network, loss, batches),
 `parser_export` and `parser_fit` (validation, calibration, ONNX); this module is the command. Bad input (unreadable or
@@ -33,41 +33,24 @@ inconsistent image / scene / mask files) is reported by name and skipped, never 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from logicval_hf.training import loop
 from logicval_hf.training.parser_augment import CANVAS, DEFAULT, describe
 from logicval_hf.training.parser_data import (
-    DataFolder,
     Record,
     classes,
-    dataset_name,
-    load_folder,
     numpy_render,
-    parse_data_folder,
     record_weights,
-    split_holdout,
+    split_folders,
 )
 from logicval_hf.training.parser_export import calibrate, export_onnx, write_history
 from logicval_hf.training.parser_model import build_model, loss_fn, make_batch
 
-__all__ = ["DEFAULT_DATA", "VAL_FRACTION", "data_provenance", "main"]
+__all__ = ["main", "numpy_val"]
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_blender"
 DEFAULT_OUT = Path("~/.cache/logicval/scene_parser").expanduser()
-#: the last share of every --data folder (by file name) held out for validation and calibration; `refit_parser`
-#: reads the same share of a training folder as ``DIR:0.05``
-VAL_FRACTION = 0.05
-
-
-def data_provenance(folder: DataFolder, recs: list[Record], train: list, held_out: list) -> dict[str, Any]:
-    """What a model file records about one --data folder (names relative to a stated root, `dataset_name`)."""
-    return {"folder": dataset_name(folder.path), "first": folder.first, "weight": folder.weight, "scenes": len(recs),
-            "train": len(train), "held_out": len(held_out)}
 
 
 def numpy_val(n: int, seed: int) -> list[Record]:
@@ -91,12 +74,7 @@ def do_export(net, args, cls, val: list[Record], step: int, elapsed: float, data
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m logicval_hf.training.train_scene_parser",
-                                 description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=parse_data_folder, action="append", metavar="DIR[#first=N,weight=W]",
-                    help="a folder of renders in the CLEVR layout (repeatable; default ../shared/data/clevr_blender); "
-                         "#first=N reads only its first N scenes by name, #weight=W gives it that share of the "
-                         "batches (relative to the other folders' weights)")
+    ap = loop.command("logicval_hf.training.train_scene_parser", __doc__)
     loop.add_loop_arguments(ap, out=DEFAULT_OUT, steps=6000, warmup=200, seed=14)
     ap.add_argument("--export", type=Path, default=None,
                     help="write the ONNX model here at every --export-every steps and at the end")
@@ -123,20 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     loop.start(args)
     cls = classes()
 
-    folders = args.data or [DataFolder(DEFAULT_DATA)]
-    train: list[Record] = []
-    val: list[Record] = []
-    data_info: list[dict] = []
     problems: list[str] = []
-    sizes: list[tuple[DataFolder, int]] = []
-    for f in folders:
-        recs = load_folder(f.path, problems, f.first)
-        tr, va = split_holdout(recs, VAL_FRACTION)
-        train += tr
-        val += va
-        sizes.append((f, len(tr)))
-        data_info.append(data_provenance(f, recs, tr, va))
-    weights = record_weights(sizes)
+    splits = split_folders(args.data, "train_scene_parser", problems)
+    train: list[Record] = [r for s in splits for r in s.train]
+    val: list[Record] = [r for s in splits for r in s.held_out]
+    data_info = [s.provenance() for s in splits]
+    weights = record_weights([(s.folder, len(s.train)) for s in splits])
     if not train and args.numpy_fraction <= 0:
         ap.error("no usable training scenes and --numpy-fraction 0")
     val += numpy_val(args.numpy_val, args.seed)

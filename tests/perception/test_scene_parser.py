@@ -240,11 +240,13 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnx")
     from logicval_hf.training import train_scene_parser as T
+    from logicval_hf.training.parser_data import load_folder
+    from logicval_hf.training.parser_model import build_model
 
     folder, out, export, argv = two_step_detector(tmp_path, "--export-every", "2")
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
     assert ck["step"] == 2
-    net = T.build_model()
+    net = build_model()
     net.load_state_dict(ck["model"])
     model = scene_parser.SceneParser(export)
     assert model.meta["provenance"]["trained_steps"] == 2
@@ -255,7 +257,7 @@ def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
     assert model.settings.second_look.threshold == look["threshold"]
     # provenance names the data relative to a stated root, never by an absolute path
     assert [d["folder"] for d in model.meta["provenance"]["data"]] == ["$RENDERS/renders"]
-    assert T.load_folder(folder)[0].mask is not None
+    assert load_folder(folder)[0].mask is not None
     scene = model.parse_batch([load_image(folder / "images" / "R_000.png")])[0]
     assert isinstance(scene, Scene)
     assert scene.image_size in ((480, 320), (320, 240))
