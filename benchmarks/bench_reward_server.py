@@ -5,18 +5,20 @@ Images: 512x512 JPEGs (PIL's default quality, as Flow-GRPO sends) of the oracle 
 
 * in-process baseline, in this process on the same images: JPEG decode + `extract_scenes` (one batched call per
   ``--batch`` images, one onnxruntime thread as in a server worker) + `verify_many`; images/s.
-* server: ``logicval serve`` on 127.0.0.1 (a subprocess; ``--workers``), a client shaped like Flow-GRPO's: a thread
-  pool of ``--clients`` (8) each posting requests of ``--per-request`` (16) images, pickled, with urllib3's retry;
-  images/s over the whole run, p50/p99 latency of a request, and the HTTP path's overhead,
-  ``1 - server images/s / in-process images/s``.
+* server: ``logicval serve`` on 127.0.0.1 (a subprocess; its default workers, one per usable core, unless
+  ``--workers``), a client shaped like Flow-GRPO's: a thread pool of ``--clients`` (8) each posting requests of
+  ``--per-request`` (16) images, pickled, with urllib3's retry; images/s over the whole run, p50/p99 latency of a
+  request, the ratio ``server images/s / in-process images/s`` (the server's speed-up over one process reading
+  the same images batched) and the HTTP path's overhead, ``1 - server images/s / (workers x in-process images/s)``.
 * ``--ray``: the same app as ``--replicas`` Ray Serve replicas on a local Ray instance, same client.
 
 The machine's load average is printed before and after: on a shared machine the wall-clock figures measure the
 neighbours as much as the code, so the CPU time of every run is measured too (this process for the baseline, the
-server's process tree, Ray's processes) and turned into CPU-seconds per image and the images/s they allow on the
-machine's cores when nothing else runs; the HTTP path's overhead is also given as extra CPU per image.
+server's process tree, Ray's processes, read from /proc) and turned into CPU-seconds per image and the images/s
+they allow on the machine's cores when nothing else runs; the HTTP path's overhead is also given as extra CPU per
+image. ``--repeat N`` runs the baseline and the server N times, alternating, and prints each ratio and the median.
 
-    python benchmarks/bench_reward_server.py [--workers 2] [--setting threads=1] [--setting flip=false] [--ray]
+    python benchmarks/bench_reward_server.py [--workers N] [--setting second_look=false] [--repeat 3] [--ray]
 """
 
 from __future__ import annotations
@@ -96,28 +98,34 @@ def _cpu_figures(images: int, cpu: float | None) -> dict:
     if not cpu:
         return {}
     cores = os.cpu_count() or 1
-    return {"cpu_s_per_image": round(cpu / images, 4), f"images_per_s_on_{cores}_free_cores": round(cores * images / cpu, 1)}
+    return {"cpu_s_per_image": round(cpu / images, 4),
+            f"images_per_s_on_{cores}_free_cores": round(cores * images / cpu, 1)}
 
 
 def _tree_cpu(pid: int) -> float | None:
-    """CPU seconds (user + system) of a process and all its descendants so far; None without psutil."""
+    """CPU seconds (user + system) of a process and all its live descendants so far, from /proc (Linux); None
+    elsewhere."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    parent, cpu = {}, {}
     try:
-        import psutil
-    except ImportError:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
         return None
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return None
-    total = 0.0
-    for p in procs:
+    for e in entries:
         try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
+            with open(f"/proc/{e}/stat") as f:
+                stat = f.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, ..., utime (12th), stime (13th)
+        parent[int(e)], cpu[int(e)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+    if pid not in cpu:
+        return None
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        frontier = [p for p, pp in parent.items() if pp in frontier and p not in tree]
+        tree.update(frontier)
+    return sum(cpu[p] for p in tree)
 
 
 def _wait(url: str, timeout: float = 180) -> dict:
@@ -173,7 +181,8 @@ def load(url: str, jpegs: list[bytes], items: list[dict], clients: int, per_requ
 
 def run_server(args, jpegs, items) -> dict:
     port = _free_port()
-    cmd = [sys.executable, "-m", "logicval_hf.cli", "serve", "--port", str(port), "--workers", str(args.workers)]
+    cmd = [sys.executable, "-m", "logicval_hf.cli", "serve", "--port", str(port)]
+    cmd += ["--workers", str(args.workers)] if args.workers else []
     for s in args.setting or ():
         cmd += ["--setting", s]
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -181,12 +190,17 @@ def run_server(args, jpegs, items) -> dict:
                             start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait(url)
-        return load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed,
-                    lambda: _tree_cpu(proc.pid))
+        health = _wait(url)
+        out = load(url, jpegs, items, args.clients, args.per_request, args.requests, args.seed,
+                   lambda: _tree_cpu(proc.pid))
+        return {"workers": health["workers"], **out}
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
+        proc.send_signal(signal.SIGTERM)  # the server alone: it stops its workers itself
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 def run_ray(args, jpegs, items) -> dict:
@@ -221,17 +235,38 @@ def _setting(text: str) -> tuple[str, object]:
         return key, value
 
 
+def _ratios(run: dict, base: dict, workers: int) -> None:
+    """The server's speed-up over the in-process read, and its HTTP path's overhead (per worker, and in CPU)."""
+    run["x_in_process"] = round(run["images_per_s"] / base["images_per_s"], 3)
+    run["http_overhead"] = round(1 - run["images_per_s"] / (workers * base["images_per_s"]), 3)
+    if "cpu_s_per_image" in run and "cpu_s_per_image" in base:  # extra CPU per image on the HTTP path
+        run["http_overhead_cpu"] = round(run["cpu_s_per_image"] / base["cpu_s_per_image"] - 1, 3)
+
+
+def _print_run(name: str, run: dict, base: dict, args, cpus: int) -> None:
+    workers = f", {run['workers']} worker(s)" if "workers" in run else ""
+    print(f"{name}{workers}: {run['images_per_s']} images/s = x{run['x_in_process']:.2f} the in-process batched "
+          f"read ({base['images_per_s']} images/s), p50 {run['p50_s']} s, p99 {run['p99_s']} s for "
+          f"{args.per_request}-image requests from {args.clients} clients")
+    cores = f"images_per_s_on_{cpus}_free_cores"
+    if cores in run and cores in base:
+        print(f"  CPU per image: in-process {base['cpu_s_per_image']} s, {name} {run['cpu_s_per_image']} s "
+              f"(HTTP path {run['http_overhead_cpu']:+.1%}) -> {run[cores]} images/s on {cpus} free cores")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--specs", type=int, default=32, help="specs (two images each)")
     ap.add_argument("--size", type=int, default=512)
-    ap.add_argument("--workers", type=int, default=2, help="server worker processes")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="server worker processes (default: the server's own default, one per usable core)")
     ap.add_argument("--setting", action="append", metavar="KEY=VALUE", help="clevr backend setting (repeatable)")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--per-request", type=int, default=16)
     ap.add_argument("--requests", type=int, default=4, help="timed requests per client")
     ap.add_argument("--batch", type=int, default=64, help="in-process batch (the server's micro-batch cap)")
     ap.add_argument("--rounds", type=int, default=2, help="in-process passes over the images")
+    ap.add_argument("--repeat", type=int, default=1, help="baseline-then-server pairs, alternating")
     ap.add_argument("--ray", action="store_true", help="also through Ray Serve")
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--seed", type=int, default=509)
@@ -240,35 +275,25 @@ def main() -> None:
     load_before = os.getloadavg()
     jpegs, items = make_images(args.specs, args.size, args.seed)
     settings = dict(_setting(s) for s in args.setting or ())
-    # the baseline runs the same per-process work as one server worker: one onnxruntime thread unless told otherwise
-    out = {"cpus": os.cpu_count(), "settings": settings, "workers": args.workers,
-           "in_process": in_process(jpegs, items, {"threads": 1, **settings}, args.batch, args.rounds)}
-    out["server"] = run_server(args, jpegs, items)
-    runs = ["server"]
+    cpus = os.cpu_count() or 1
+    out: dict = {"cpus": cpus, "settings": settings, "runs": []}
+    for _ in range(args.repeat):
+        # the baseline runs the same per-process work as one server worker: one onnxruntime thread unless told
+        base = in_process(jpegs, items, {"threads": 1, **settings}, args.batch, args.rounds)
+        run = {"in_process": base, "server": run_server(args, jpegs, items)}
+        _ratios(run["server"], base, run["server"]["workers"])
+        _print_run("logicval serve", run["server"], base, args, cpus)
+        out["runs"].append(run)
     if args.ray:
+        base = out["runs"][-1]["in_process"]
         out["ray"] = run_ray(args, jpegs, items)
-        runs.append("ray")
-    base = out["in_process"]
-    for k in runs:
-        r = out[k]
-        r["http_overhead"] = round(1 - r["images_per_s"] / base["images_per_s"], 3)
-        if "cpu_s_per_image" in r and "cpu_s_per_image" in base:  # extra CPU per image on the HTTP path
-            r["http_overhead_cpu"] = round(r["cpu_s_per_image"] / base["cpu_s_per_image"] - 1, 3)
+        _ratios(out["ray"], base, args.replicas)
+        _print_run(f"Ray Serve, {args.replicas} replicas", out["ray"], base, args, cpus)
+    ratios = sorted(r["server"]["x_in_process"] for r in out["runs"])
+    out["x_in_process_median"] = ratios[len(ratios) // 2]
     out["load_average"] = {"before": [round(x, 2) for x in load_before],
                            "after": [round(x, 2) for x in os.getloadavg()]}
-    print(f"in-process: {out['in_process']['images_per_s']} images/s")
-    for k in ("server", "ray"):
-        if k in out:
-            r = out[k]
-            print(f"{k}: {r['images_per_s']} images/s (x{r['images_per_s'] / out['in_process']['images_per_s']:.2f} "
-                  f"of in-process, overhead {r['http_overhead']:+.1%}), p50 {r['p50_s']} s, p99 {r['p99_s']} s "
-                  f"for {args.per_request}-image requests from {args.clients} clients")
-    for k in ("in_process", "server", "ray"):
-        cores = f"images_per_s_on_{out['cpus']}_free_cores"
-        if k in out and cores in out[k]:
-            extra = f" (HTTP path: {out[k]['http_overhead_cpu']:+.1%} CPU per image)" if k != "in_process" else ""
-            print(f"{k}: {out[k]['cpu_s_per_image']} CPU-s per image -> {out[k][cores]} images/s on "
-                  f"{out['cpus']} free cores{extra}")
+    print(f"logicval serve / in-process batched read: x{out['x_in_process_median']:.2f} (median of {ratios})")
     print(f"load average before {out['load_average']['before']}, after {out['load_average']['after']}")
     print(json.dumps(out))
 

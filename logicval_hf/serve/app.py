@@ -21,8 +21,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from logicval_hf import __version__
 from logicval_hf.common.extras import require
+from logicval_hf.common.version import __version__
 from logicval_hf.serve.batching import MicroBatcher, Overloaded, Stopping
 from logicval_hf.serve.config import ServeConfig
 from logicval_hf.serve.health import Health
