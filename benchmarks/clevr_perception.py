@@ -4,14 +4,20 @@
     python benchmarks/clevr_perception.py --renders ../shared/data/clevr_blender [--holdout-fraction 0.05]
     python benchmarks/clevr_perception.py --oracle varied [--jpeg 90]
 
-``--suite``: every set in one run (the figures of the model card and the README): real CLEVR; each shift of
-`SHIFTS` applied to real CLEVR (square frame with no object cut, exposure and brightness
-x0.7 / x1.3, saturation x0.6, warm and cool tints, blur, noise, JPEG q50); held-out renders of each render
-profile (``--suite-renders NAME=DIR[:FRACTION]``, repeatable; by default the folders of
-``/work/cache/clevr_renders`` that exist: ``t2i_heldout``, ``randomise_heldout`` whole, and
-``../shared/data/clevr_blender``'s training hold-out); per set count, attribute, region and exact rates, verdict
-agreement, the scene confidence's calibration (expected calibration error against exact scene graphs, 10 bins)
-and images/s; plus the speed on 512x512 images (the t2i renders resized), batched and one by one.
+``--suite``: every set in one run (the figures of the model card): real CLEVR; each shift of `SHIFTS` applied to
+real CLEVR (square frame with no object cut, exposure and brightness x0.7 / x1.3, saturation x0.6, warm and cool
+tints, blur, noise, JPEG q50); held-out renders of each render profile (``--suite-renders NAME=DIR[:FRACTION]``,
+repeatable; by default ``../shared/data/clevr_blender``'s training hold-out and, of the folders under
+``--renders-root`` (default ``$LOGICVAL_RENDERS``), those of `HELD_OUT_SETS` that exist); per set count,
+attribute, region and exact rates, verdict agreement (relaxed and strict count), the scene confidence's
+calibration (expected calibration error against exact scene graphs, 10 bins) and images/s; plus the speed on
+512x512 images (the t2i renders resized), batched and one by one.
+
+    python benchmarks/clevr_perception.py --suite --renders-root $RENDERS [--json suite.json]
+    python benchmarks/clevr_perception.py --suite --backend neural --set detector=DIR --set clip_pretrained=FILE
+
+Any registered backend is measured the same way (``--backend``, its settings with ``--set``): the ``neural``
+backend (Grounding DINO + CLIP) with its weights given by path, batched against one image at a time.
 
 DATA_DIR defaults to ../shared/data/clevr_dev relative to the repository root: all 170 real images (100
 CLEVR v1.0 train images at 480x320, 70 images of the official generator at 320x240). No perception model
@@ -58,12 +64,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,14 +80,11 @@ sys.path.insert(0, str(REPO))
 
 from logicval_hf import Scene, SceneObject  # noqa: E402
 from logicval_hf.common.matching import match_centres  # noqa: E402
-from logicval_hf.perception import BACKENDS, extract_scenes, load_image, register_backend  # noqa: E402
+from logicval_hf.perception import extract_scenes, load_image  # noqa: E402
 from logicval_hf.perception.scene_parser import attribute_model_beside  # noqa: E402
 
 ATTRS = ("color", "shape", "material")
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_dev"
-# the learned parser under its own name until it is wired in as "clevr"
-if "scene_parser" not in BACKENDS:
-    register_backend("scene_parser", "logicval_hf.perception.scene_parser:extract")
 
 
 def region_of(cx: float, cy: float, w: float, h: float) -> str:
@@ -140,8 +144,7 @@ def load_clevr(data: Path) -> list[dict[str, Any]]:
     out = []
     for s in scenes:
         rgb = load_image(data / "images" / s["image_filename"])
-        s = dict(s, image_height=rgb.shape[0], image_width=rgb.shape[1], _rgb=rgb)
-        out.append(s)
+        out.append(dict(s, image_height=rgb.shape[0], image_width=rgb.shape[1], _rgb=rgb))
     return out
 
 
@@ -194,7 +197,7 @@ def load_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
         objs = [{"pixel_coords": [float(c[0]), float(c[1]), 0.0],
                  **{a: cls[a][int(lab[k])] for k, a in enumerate(ATTRS)},
                  "size": cls["size"][int(lab[3])] if lab[3] >= 0 else "-"}
-                for c, lab in zip(r.centres, r.labels)]
+                for c, lab in zip(r.centres, r.labels, strict=True)]
         if r.mask is not None:  # what each object shows, for the error kinds (`object_note`)
             shown = np.bincount(r.mask[r.mask >= 0].ravel(), minlength=len(objs))
             for o, n, at in zip(objs, shown, centre_owners(r.mask, r.centres), strict=True):
@@ -363,7 +366,7 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
     confusions = {a: Counter() for a in ATTRS}
     materials: Counter = Counter()  # (true, read) on matched objects: the materials' whole confusion matrix
     per_image = []
-    for s, p in zip(scenes, preds):
+    for s, p in zip(scenes, preds, strict=True):
         W, H = s["image_width"], s["image_height"]
         truth = s["objects"]
         tc = np.array([o["pixel_coords"][:2] for o in truth], float).reshape(-1, 2)
@@ -491,7 +494,7 @@ def verdict_agreement(scenes: list[dict[str, Any]], preds: list[Scene], per_imag
     rng = random.Random(seed)
     relaxed = strict = n_strict = total = 0
     disagreements = []
-    for s, p in zip(scenes, preds):
+    for s, p in zip(scenes, preds, strict=True):
         truth = truth_scene(s)
         k = len(truth.objects)
         n = min(max(k, lo), hi)
@@ -564,7 +567,7 @@ def shifted_sets(scenes: list[dict[str, Any]], names: list[str]) -> dict[str, li
                 rgb, centres = apply_shift(name, s["_rgb"], [o["pixel_coords"] for o in s["objects"]], radii)
             except ShiftRefused:
                 continue
-            objs = [dict(o, pixel_coords=c) for o, c in zip(s["objects"], centres)]
+            objs = [dict(o, pixel_coords=c) for o, c in zip(s["objects"], centres, strict=True)]
             rows.append(dict(s, objects=objs, image_width=rgb.shape[1], image_height=rgb.shape[0], _rgb=rgb))
         out[name] = rows
     return out
@@ -578,8 +581,7 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         sets["real CLEVR"] = real
         for name, rows in shifted_sets(real, list(SHIFTS)).items():
             sets[f"real CLEVR, {name}"] = rows
-    chosen = args.suite_renders or [render_set(f"{n}={d}") for n, d in DEFAULT_RENDER_SETS
-                                    if Path(d.split(":")[0]).is_dir()]
+    chosen = args.suite_renders or default_render_sets(args.renders_root)
     for name, folder, fraction in chosen:
         sets[f"renders {name}"] = loaded_renders(folder, fraction)
     table, out = [], {}
@@ -598,8 +600,8 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         acc = r["attribute_accuracy_on_matched"]
         table.append((name, r["images"], r["count_accuracy"], acc["color"], acc["shape"], acc["material"],
                       r["region_accuracy_on_matched"], r["exact_scene_graph_rate"],
-                      r.get("verdicts", {}).get("agreement_relaxed"), r["calibration"]["ece"],
-                      r["calibration"].get("auroc"), rate, r["exact_but_for_unsettled_truth"]))
+                      r.get("verdicts", {}).get("agreement_relaxed"), r.get("verdicts", {}).get("agreement_strict"),
+                      r["calibration"]["ece"], r["calibration"].get("auroc"), rate, r["exact_but_for_unsettled_truth"]))
         print(f"  done: {name} ({len(scenes)} images, exact {r['exact_scene_graph_rate']:.3f})", file=sys.stderr,
               flush=True)
     if not args.no_speed:
@@ -609,13 +611,13 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         images = [cv2.resize(s["_rgb"], (512, 512), interpolation=cv2.INTER_AREA) for s in t2i[:60]]
         if images:
             out["speed_512x512"] = speed(images, args.backend, settings)
-    head = ("set", "images", "count", "colour", "shape", "material", "region", "exact", "verdicts", "ECE", "AUROC",
-            "img/s", "exact but for unsettled truth")
+    head = ("set", "images", "count", "colour", "shape", "material", "region", "exact", "verdicts", "strict",
+            "ECE", "AUROC", "img/s", "exact but for unsettled truth")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in table:
-        cells = ([row[0], str(row[1])] + [("-" if v is None else f"{v:.3f}") for v in row[2:11]]
-                 + [f"{row[11]:.1f}", f"{row[12]:.3f}"])
+        cells = ([row[0], str(row[1])] + [("-" if v is None else f"{v:.3f}") for v in row[2:12]]
+                 + [f"{row[12]:.1f}", f"{row[13]:.3f}"])
         print("| " + " | ".join(cells) + " |")
     for name, r in out.items():
         if name.startswith("renders ") and r.get("by_group"):
@@ -658,11 +660,22 @@ def loaded_renders(folder: Path, fraction: float) -> list[dict[str, Any]]:
     return scenes
 
 
-DEFAULT_RENDER_SETS = (
-    ("clevr (training hold-out)", f"{REPO.parent / 'shared' / 'data' / 'clevr_blender'}:0.05"),
-    ("t2i (held out, never trained on)", "/work/cache/clevr_renders/t2i_heldout"),
-    ("randomise (held out, never trained on)", "/work/cache/clevr_renders/randomise_heldout"),
+#: the suite's default render sets under ``--renders-root``: (name, folder) of held-out renders no network of the
+#: shipped files trained on (the render commands are in docs/training.md)
+HELD_OUT_SETS = (
+    ("t2i (held out)", "t2i_heldout"),
+    ("t2i, T2I frame sizes (held out)", "t2i_report"),
+    ("t2i_wide (held out)", "t2i_wide_heldout"),
+    ("randomise (held out)", "randomise_heldout"),
 )
+
+
+def default_render_sets(root: Path | None) -> list[tuple[str, Path, float]]:
+    """The suite's render sets without ``--suite-renders``: clevr_blender's training hold-out (the last 5 % by
+    name) and each of `HELD_OUT_SETS` found under ``root``."""
+    sets = [("clevr_blender (training hold-out)", REPO.parent / "shared" / "data" / "clevr_blender", 0.05)]
+    sets += [(name, root / folder, 1.0) for name, folder in HELD_OUT_SETS if root and (root / folder).is_dir()]
+    return [s for s in sets if s[1].is_dir()]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -689,6 +702,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="every set in one run: real CLEVR, its shifts, held-out renders of each profile")
     ap.add_argument("--suite-renders", type=render_set, action="append", default=[], metavar="NAME=DIR[:FRACTION]",
                     help="with --suite: a render folder to measure (FRACTION: its last share by name; default 1)")
+    ap.add_argument("--renders-root", type=Path, default=os.environ.get("LOGICVAL_RENDERS") or None, metavar="DIR",
+                    help="with --suite and no --suite-renders: the folder holding the held-out render folders "
+                         f"({', '.join(f for _, f in HELD_OUT_SETS)}; default $LOGICVAL_RENDERS)")
     args = ap.parse_args(argv)
     settings: dict[str, Any] = {}
     if args.model:
@@ -734,7 +750,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.oracle:  # the main job's figure: the row's own spec, strict, on the perceived scene
         import logicval_hf as lv
 
-        ok = [lv.verify(s["_spec"], p, count="strict", label="SAT").ok for s, p in zip(scenes, preds)]
+        ok = [lv.verify(s["_spec"], p, count="strict", label="SAT").ok for s, p in zip(scenes, preds, strict=True)]
         r["oracle_sat_score"] = sum(ok) / max(len(ok), 1)
     if args.constraints:
         r["verdicts"] = verdict_agreement(scenes, preds, args.constraints, args.seed)
@@ -753,7 +769,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  region acc (matched)       {_fmt(r['region_accuracy_on_matched'])}")
     if r["empty_scenes"]:
         print(f"  empty scenes read empty    {r['empty_scenes_read_empty']}/{r['empty_scenes']}")
-    by_size = r["exact_by_image_size"] if len(r["exact_by_image_size"]) <= 6 else f"{len(r['exact_by_image_size'])} sizes"
+    sizes = r["exact_by_image_size"]
+    by_size = sizes if len(sizes) <= 6 else f"{len(sizes)} sizes"
     print(f"  exact scene-graph rate     {r['exact_scene_graph_rate']:.3f}   by #objects: {r['exact_by_object_count']}"
           f"   by size: {by_size}")
     print(f"  exact by half (sorted names) {r['exact_by_half']}")

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import clevr_folder, load_script
+from helpers import clevr_folder, load_script, render_folder
 
 from logicval_hf.perception.scene_parser import MODEL_PATHS
 
@@ -70,3 +70,21 @@ def test_a_detector_without_its_classifier_is_named(bench, tmp_path, capsys):
     shutil.copy(MODEL_PATHS[2], tmp_path / "mine_attributes.onnx")
     bench.main(base)
     assert "own heads" not in capsys.readouterr().err
+
+
+def test_the_suite_finds_the_held_out_sets_under_the_renders_root(bench, tmp_path):
+    (tmp_path / "t2i_heldout").mkdir()
+    (tmp_path / "unrelated").mkdir()
+    names = [name for name, _, _ in bench.default_render_sets(tmp_path)]
+    assert "t2i (held out)" in names and "t2i_wide (held out)" not in names
+    assert all(name in {"clevr_blender (training hold-out)", "t2i (held out)"} for name in names)
+    assert [n for n, _, _ in bench.default_render_sets(None)] == [n for n in names if n != "t2i (held out)"]
+
+
+def test_the_suite_prints_relaxed_and_strict_verdicts(bench, tmp_path, capsys):
+    real, renders = clevr_folder(tmp_path / "real", 2), render_folder(tmp_path / "renders", 2, masks=True)
+    bench.main([str(real), "--suite", "--suite-renders", f"tiny={renders}", "--no-speed", "--constraints", "2"])
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert "| exact | verdicts | strict | ECE |" in table[0]
+    row = [c.strip() for c in table[2].strip("|").split("|")]
+    assert row[0] == "real CLEVR" and 0 <= float(row[8]) <= 1 and 0 <= float(row[9]) <= 1
