@@ -170,7 +170,8 @@ def initialise(net, path: Path, batches: Callable[[], list[Any]], who: str, what
     """Load the weights of ``--init`` into ``net``: a training checkpoint's (``last.pt``), or an exported .onnx
     file's (`logicval_hf.training.onnx_init`: each BatchNorm unfolded, its statistics measured on ``batches()``,
     training batches of steps no run reaches), so training can start from the shipped files. Returns the entry
-    the run's history records (the file by name, never its absolute path).
+    the run's history records (an .onnx file by name, a checkpoint as ``$CHECKPOINTS/<run>/last.pt``: never an
+    absolute path).
 
     Raises:
         SystemExit: the file holds no ``what`` (e.g. "detector") of this network that ``who`` (the script) can
@@ -186,7 +187,8 @@ def initialise(net, path: Path, batches: Callable[[], list[Any]], who: str, what
 
             ck = torch.load(path, map_location="cpu", weights_only=False)
             net.load_state_dict(ck["model"])
-            entry = {"init": path.name, "init_steps": ck["step"]}
+            # a checkpoint by its run folder under a stated root, never by its absolute path
+            entry = {"init": f"$CHECKPOINTS/{path.parent.name}/{path.name}", "init_steps": ck["step"]}
     except Exception as e:  # noqa: BLE001 - onnx and torch raise many kinds for a file that is not this model
         raise SystemExit(f"{who}: cannot read a {what} from --init {path}: {type(e).__name__}: {e}") from None
     print(f"{who}: initialised from {path}", flush=True)
