@@ -11,6 +11,7 @@ from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgr
 if TYPE_CHECKING:  # the lazy entry points below, spelled out for type checkers and editors
     from logicval_hf.asp.solver import Solver, SolveResult, Verdict, solve, verify, verify_many
     from logicval_hf.perception import extract_scene, extract_scenes
+    from logicval_hf.repair import Edit, Repair, repair
     from logicval_hf.scoring.metric_push import metric_path
     from logicval_hf.scoring.probabilistic import probability
     from logicval_hf.training.captions import ground_captions
@@ -28,6 +29,9 @@ _LAZY = {
     "ground_captions": ("training.captions", "ground_captions"),
     "probability": ("scoring.probabilistic", "probability"),
     "metric_path": ("scoring.metric_push", "metric_path"),
+    "repair": ("repair.api", "repair"),
+    "Repair": ("repair.model", "Repair"),
+    "Edit": ("repair.model", "Edit"),
 }
 
 
@@ -46,5 +50,5 @@ __all__ = [
     "SolverTimeout", "Spec", "SpecError", "Template", "UnsafeProgramError", "load_catalog", "__version__",
     # the keys of _LAZY
     "solve", "verify", "verify_many", "Solver", "SolveResult", "Verdict", "extract_scene", "extract_scenes",
-    "ground_captions", "probability", "metric_path",
+    "ground_captions", "probability", "metric_path", "repair", "Repair", "Edit",
 ]
