@@ -8,11 +8,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from logicval_hf.cli import core, dataset, generate, imports, meta, render_clevr, run, serve, templates
+from logicval_hf.cli import core, dataset, generate, imports, meta, render_clevr, repair, run, serve, templates
 from logicval_hf.cli.dispatch import dispatch
 
 #: the command groups, in the order ``logicval --help`` lists them
-GROUPS = (core, templates, dataset, meta, run, generate, render_clevr, imports, serve)
+GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, imports, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,83 @@
+"""``logicval repair SPEC SCENE_OR_IMAGE``: the cheapest edits after which a scene (or the scene perceived in an
+image) satisfies a spec, as JSON (`logicval_hf.repair`); exit 0 for any repair, 2 with one line on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from logicval_hf.asp.budget import DEFAULT_TIMEOUT
+from logicval_hf.cli.dispatch import emit, read_json, standalone_main, timeout_seconds
+
+__all__ = ["add_subcommands", "main"]
+
+
+def _scene(path: str, spec: Any, backend: str) -> tuple[Any, bool]:
+    """The scene in ``path``: JSON as it is, an image perceived with ``backend`` (and whether it was one)."""
+    from logicval_hf.contract.scene import Scene
+
+    if path == "-" or path.lower().endswith(".json"):
+        data = read_json(path, "scene", "a scene graph is {'image_size': [W, H], 'objects': [...]}")
+        return Scene.from_dict(data, spec.domain), False
+    if not os.path.isfile(path):
+        raise ValueError(f"cannot read scene or image {path!r}: no such file")
+    from logicval_hf.common.extras import require_backend
+    from logicval_hf.perception import extract_scene
+    from logicval_hf.scoring.inputs import normalise_prediction
+
+    image = normalise_prediction(path, "image")
+    require_backend(backend)
+    domain = None if spec.domain.name == "clevr" else spec.domain
+    return extract_scene(image, backend=backend, domain=domain), True
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.contract.spec import as_spec
+    from logicval_hf.repair import parse_costs, repair
+
+    costs = parse_costs(args.costs) if args.costs is not None else None
+    spec = as_spec(read_json(args.spec, "spec"), default_solver().catalog)
+    scene, perceived = _scene(args.scene, spec, args.backend)
+    result = repair(spec, scene, count="relaxed" if args.relaxed else "strict", costs=costs,
+                    timeout=math.inf if args.timeout is None else args.timeout)
+    out = result.to_dict()
+    if perceived:  # the edits name objects of the perceived scene: show it
+        seen = scene.to_dict()
+        for o in seen["objects"]:
+            o.pop("probs", None)
+        out.update(image=args.scene, backend=args.backend, perceived=seen)
+    emit(out, args.pretty)
+    return 0
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register ``repair`` on the ``logicval`` subparsers."""
+    p = sub.add_parser("repair", help="the cheapest edits (set, move, remove, add) after which a scene or image "
+                                      "satisfies a spec, with the repaired scene and one sentence per edit (JSON)")
+    p.add_argument("spec", help="spec JSON file, or - for stdin")
+    p.add_argument("scene", metavar="SCENE_OR_IMAGE",
+                   help="scene JSON file (read in the spec's domain), or an image (PNG, JPEG, WebP, ...) perceived "
+                        "with --backend")
+    p.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
+                   help="perception backend for an image (default clevr: the shipped CLEVR scene parser)")
+    p.add_argument("--costs", metavar="set=1,move=1,add=1,remove=1",
+                   help="the cost of each edit kind (positive integers; a kind left out costs 1)")
+    p.add_argument("--relaxed", action="store_true", help="any number of objects (as verify --relaxed)")
+    p.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"time budget (default {DEFAULT_TIMEOUT:g}; none: no budget); past it the best repair found, "
+                        "with optimal false")
+    p.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    p.set_defaults(func=cmd_repair)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return standalone_main(add_subcommands, argv, "Repair a scene or image against a spec.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
