@@ -188,22 +188,3 @@ def occluded_map():
     m[0:40, 0:40] = 0
     m[0:40, 0:30] = 1
     return m
-
-
-def detector_argv(folder, out, export, *extra: str) -> list[str]:
-    """``train_scene_parser`` arguments for a two-step run on a tiny folder (``--steps`` is the sixth item)."""
-    return ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "2", "--canvas", "160", "128",
-            "--numpy-fraction", "0.5", "--numpy-val", "1", "--export", str(export),
-            "--no-progress", "--threads", "1", *extra]
-
-
-def two_step_detector(tmp_path, *extra: str):
-    """A two-step ``train_scene_parser`` run (`detector_argv`, plus ``extra``) on four masked renders under
-    ``tmp_path``: (the render folder, the checkpoint folder, the export, the argv)."""
-    from logicval_hf.training import train_scene_parser
-
-    folder = render_folder(tmp_path / "renders", 4, masks=True)
-    out, export = tmp_path / "ckpt", tmp_path / "model.onnx"
-    argv = detector_argv(folder, out, export, *extra)
-    assert train_scene_parser.main(argv) == 0
-    return folder, out, export, argv

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_script, occluded_map, render_folder, two_step_detector
+from helpers import load_script, occluded_map, render_folder
 from PIL import Image
 
 from logicval_hf import Scene, load_catalog
@@ -233,37 +233,6 @@ def test_corrupt_training_files_are_reported_by_name_and_skipped(tmp_path, capsy
     assert any("R_002.png" in line and "unreadable mask" in line for line in report)
     err = capsys.readouterr().err
     assert "R_bad.png" in err and "R_broken.json" in err
-
-
-@pytest.mark.slow
-def test_training_two_steps_writes_a_loadable_checkpoint_and_export(tmp_path):
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("onnx")
-    from logicval_hf.training import train_scene_parser as T
-    from logicval_hf.training.parser_data import load_folder
-    from logicval_hf.training.parser_model import build_model
-
-    folder, out, export, argv = two_step_detector(tmp_path, "--export-every", "2")
-    ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
-    assert ck["step"] == 2
-    net = build_model()
-    net.load_state_dict(ck["model"])
-    model = scene_parser.SceneParser(export)
-    assert model.meta["provenance"]["trained_steps"] == 2
-    assert [o.name for o in model.session.get_outputs()] == ["peak", "reg", "logits", "heat", "vis"]
-    # the export turns the second look on; a few held-out images are too few to fit its threshold
-    look = model.meta["provenance"]["val"]["second_look"]
-    assert model.settings.second_look is not None and not look["fitted"]
-    assert model.settings.second_look.threshold == look["threshold"]
-    # provenance names the data relative to a stated root, never by an absolute path
-    assert [d["folder"] for d in model.meta["provenance"]["data"]] == ["$RENDERS/renders"]
-    assert load_folder(folder)[0].mask is not None
-    scene = model.parse_batch([load_image(folder / "images" / "R_000.png")])[0]
-    assert isinstance(scene, Scene)
-    assert scene.image_size in ((480, 320), (320, 240))
-    # resuming continues from the checkpoint, it does not start over
-    assert T.main([*argv[:5], "3", *argv[6:]]) == 0
-    assert torch.load(out / "last.pt", map_location="cpu", weights_only=False)["step"] == 3
 
 
 def test_batches_depend_on_seed_and_step_only():

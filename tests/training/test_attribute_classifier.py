@@ -3,18 +3,16 @@ parser picks the classifier up."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 from helpers import render_folder
-
-from logicval_hf import Scene
-from logicval_hf.perception import load_image
 
 pytest.importorskip("onnxruntime")
 
 from logicval_hf.perception import scene_parser
 from logicval_hf.perception.parser_decoding import CROP, MIN_SIDE, crop_square, object_crops
-from logicval_hf.perception.parser_models import AttributeClassifier
 
 
 def test_crops_centre_the_object_and_mark_its_visible_point():
@@ -70,51 +68,19 @@ def test_object_samples_skip_objects_that_show_no_pixel(tmp_path):
         assert rec.mask[int(s.visible[1]), int(s.visible[0])] == k
 
 
-@pytest.mark.slow
-def test_training_two_steps_exports_a_classifier_the_parser_uses(tmp_path):
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("onnx")
-    import shutil
-
-    from logicval_hf.training import train_attribute_classifier as A
-    from logicval_hf.training import train_scene_parser as T
-
-    folder = render_folder(tmp_path / "renders", 4, masks=True)
-    detector = tmp_path / "det" / "model.onnx"
-    assert T.main(["--data", str(folder), "--out", str(tmp_path / "dck"), "--steps", "1", "--batch-size", "1",
-                   "--canvas", "160", "128", "--numpy-val", "1", "--export",
-                   str(detector), "--no-progress", "--threads", "1"]) == 0
-    out, export = tmp_path / "ack", tmp_path / "attrs.onnx"
-    argv = ["--data", str(folder), "--out", str(out), "--steps", "2", "--batch-size", "8",
-            "--export", str(export), "--export-every", "2", "--no-progress", "--threads", "1",
-            "--white-balance", "0.3"]
-    assert A.main(argv) == 0
-    ck = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
-    assert ck["step"] == 2
-    clf = AttributeClassifier(export)
-    assert clf.meta["provenance"]["trained_steps"] == 2
-    assert clf.meta["provenance"]["augmentation"]["white_balance_log"] == 0.3  # the run's ranges are recorded
-    assert [d["folder"] for d in clf.meta["provenance"]["data"]] == ["$RENDERS/renders"]
-    probs = clf.classify(np.zeros((3, 4, CROP, CROP), np.float32))
-    assert set(probs) >= {"color", "shape", "material"}
-    assert np.allclose(probs["color"].sum(1), 1)
-
-    image = load_image(folder / "images" / "R_000.png")
-    own = scene_parser.SceneParser(detector).parse_batch([image])[0]  # nothing beside it: the detector's heads
-    shutil.copy(export, scene_parser.attribute_model_beside(detector))
-    two = scene_parser.SceneParser(detector)
-    assert two.attributes is not None  # found beside the detector
+def test_the_parser_finds_its_classifier_beside_the_detector_or_where_it_is_told(tmp_path):
+    detector = tmp_path / "det.onnx"
+    shutil.copy(scene_parser.DEFAULT_MODEL, detector)
+    assert scene_parser.SceneParser(detector).attributes is None  # nothing beside it: the detector's own heads
+    shipped = scene_parser.attribute_model_beside(scene_parser.DEFAULT_MODEL)
+    shutil.copy(shipped, scene_parser.attribute_model_beside(detector))
+    assert scene_parser.SceneParser(detector).attributes is not None  # found beside the detector
     assert scene_parser.SceneParser(detector, attribute_model=False).attributes is None
-    scene = two.parse_batch([image])[0]
-    assert isinstance(scene, Scene) and len(scene.objects) == len(own.objects)  # it finds no objects of its own
     with pytest.raises(FileNotFoundError, match=r"nowhere\.onnx"):
         scene_parser.SceneParser(detector, attribute_model=tmp_path / "nowhere.onnx")
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
     with pytest.raises(ValueError, match=r"junk\.onnx: not a readable ONNX attribute-classifier model"):
         scene_parser.SceneParser(detector, attribute_model=tmp_path / "junk.onnx")
-    # resuming continues from the checkpoint
-    assert A.main([*argv[:5], "3", *argv[6:]]) == 0
-    assert torch.load(out / "last.pt", map_location="cpu", weights_only=False)["step"] == 3
 
 
 def test_white_balance_out_of_range_is_one_clear_error(tmp_path, capsys):

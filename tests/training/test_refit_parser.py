@@ -211,25 +211,6 @@ def test_a_file_that_is_not_a_parser_is_refused_by_name(tmp_path):
     assert not (tmp_path / "out.onnx").exists()
 
 
-@pytest.mark.slow
-def test_a_detector_exported_with_its_classifier_carries_fitted_expert_weights(held_out, tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("onnx")
-    from logicval_hf.training import train_scene_parser as T
-
-    export = tmp_path / "model.onnx"
-    amodel = SP.attribute_model_beside(SP.DEFAULT_MODEL)
-    argv = ["--data", str(held_out), "--out", str(tmp_path / "ckpt"), "--steps", "1", "--batch-size", "2",
-            "--canvas", "160", "128", "--numpy-fraction", "0.5", "--numpy-val", "1",
-            "--export", str(export), "--no-progress", "--threads", "1", "--attribute-model", str(amodel)]
-    assert T.main(argv) == 0
-    model = SP.SceneParser(export, attribute_model=amodel)
-    fitted = model.meta["provenance"]["val"]["expert_weights"]
-    assert fitted["weights"] == model.meta["expert_weights"]
-    assert set(model.settings.expert_weights) == {"color", "shape", "material"}
-    assert all(f["objects"] >= 0 and "nll_plain" in f for a, f in fitted.items() if a != "weights")
-
-
 def test_reading_the_experts_needs_the_detector_alone(held_out):
     from logicval_hf.training.parser_data import load_folder
 
