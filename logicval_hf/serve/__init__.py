@@ -2,19 +2,23 @@
 
 ``logicval serve`` (extra ``serve``) answers Flow-GRPO's pickle protocol at ``POST /`` (read with a restricted
 unpickler), Flow-Factory's JSON at ``POST /compute`` and ``GET /health``; ``logicval serve --ray --replicas N``
-(extra ``serve-ray``) runs the same app as a Ray Serve deployment. The modules, one job each:
+(extra ``serve-ray``) runs the same app as a Ray Serve deployment. The reference page is ``docs/reward_server.md``.
+The modules, one job each:
 
 | module | job |
 |---|---|
 | `unpickling` | pickle bytes from a socket -> plain values, or a refusal before anything runs |
 | `protocol` | the two wire formats, size caps, answers (`RewardRequest`, `SampleResult`) |
 | `items` | a metadata item (GenEval metadata or a LogicVal item) -> a `Task` |
+| `prompts` | ``--prompts``: a prompt's text -> its item (Flow-Factory's client sends only prompts) |
+| `reward_modes` | the dense rewards of LogicVal items, one registry entry each (``fraction``, ``probability``) |
 | `rewards` | a task and a perceived scene -> the image's rewards (GenEval's partial rule, LogicVal's verdicts) |
 | `worker` | one micro-batch: decode, one batched perception call per domain, verify |
 | `pool` | where batches run: worker processes (restarted when one dies) or a thread |
 | `batching` | concurrent requests merged into micro-batches; 503 when the queue is full |
-| `health` | model loaded, model files present |
-| `config`, `app` | the configuration; the FastAPI routes |
+| `health` | model loaded, model files present; messages without the machine's paths |
+| `config`, `app` | the configuration and the workers rule; the FastAPI routes |
+| `http_server` | the app under uvicorn, stopped cleanly by SIGTERM or SIGINT |
 | `ray_deployment` | the same app on Ray Serve, N replicas |
 | `client` | a Python client shaped like Flow-GRPO's (retries, chunks of 64, pickle) |
 

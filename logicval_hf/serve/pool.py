@@ -148,27 +148,19 @@ class WorkerPool:
         stop_helpers()
 
 
-def _end(pid: int | None, closing_fd: int | None, timeout: float) -> None:
-    """Close ``closing_fd`` (the pipe whose end-of-file tells the helper ``pid`` to exit), then wait for ``pid``
-    for up to ``timeout`` seconds and kill it if it is still there."""
-    if closing_fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(closing_fd)
-    if pid is None:
+def _stop_bounded(helper: Any, pid: int | None, timeout: float) -> None:
+    """``helper._stop()`` (multiprocessing's own stop: it closes the helper's pipe and waits for it to exit), given
+    ``timeout`` seconds before the helper process ``pid`` is killed, which ends the wait."""
+    stop = getattr(helper, "_stop", None)
+    if pid is None or stop is None:
         return
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if done:
-            return
-        if time.monotonic() > deadline:
+    waiter = threading.Thread(target=stop, name="logicval-stop-helper", daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    if waiter.is_alive():
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return
-        time.sleep(0.02)
+        waiter.join(1.0)
 
 
 def stop_helpers(timeout: float = 1.0) -> None:
@@ -176,18 +168,9 @@ def stop_helpers(timeout: float = 1.0) -> None:
 
     Both exit on their own once every process holding their pipe has ended; ``multiprocessing`` only stops them at
     interpreter exit, with waits that have no bound. Here each gets ``timeout`` seconds, then SIGKILL."""
-    from multiprocessing import forkserver, resource_tracker, util
+    from multiprocessing import forkserver, resource_tracker
 
     server: Any = forkserver._forkserver  # the process-wide instances; their private state is typed nowhere
-    with server._lock:
-        pid, fd = server._forkserver_pid, server._forkserver_alive_fd
-        server._forkserver_pid = server._forkserver_alive_fd = None
-        address, server._forkserver_address = server._forkserver_address, None
-        _end(pid, fd, timeout)
-        if address and not util.is_abstract_socket_namespace(address) and os.path.exists(address):
-            os.unlink(address)
+    _stop_bounded(server, getattr(server, "_forkserver_pid", None), timeout)
     tracker: Any = resource_tracker._resource_tracker
-    with tracker._lock:
-        pid, fd = tracker._pid, tracker._fd
-        tracker._pid = tracker._fd = None
-        _end(pid, fd, timeout)
+    _stop_bounded(tracker, getattr(tracker, "_pid", None), timeout)
