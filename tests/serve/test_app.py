@@ -103,6 +103,14 @@ def test_bad_samples_get_error_entries_in_a_200(client):
     assert "must be a dict" in errors[4]
 
 
+def test_a_path_sent_as_a_scene_graph_is_never_read(client, tmp_path):
+    secret = tmp_path / "scene.json"  # a scene graph on the server's disk, named by a client
+    secret.write_text(_scene("red").decode())
+    a = pickle.loads(_post(client, {"images": [str(secret).encode()], "meta_datas": [{"spec": RED}]}).content)
+    assert a["strict_rewards"] == [0.0] and "JSON object" in a["errors"][0]["error"]
+    assert str(tmp_path) not in a["errors"][0]["error"]
+
+
 def test_a_malicious_pickle_is_refused_with_400_and_never_runs(client, tmp_path):
     marker = tmp_path / "pwned"
 
