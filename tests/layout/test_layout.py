@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ ROOMS = {"contract", "asp", "benchmark", "perception", "scoring", "generation", 
          "common", "serve", "repair"}
 
 
+@functools.lru_cache(maxsize=1)  # read once per run: the tests below only look at it
 def _graph() -> dict[str, set[str]]:
     """Every package module and the package modules it imports, at any scope: module level, inside functions and
     classes, under ``if TYPE_CHECKING:`` (`logicval_hf.common.imports`, tested in tests/common)."""
