@@ -56,23 +56,26 @@ def test_images_in_folder(tmp_path):
         images_in_folder(tmp_path / "nope", [])
 
 
-def test_each_pair_is_grounded_once_and_the_relaxed_verdict_is_derived(monkeypatch):
-    import logicval_hf.asp.solver as solver_mod
+def test_each_pair_is_verified_once_and_the_relaxed_verdict_is_derived(monkeypatch):
+    """One `Solver.verify_many` call for all pairs, in one count mode (scenes of one spec then share a grounding,
+    the solver's own contract); the count-relaxed verdict is derived from the strict one, not verified again."""
+    from logicval_hf.asp.solver import Solver
 
     calls = []
-    real = solver_mod._verify_batch
+    real = Solver.verify_many
 
-    def counting(spec, scenes):
-        calls.append(len(scenes))
-        return real(spec, scenes)
+    def counting(self, pairs, count="strict", **kwargs):
+        pairs = list(pairs)
+        calls.append((len(pairs), count))
+        return real(self, pairs, count=count, **kwargs)
 
-    monkeypatch.setattr(solver_mod, "_verify_batch", counting)
+    monkeypatch.setattr(Solver, "verify_many", counting)
     two = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50))
     three = scene(obj("red", "cube", "metal", 50, 50), obj("blue", "cube", "metal", 150, 50),
                   obj("gray", "sphere", "rubber", 250, 250))
     none = scene(obj("blue", "cube", "metal", 50, 50))
     out = compute([two, three, none], [SPEC] * 3)
-    assert calls == [3]  # one grounding for the three scenes of one spec, one count mode
+    assert calls == [(3, "strict")]  # the three scenes of one spec in one call, one count mode
     got = [(s["ok"], s["relaxed_ok"], s["count_ok"], s["violated"]) for s in out["per_sample"]]
     assert got == [(False, True, False, []), (True, True, True, []), (False, False, False, [0])]
     assert out["relaxed_score"] == pytest.approx(2 / 3) and out["logicval_score"] == pytest.approx(1 / 3)
