@@ -30,6 +30,17 @@ def test_the_readme_is_reference_sized():
     assert len((REPO / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
 
 
+def test_every_relative_link_of_the_pages_resolves():
+    """The README is an index of docs/: every page it (or a docs page of the front door) links to exists, anchors
+    included."""
+    bad = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if "://" not in target and not (page.parent / target).exists():
+                bad.append(f"{page.relative_to(REPO)} -> {target}")
+    assert not bad, bad
+
+
 def _commands(text: str) -> list[str]:
     """``logicval ...`` commands: inline code spans, and lines of bash blocks (comments cut)."""
     spans = re.findall(r"`(logicval [^`]+)`", text)
