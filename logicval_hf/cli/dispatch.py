@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
@@ -179,7 +179,13 @@ def standalone_main(add_subcommands: Callable[[Any], None], argv: Sequence[str] 
     return dispatch(parser, argv)
 
 
-def standalone(add_subcommands: Callable[[Any], None], description: str) -> Callable[[Sequence[str] | None], int]:
+class EntryPoint(Protocol):
+    """A command group's ``main``: runs ``argv`` (default: the command line) and returns the exit status."""
+
+    def __call__(self, argv: Sequence[str] | None = None) -> int: ...
+
+
+def standalone(add_subcommands: Callable[[Any], None], description: str) -> EntryPoint:
     """A command group's ``main(argv=None)``: `standalone_main` over its subcommands."""
     def main(argv: Sequence[str] | None = None) -> int:
         return standalone_main(add_subcommands, argv, description)
