@@ -163,6 +163,7 @@ def compute(
     probabilistic: bool | Mapping[str, Any] = False,
     probs: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
+    repair: bool = False,
 ) -> dict[str, Any]:
     """Verdicts, scores and breakdowns for paired predictions and references.
 
@@ -182,6 +183,9 @@ def compute(
             ``epsilon``); adds ``probabilistic_score`` and per-sample ``probability`` fields.
         probs: keep the objects' attribute probability tables in the per-sample scene graphs.
         timeout: time budget in seconds for labelling each spec given without its label (None: no budget).
+        repair: also compute each sample's cheapest repair (`logicval_hf.repair`, under ``count``, within
+            ``timeout`` each): adds ``mean_repair_cost`` (overall and per package in ``by_package``) and per-sample
+            ``repair_cost``, ``repair_optimal``, ``edits`` and ``instructions``.
     Returns:
         ``aggregate`` of the records (``logicval_score``, ``relaxed_score``, ``abstention_rate``, ``by_load``,
         breakdowns) plus ``per_sample`` when asked.
@@ -216,6 +220,15 @@ def compute(
         results = [probability(rec.spec, rec.scene, count=count, label=rec.label, solver=solver, **settings)
                    for rec in records]
         out["probabilistic_score"] = float(np.mean([r.p for r in results]))
+    repairs = None
+    if repair:
+        from logicval_hf.repair.scores import mean_costs, repair_many
+
+        repairs = repair_many([(rec.spec, rec.scene) for rec in records], count=count, timeout=timeout,
+                              solver=solver)
+        out["mean_repair_cost"], per_package = mean_costs(repairs, [rec.package for rec in records])
+        for package, mean in per_package.items():
+            out["by_package"][package]["mean_repair_cost"] = mean
     if per_sample:
         out["per_sample"] = []
         for k, rec in enumerate(records):
@@ -223,6 +236,10 @@ def compute(
             if results is not None:
                 r = results[k]
                 sample.update(probability=r.p, probability_exact=r.exact, probability_stderr=r.stderr)
+            if repairs is not None:
+                from logicval_hf.repair.scores import sample_fields
+
+                sample.update(sample_fields(repairs[k]))
             out["per_sample"].append(sample)
     return out
 

@@ -73,6 +73,8 @@ Args:
     timeout (`float`, optional): time budget in seconds for labelling each specification given without its
         label (default 20; `None`: no budget). Past it the call raises `SolverTimeout` (a `ValueError`) naming
         the reference, never a label the solver has not proved.
+    repair (`bool`, optional): also compute each sample's cheapest repair, the fewest edits (set an attribute,
+        move, remove or add an object) after which its scene satisfies its specification (default `False`).
 
 Returns:
     logicval_score (`float` in [0, 1]): fraction of samples whose verdict is ok (strict count).
@@ -85,11 +87,14 @@ Returns:
     by_load (`dict`): success on SAT specs per compositional load, the number of objects plus the number of
         constraints (`n + m`, keys as strings: `"4"` ... `"15"`), with `n`, `score` and `relaxed_score`.
     probabilistic_score (`float` in [0, 1]): mean probability of satisfaction (only with `probabilistic`).
+    mean_repair_cost (`float`): mean number of edits to satisfaction (only with `repair`; also per package in
+        `by_package`).
     per_sample (`list` of `dict`): `id`, `package`, `label`, `ok`, `relaxed_ok`, `count_ok`, `violated`
         (0-based indices of the failing constraints), `n_objects`, `load`, `confidence` (the perception
         backend's probability in [0, 1] that the scene graph is right, e.g. the `clevr` parser's; `None` when
         the backend or the given scene graph has none: look at the least confident images first), `scene` (and
-        `probability`, `probability_exact`, `probability_stderr` with `probabilistic`).
+        `probability`, `probability_exact`, `probability_stderr` with `probabilistic`; `repair_cost`,
+        `repair_optimal`, `edits` and `instructions` with `repair`).
 
 Raises:
     ValueError: no samples, unequal lengths, images mixed with scene graphs, or a malformed item (the message
@@ -180,7 +185,7 @@ class Logicval(evaluate.Metric):
         get_backend(self.backend)
 
     def _compute(self, predictions, references, backend=None, count="strict", per_sample=True,
-                 probabilistic=False, backend_settings=None, probs=False, timeout=DEFAULT_TIMEOUT):
+                 probabilistic=False, backend_settings=None, probs=False, timeout=DEFAULT_TIMEOUT, repair=False):
         return compute(predictions, references, backend=backend or self.backend, per_sample=per_sample,
                        backend_settings=backend_settings, count=count, probabilistic=probabilistic, probs=probs,
-                       timeout=timeout)
+                       timeout=timeout, repair=repair)
