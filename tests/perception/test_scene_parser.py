@@ -303,7 +303,7 @@ def test_decode_reads_attributes_at_the_visible_point():
     assert (d.vx, d.vy) == (3.5 * 8, 8.0) and (d.cx, d.cy) == (8.0, 8.0)  # the centre stays the peak's
 
 
-# ---- images as T2I models frame and light them (issue 21) ------------------------------------------------
+# ---- images as T2I models frame and light them ------------------------------------------------------------
 SHIFT_IMAGE = "clevr_v1_train__CLEVR_train_000514.png"
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "clevr_perception.py"
 
