@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from typing import Any
+
+from logicval_hf.cli.dispatch import standalone
 
 __all__ = ["add_subcommands", "cmd_render_clevr", "main"]
 
@@ -150,11 +151,8 @@ def add_subcommands(subparsers: Any) -> None:
     p.set_defaults(func=cmd_render_clevr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)."""
-    from logicval_hf.cli.dispatch import standalone_main
-
-    return standalone_main(add_subcommands, argv, "LogicVal CLEVR renders with Blender.")
+#: the standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)
+main = standalone(add_subcommands, "LogicVal CLEVR renders with Blender.")
 
 
 if __name__ == "__main__":
