@@ -22,13 +22,13 @@ tiny_models = lazy("tiny_models")
 from logicval_hf import Scene, load_catalog, verify  # noqa: E402
 from logicval_hf.contract.domain import load_domain  # noqa: E402
 from logicval_hf.perception import PerceptionError, extract_scene, extract_scenes  # noqa: E402
-from logicval_hf.perception.neural import (  # noqa: E402
+from logicval_hf.perception.neural import build_pipeline  # noqa: E402
+from logicval_hf.perception.neural.prompts import (  # noqa: E402
     GENEVAL_TEMPLATES,
     attribute_sources,
-    build_pipeline,
     default_detector_prompt,
-    geneval_crop,
 )
+from logicval_hf.perception.neural.views import geneval_crop  # noqa: E402
 
 COCO = load_domain("coco")
 CLEVR = load_catalog().domain

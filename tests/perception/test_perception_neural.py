@@ -25,17 +25,10 @@ open_clip = lazy("open_clip")
 from logicval_hf import Scene, SceneObject, load_catalog  # noqa: E402
 from logicval_hf.generation.render import render_scene  # noqa: E402
 from logicval_hf.perception import neural  # noqa: E402
-from logicval_hf.perception.neural import (  # noqa: E402
-    VIEW_SCALES,
-    VIEW_SPECS,
-    box_iou,
-    build_pipeline,
-    containment,
-    default_detector_prompt,
-    render_view,
-    suppress_duplicates,
-    view_window,
-)
+from logicval_hf.perception.neural import build_pipeline  # noqa: E402
+from logicval_hf.perception.neural.boxes import box_iou, containment, suppress_duplicates  # noqa: E402
+from logicval_hf.perception.neural.prompts import TEMPLATES, attribute_sources, default_detector_prompt  # noqa: E402
+from logicval_hf.perception.neural.views import VIEW_SCALES, VIEW_SPECS, render_view, view_window  # noqa: E402
 
 DOMAIN = load_catalog().domain
 TINY_CLIP = "logicval-test-tiny-clip"
@@ -322,7 +315,7 @@ def test_template_and_view_aggregation_by_hand(models, images):
     for b, dist in zip(boxes, got, strict=True):
         for a in DOMAIN.perceived_attributes:
             values = DOMAIN.attributes[a]
-            templates = neural.TEMPLATES[a]
+            templates = TEMPLATES[a]
             logits = np.zeros(len(values))
             for size, bg in VIEW_SPECS[a]:
                 f = feat(render_view(rgb, b, VIEW_SCALES[size], bg, 100))
@@ -396,7 +389,6 @@ def test_loading_from_local_directories(models, images, tmp_path):
 def test_clevr_keeps_the_papers_pipeline(pipe, images):
     """CLEVR: the detector gets the one shape prompt and gives boxes only; CLIP over views perceives every
     attribute (the noun too), as in the paper; the scenes are CLEVR scenes."""
-    from logicval_hf.perception.neural import attribute_sources
 
     assert attribute_sources(DOMAIN) == dict.fromkeys(DOMAIN.perceived_attributes, "views")
     texts = []

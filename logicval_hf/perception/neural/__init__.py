@@ -68,29 +68,14 @@ from typing import Any
 from logicval_hf.common.extras import BACKEND_EXTRAS
 from logicval_hf.contract.scene import Scene
 from logicval_hf.perception.backend import PerceptionBackend
-from logicval_hf.perception.neural.boxes import box_iou, containment, suppress_duplicates
-from logicval_hf.perception.neural.detector import Detection
 from logicval_hf.perception.neural.loading import clear_cache, load_clip, load_detector, load_pipeline
 from logicval_hf.perception.neural.pipeline import NeuralPipeline, build_pipeline
-from logicval_hf.perception.neural.prompts import (
-    GENEVAL_LOGIT_SCALE,
-    GENEVAL_TEMPLATES,
-    SOURCES,
-    TEMPLATES,
-    VIEW_DOMAINS,
-    attribute_sources,
-    default_detector_prompt,
-)
 from logicval_hf.perception.neural.settings import DEFAULTS, MODEL_SETTINGS
-from logicval_hf.perception.neural.views import VIEW_SCALES, VIEW_SPECS, geneval_crop, render_view, view_window
 
-__all__ = [
-    "DEFAULTS", "MODEL_SETTINGS", "VIEW_SCALES", "VIEW_SPECS", "TEMPLATES", "NeuralPipeline", "Detection",
-    "build_pipeline", "load_pipeline", "clear_cache", "extract", "extract_batch", "suppress_duplicates",
-    "box_iou", "containment", "view_window", "render_view", "default_detector_prompt", "SOURCES",
-    "GENEVAL_TEMPLATES", "VIEW_DOMAINS", "attribute_sources", "geneval_crop", "BACKEND", "GENEVAL_LOGIT_SCALE",
-    "load_clip", "load_detector",
-]
+# the backend's entry points and what builds a pipeline; the pieces are imported from their own modules
+# (boxes, detector, prompts, views)
+__all__ = ["BACKEND", "DEFAULTS", "MODEL_SETTINGS", "NeuralPipeline", "build_pipeline", "clear_cache", "extract",
+           "extract_batch", "load_clip", "load_detector", "load_pipeline"]
 
 
 def _split(settings: dict[str, Any]) -> tuple[NeuralPipeline, dict[str, Any]]:
