@@ -5,9 +5,11 @@ mode. The server's default is ``--reward``; a request (``"reward"``) or an item 
 |---|---|
 | ``fraction`` | ``1 - violated / m``: the share of the spec's m constraints the scene satisfies |
 | ``probability`` | ``P(scene |= C)`` under the perceived attribute distributions (`scoring.probabilistic`) |
+| ``repair`` | ``1 / (1 + cost)``, the cost of the cheapest repair (`logicval_hf.repair`: strict count, 1 per edit) |
 
 For an unsatisfiable spec a mode scores the strict verdict (1 only for the empty scene: satisfying part of a
-contradiction is no progress) unless its entry says ``scores_unsat``. A new mode is one entry in `REWARD_MODES`
+contradiction is no progress) unless its entry says ``scores_unsat`` (``repair`` does: removing objects is progress
+towards the empty scene). A new mode is one entry in `REWARD_MODES`
 (an object, or a lazy ``"package.module:attribute"`` reference resolved on first use)::
 
     REWARD_MODES.register("mine", RewardMode(my_score, "what it measures, in one line"))
@@ -61,6 +63,12 @@ def _probability(x: RewardInput) -> float:
     return float(probability(x.spec, x.scene, count="relaxed", label=x.label, solver=x.solver).p)
 
 
+def _repair(x: RewardInput) -> float:
+    from logicval_hf.repair.reward import repair_reward
+
+    return repair_reward(x.spec, x.scene, x.label, x.solver)
+
+
 def _adapt(name: str, mode: Any) -> RewardMode:
     if not isinstance(mode, RewardMode):
         raise ValueError(f"reward mode {name!r} must be a RewardMode, got {type(mode).__name__}")
@@ -72,6 +80,8 @@ REWARD_MODES: Registry[RewardMode] = Registry("reward mode", {
     "fraction": RewardMode(_fraction, "the share of the spec's constraints the scene satisfies"),
     "probability": RewardMode(_probability, "the probability that the scene satisfies the spec under the perceived "
                                             "attribute distributions"),
+    "repair": RewardMode(_repair, "1 / (1 + the number of edits of the cheapest repair to satisfaction)",
+                         scores_unsat=True),
 }, adapt=_adapt)
 
 
