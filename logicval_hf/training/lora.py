@@ -209,14 +209,6 @@ def encode_prompts(comp: Components, prompts: Sequence[str], max_sequence_length
     return family.encode_prompts(comp.text_pipeline, list(prompts), device, msl)
 
 
-def _cat_conds(conds: Sequence[Mapping[str, torch.Tensor | None]], model_type: str
-               ) -> dict[str, torch.Tensor | None]:
-    """Concatenate per-example prompt embeddings along the batch (Qwen-Image: pad to the longest)."""
-    if len(conds) == 1:
-        return dict(conds[0])
-    return get_family(model_type).cat_conds(list(conds))
-
-
 @torch.no_grad()
 def encode_images(comp: Components, pixel_values: torch.Tensor, sample: bool = True,
                   generator: torch.Generator | None = None) -> torch.Tensor:

@@ -98,10 +98,6 @@ def _scene_entries(folder: Path, report: list[str]) -> list[tuple[str, dict[str,
     return entries
 
 
-#: the object fields `_record` reads
-OBJECT_FIELDS = (*ATTRIBUTES, "pixel_coords", "bbox_xyxy", "mask_index")
-
-
 def mask_path(folder: Path, scene: dict[str, Any], image_name: str) -> Path:
     """Where a scene's instance mask lies: its ``mask_filename``, else ``masks/`` + the image's name."""
     return Path(folder) / (scene.get("mask_filename") or f"masks/{image_name}")
