@@ -1,6 +1,7 @@
 """The main job: benchmark -> images -> scene graphs -> verdicts -> report, offline, in one call.
 
-``run(out_dir)`` builds the benchmark (`logicval_hf.benchmark.sampler.cached_benchmark`), generates one image per
+``run(out_dir)`` reads the benchmark (`logicval_hf.benchmark.sampler.cached_benchmark`: from the user-level cache,
+or built once), generates one image per
 specification with each generator (`logicval_hf.generation.builtin`: ``oracle``, ``naive``, ``perturbed``), scores
 every image (`logicval_hf.scoring.evaluation.to_scenes` and `verify_scenes`; perception backend ``"clevr"`` by
 default: the shipped CLEVR scene parser), compares the metric's verdicts with the generators' *known truth* (the
@@ -14,7 +15,7 @@ reused), `workers` (the process pool), `generate` (stage 1), `score` (stage 2), 
 
 Output folder::
 
-    report.md, report.html      the paper's tables for every generator, agreement with the known truth
+    report.md, report.html      the tables for every generator, agreement with the known truth
     summary.json                headline numbers (see `logicval_hf.job.report.SUMMARY_KEYS`), timings per stage
     plots/*.png                 per-class and per-package bars per generator, agreement per package
     gallery/<generator>/<id>.jpg    a few thumbnails per generator (failures first) with the perceived boxes
