@@ -49,7 +49,7 @@ from logicval_hf.contract.spec import Spec
 from logicval_hf.generation.render import render_scene
 from logicval_hf.space import annotate as ann
 from logicval_hf.space import check as chk
-from logicval_hf.space import common
+from logicval_hf.space import common, edits
 from logicval_hf.space import compose as cmp
 from logicval_hf.space import explore as exp
 from logicval_hf.space import images as img
@@ -434,6 +434,12 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
             boxed = gr.Image(label="Detected objects", type="pil", interactive=False, height=300, elem_id="check-boxed")
             verdict_md = gr.Markdown()
             violations_md = gr.Markdown()
+    with gr.Row():
+        with gr.Column(scale=1):
+            edits_img = gr.Image(label="Repair: the edits drawn", type="pil", interactive=False, height=300,
+                                 elem_id="check-edits")
+        with gr.Column(scale=1):
+            repair_md = gr.Markdown(elem_id="check-repair")
     table = gr.Dataframe(label="Scene graph", interactive=False, headers=common.scene_headers(load_catalog().domain),
                          elem_id="check-table")
     with gr.Accordion("Result JSON (the /check answer; box coordinates under \"objects\")", open=False):
@@ -452,13 +458,22 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
         return (chk.draw_boxes(rgb, scene, chk.involved_objects(res)), chk.verdict_markdown(res),
                 chk.violations_markdown(res), _df(common.scene_rows(scene), common.scene_headers(scene)))
 
-    def clear():  # before every check: an error must not leave the previous verdict on screen
-        return None, "", "", _df([], common.scene_headers(load_catalog().domain)), None
+    @user_errors
+    def view_repair(res: Mapping[str, Any], image_path: str):
+        repair = res.get("repair") or {}
+        if not repair.get("edits"):
+            return None, edits.repair_markdown(res)
+        rgb = chk.load_upload(image_path, cfg.max_file_bytes)
+        return edits.draw_edits(rgb, Scene.from_dict(res["scene"]), repair), edits.repair_markdown(res)
 
-    (btn.click(clear, None, [boxed, verdict_md, violations_md, table, result], api_visibility="private",
-               queue=False)
+    def clear():  # before every check: an error must not leave the previous verdict on screen
+        return None, "", "", _df([], common.scene_headers(load_catalog().domain)), None, None, ""
+
+    (btn.click(clear, None, [boxed, verdict_md, violations_md, table, result, edits_img, repair_md],
+               api_visibility="private", queue=False)
      .then(check, [image, spec, backend], result, api_name="check")
-     .success(view, [result, image], [boxed, verdict_md, violations_md, table], api_name="check_view"))
+     .success(view, [result, image], [boxed, verdict_md, violations_md, table], api_name="check_view")
+     .success(view_repair, [result, image], [edits_img, repair_md], api_name="check_repair"))
     return {"spec": spec, "image": image}
 
 

@@ -22,6 +22,7 @@ from logicval_hf.contract.verbalise import constraint_names, constraint_text
 from logicval_hf.space import images
 from logicval_hf.space.common import boxes_json, listed, object_label, parse_spec_input
 from logicval_hf.space.config import NEURAL_ENV_PREFIX, default_backend  # noqa: F401  (re-exported)
+from logicval_hf.space.edits import repair_of
 from logicval_hf.space.explain import explain_constraint
 from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES
 
@@ -70,7 +71,8 @@ def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any
 
 def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = None,
                    solver: Solver | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> dict[str, Any]:
-    """Verdicts (strict and count-relaxed), the failing constraints with the objects involved, the score.
+    """Verdicts (strict and count-relaxed), the failing constraints with the objects involved, the score and the
+    cheapest repair (``repair``: `logicval_hf.space.edits.repair_of`).
 
     The scene is verified once: the count-relaxed verdict is derived from the strict one (`Verdict.with_count`;
     only ``ok`` depends on the count mode). A spec without a label is labelled within ``timeout`` seconds, else
@@ -110,6 +112,7 @@ def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = No
         "violated": violated,
         "notes": notes,
         "probability": probability_of(spec, scene, label),
+        "repair": repair_of(spec, scene, label, timeout),
     }
 
 
