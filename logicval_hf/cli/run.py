@@ -49,6 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             assets=args.assets,
             only_present=args.only_present,
             keep_images=args.keep_images,
+            repair=args.repair,
         )
     print(_headline(summary, args.out))
     for e in summary["generators"].values():  # again after the scores, which they qualify
@@ -134,6 +135,9 @@ def add_subcommands(subparsers: Any) -> None:
                         "from the official assets; seconds per image; bpy here or in $LOGICVAL_BLENDER_PYTHON)")
     r.add_argument("--assets", metavar="DIR", default=None,
                    help="the official CLEVR generator's image_generation/data/ folder (for --renderer blender)")
+    r.add_argument("--repair", action="store_true",
+                   help="also run one round of self-correction: each image's repair drawn by the built-in renderer, "
+                        "perceived again and verified (a report section; the repair costs are always reported)")
     r.set_defaults(func=cmd_run)
 
 

@@ -45,7 +45,7 @@ SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "i
 VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
 #: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders)
 GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement", "left_out",
-                  "warnings", "gallery", "confidence")
+                  "warnings", "gallery", "confidence", "repair")
 #: thumbnails per row of a gallery
 GALLERY_COLUMNS = 4
 OPERATOR_SYMBOLS = {"exists": "∃", "forall": "∀", "implies": "→", "count": "count"}
@@ -287,7 +287,37 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                   "none" if x["ok"] else what_broke(x["violated"], x.get("count_ok"), x["n_objects"], x.get("n"),
                                                     x.get("label"))] for x in c["least_certain"]], level=3))
 
-    # 6c. examples
+    # 6c. repairs: how far each image is from right, in edits
+    repaired = {g: e["repair"] for g, e in gens.items() if e.get("repair")}
+    if repaired:
+        top = max((int(k) for r in repaired.values() for k in r["costs"]), default=0)
+        shown_costs = [str(k) for k in range(min(top, 5) + 1)]
+        rows = [[g, r["n"], _fmt(r["mean"]), _fmt(r["median"])]
+                + [r["costs"].get(k, 0) for k in shown_costs]
+                + ([sum(v for k, v in r["costs"].items() if int(k) > 5)] if top > 5 else []) + [r["unproven"]]
+                for g, r in repaired.items()]
+        out.append(Section(
+            "Repair cost",
+            "The fewest edits after which each perceived scene satisfies its specification (`logicval repair`: "
+            "change a colour, shape or material, move, remove or add an object; each edit costs 1; for an UNSAT "
+            "specification every object is removed): how far an image is from right. Images per cost; "
+            "unproven: repairs the time budget cut short (the best found, an upper bound).",
+            ["generator", "images", "mean", "median", *[f"cost {k}" for k in shown_costs],
+             *(["cost > 5"] if top > 5 else []), "unproven"], rows))
+    corrected = {g: e["self_correction"] for g, e in gens.items() if e.get("self_correction")}
+    if corrected:
+        rows = [[g, label, s["n"], s["right_before"], f"{s['fixed']} ({_fmt(s['fixed_share'])})",
+                 _fmt(s["mean_edits"]), _fmt(s["median_cost"])]
+                for g, by_label in corrected.items() for label, s in by_label.items() if s["n"]]
+        out.append(Section(
+            "Self-correction (one round)",
+            "Each perceived scene repaired, the repaired scene drawn by the built-in renderer as the image editor, "
+            "perceived again and verified (`benchmarks/self_correct.py` runs the same loop): the images that "
+            "satisfy their specification after one round.",
+            ["generator", "label", "images", "right before", "right after one round", "mean edits",
+             "median cost"], rows))
+
+    # 6d. examples
     for g, e in gens.items():
         shots = e.get("gallery") or []
         if shots:
@@ -297,7 +327,8 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
                 "others, a few per package; yellow boxes: the objects the perception backend found. "
                 f"Thumbnails: `gallery/{g}/`.", level=3,
                 gallery=[(x["image"], x["id"], f"{x['id']}: {x['caption']}"
-                          + (f" (confidence {x['confidence']:.2f})" if x.get("confidence") is not None else ""))
+                          + (f" (confidence {x['confidence']:.2f})" if x.get("confidence") is not None else "")
+                          + _fix(x.get("instructions")))
                          for x in shots]))
 
     # 7. perturbations, failed generations, timings
@@ -338,6 +369,14 @@ def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[st
 # ---------------------------------------------------------------------------------------------
 # Markdown / HTML
 # ---------------------------------------------------------------------------------------------
+def _fix(instructions: Sequence[str] | None, shown: int = 2) -> str:
+    """A gallery caption's repair: its first sentences (what would make the image right)."""
+    if not instructions:
+        return ""
+    more = f" (+{len(instructions) - shown} more)" if len(instructions) > shown else ""
+    return " Fix: " + " ".join(instructions[:shown]) + more
+
+
 def _md_cell(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 

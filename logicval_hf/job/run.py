@@ -25,6 +25,7 @@ Output folder::
     intended/<generator>/<id>.json  the scene each generator intended and its metadata (known truth, change made)
     verdicts/<generator>/<id>.json  per-image verdict and perceived scene (cache, keyed by the backend, a hash
                                     of its code and model, and the image hash)
+    repairs/<generator>.json        every perceived scene's cheapest repair (cache, keyed by the spec and scene)
 
 Every file is written to a temporary name in its directory and renamed into place, so an interrupted run
 leaves no partial file; ``resume=True`` (default) reuses every image, intended scene and verdict already
@@ -52,6 +53,7 @@ from logicval_hf.job.cache import backend_fingerprint, generator_fingerprint, lo
 from logicval_hf.job.gallery import KEEP_IMAGES, pick_examples, prune_images, write_gallery
 from logicval_hf.job.generate import generate, render_settings
 from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, limit_rows, resolve_generators
+from logicval_hf.job.repairs import repair_records, repair_summary, self_correct
 from logicval_hf.job.score import SCORE_CHUNK, score
 from logicval_hf.job.timer import StageTimer
 from logicval_hf.job.workers import Workers
@@ -87,6 +89,7 @@ def run(
     assets: str | Path | None = None,
     only_present: bool = False,
     keep_images: str = "all",
+    repair: bool = False,
 ) -> dict[str, Any]:
     """Generate, perceive, verify and report; returns the summary (also written to ``summary.json``).
 
@@ -117,6 +120,9 @@ def run(
             ``"failures"`` (those the metric rejects or that disagree with the known truth) or ``"none"``; the
             report's gallery keeps small thumbnails either way, and a later run draws deleted images again.
             Images of a folder are never touched.
+        repair: also run one round of self-correction on every generator's images (`logicval_hf.job.repairs`: the
+            repaired scene drawn by the built-in renderer, perceived again and verified); every perceived scene's
+            cheapest repair is computed either way (the repair-cost distribution, the gallery's instructions).
     Raises:
         ValueError: an unknown generator / missing folder, a folder with no image named by a benchmark id, a
             bad ``limit`` or ``keep_images``.
@@ -147,6 +153,7 @@ def run(
     work: dict[str, dict[str, int]] = {}
     disagreements: dict[str, list[dict[str, Any]]] = {}
     shown: dict[str, tuple] = {}  # per generator, what its gallery is drawn from
+    repairs: dict[str, dict[str, dict]] = {}  # per generator, id -> the repair of its perceived scene
     workers = Workers(jobs)
     try:
         for name, folder in plan:
@@ -177,6 +184,12 @@ def run(
             gens[name].update(left_out=[r["id"] for r in rows if r["id"] not in scored_ids], warnings=notes)
             if intended is not None:
                 disagreements[name] = found_disagreements
+            with timer.stage(f"repair/{name}"):
+                repairs[name] = repair_records(out, name, scored.records, progress)
+                gens[name]["repair"] = repair_summary(repairs[name], scored.records)
+                if repair:
+                    gens[name]["self_correction"] = self_correct(name, scored.records, seed, size, backend, renderer,
+                                                                 assets, progress)
             shown[name] = (folder, scored_rows, {r["id"]: p for r, p in items}, scored.records,
                            known_truth(rows, intended))
     finally:
@@ -188,6 +201,8 @@ def run(
     for name, (folder, scored_rows, images, records, truth) in shown.items():
         picked = pick_examples(scored_rows, records, truth)
         gens[name]["gallery"] = write_gallery(out, name, picked, images, records, truth)
+        for entry in gens[name]["gallery"]:  # what would make each shown image right
+            entry["instructions"] = repairs[name].get(entry["id"], {}).get("instructions")
         if folder is None:
             work[name]["deleted_images"] = prune_images(out / "images" / name, [r["id"] for r in rows], records,
                                                         truth or {}, keep_images)

@@ -1,0 +1,89 @@
+"""Repairs in the main job: every perceived scene's cheapest repair (`logicval_hf.repair`), the repair-cost
+distribution per generator, and, when asked (``run(..., repair=True)``, ``logicval run --repair``), one round of
+self-correction on the built-in generators' images (`logicval_hf.repair.loop`: the generator's renderer draws the
+repaired scene, the perception backend reads it again, the solver verifies it).
+
+Repairs are kept in ``repairs/<generator>.json`` (id -> the repair's JSON and a key of its spec and scene), written
+atomically, and reused on resume while the key matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from logicval_hf.common.atomic import atomic_write_json
+from logicval_hf.scoring.scores import Record
+
+__all__ = ["repair_records", "repair_summary", "self_correct"]
+
+
+def _key(rec: Record) -> str:
+    text = rec.spec.key() + (rec.scene.to_json() if rec.scene is not None else "")
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def repair_records(out: Path, name: str, records: Mapping[str, Record], progress: bool = False) -> dict[str, dict]:
+    """The repair (JSON) of every record with a perceived scene, reusing ``repairs/<name>.json``."""
+    from tqdm import tqdm
+
+    from logicval_hf.repair import repair
+
+    path = out / "repairs" / f"{name}.json"
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        cached = {}
+    done: dict[str, dict] = {}
+    todo = [(i, rec) for i, rec in records.items() if rec.scene is not None]
+    for i, rec in tqdm(todo, desc=f"repair {name}", disable=not progress, unit="img", leave=False):
+        key = _key(rec)
+        hit = cached.get(i)
+        if isinstance(hit, dict) and hit.get("key") == key:
+            done[i] = hit
+            continue
+        done[i] = {"key": key, "repair": repair(rec.spec, rec.scene).to_dict()}
+    atomic_write_json(path, done, indent=1)
+    return {i: d["repair"] for i, d in done.items()}
+
+
+def repair_summary(repairs: Mapping[str, Mapping[str, Any]], records: Mapping[str, Record]) -> dict[str, Any]:
+    """The repair-cost distribution: images, mean and median cost, images per cost, per package, and how many
+    repairs were not proven optimal within the budget."""
+    costs = {i: int(r["cost"]) for i, r in repairs.items()}
+    by_package: dict[str, list[int]] = {}
+    for i, c in costs.items():
+        package = records[i].package
+        if package:
+            by_package.setdefault(package, []).append(c)
+    return {
+        "n": len(costs),
+        "mean": statistics.fmean(costs.values()) if costs else None,
+        "median": statistics.median(costs.values()) if costs else None,
+        "costs": {str(k): v for k, v in sorted(Counter(costs.values()).items())},
+        "by_package": {p: statistics.fmean(v) for p, v in by_package.items()},
+        "unproven": sum(not r["optimal"] for r in repairs.values()),
+    }
+
+
+def self_correct(name: str, records: Mapping[str, Record], seed: int, size: tuple[int, int], backend: str,
+                 renderer: str = "numpy", assets: str | Path | None = None, progress: bool = False) -> dict[str, Any]:
+    """One round of self-correction on ``name``'s images (`logicval_hf.repair.loop.summarise` of the outcome)."""
+    from tqdm import tqdm
+
+    from logicval_hf.generation.builtin import make_generator, seed_for
+    from logicval_hf.perception import extract_scenes
+    from logicval_hf.repair.loop import correct, summarise
+
+    editor = make_generator("oracle", seed=seed, image_size=size, renderer=renderer,
+                            assets=None if assets is None else str(assets))
+    items = [(i, rec.spec, rec.scene) for i, rec in records.items() if rec.scene is not None]
+    with tqdm(total=len(items), desc=f"self-correct {name}", disable=not progress, unit="img", leave=False) as bar:
+        outcome = correct(items, lambda rid, r: editor.render(r.scene, seed_for("self-correct", name, rid))[0],
+                          lambda images: extract_scenes(images, backend=backend), progress=bar.update)
+    return summarise(outcome)
