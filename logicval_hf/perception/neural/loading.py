@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from logicval_hf.perception.neural.pipeline import NeuralPipeline
-from logicval_hf.perception.neural.settings import MODEL_SETTINGS, default_device
+from logicval_hf.perception.neural.settings import MODEL_SETTINGS, default_device, merge_settings
 
 __all__ = ["clear_cache", "load_clip", "load_detector", "load_pipeline"]
 
@@ -46,7 +46,7 @@ def load_pipeline(**settings: Any) -> NeuralPipeline:
             clip, tok = load_clip(model["clip_model"], model["clip_pretrained"], model["device"])
             pipe = NeuralPipeline(det, proc, clip, tok, device=model["device"])
             _CACHE[key] = pipe
-    pipe._merge(settings)  # validate the run settings now
+    merge_settings(pipe.settings, settings, pipe.domain)  # validate the run settings now
     return pipe
 
 
