@@ -151,7 +151,6 @@ def add_subcommands(subparsers: Any) -> None:
     p.set_defaults(func=cmd_render_clevr)
 
 
-#: the standalone entry point with the ``logicval`` error convention (``logicval: error: ...``, status 2)
 main = standalone(add_subcommands, "LogicVal CLEVR renders with Blender.")
 
 
