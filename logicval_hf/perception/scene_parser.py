@@ -106,6 +106,7 @@ class SceneParser:
     def __init__(self, path: str | os.PathLike | None = None, threads: int | None = None,
                  attribute_model: str | os.PathLike | bool | None = None, precision: str | None = None):
         self.path = Path(path) if path is not None else SHIPPED_DETECTORS[_shipped_precision(precision, path)]
+        # ``meta``: the file's metadata as written (the recipe copies and rewrites it); the read uses ``settings``
         self.session, self.meta = open_session(
             self.path, threads, "scene-parser model",
             "train one with python -m logicval_hf.training.train_scene_parser --export FILE")
