@@ -111,9 +111,11 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
         return finish([Edit("remove", i) for i in index], True)
     if solver.verify(spec, counted, count=count, label="SAT").ok:
         return finish([], True)
-    if not spec.domain.ordered:
-        raise SolverLimit(f"repair in domain {spec.domain.name!r}: only centre-order domains (clevr) are repaired")
     problem = Problem(spec, counted, count, weights)
+    if not spec.domain.ordered and problem.tested()[1]:
+        raise SolverLimit(f"repair in domain {spec.domain.name!r}: this spec reads relations between boxes "
+                          f"({', '.join(sorted(problem.tested()[1]))}), which repair does not place yet; specs of "
+                          "counts, values and confidence ranks are repaired")
     results: dict[int, list[Edit]] = {}
 
     def realisable(choice: Choice) -> bool:

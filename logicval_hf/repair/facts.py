@@ -1,5 +1,10 @@
 """A repair problem as ASP facts for ``asp/repair.lp``: the input scene, the pool of added objects, the positions
-of `logicval_hf.repair.lattice`, the cost of each edit kind."""
+of `logicval_hf.repair.lattice`, the cost of each edit kind.
+
+In a box-geometry domain (COCO) only specs that read no relation are repaired (`logicval_hf.repair.api`): there no
+object needs to move, and an added object needs only a free place (`logicval_hf.repair.realise.free_boxes`), so no
+positions are written; confidence ranks the spec reads come from the detection scores (added objects last).
+"""
 
 from __future__ import annotations
 
@@ -40,14 +45,16 @@ class Problem:
         exact = [exact_box(o.bbox, self.unit) for o in objs]
         self.centres = [(cx, cy) for cx, cy, _, _ in exact]
         self.sizes = [(bw, bh) for _, _, bw, bh in exact]
-        self.axes = {"x": Axis.of("x", int(w * self.unit), [c[0] for c in self.centres]),
-                     "y": Axis.of("y", int(h * self.unit), [c[1] for c in self.centres])}
         if self.sizes:  # an added object as large as the input's median object (even, so that it halves)
             self.new_size = (_median(s[0] for s in self.sizes), _median(s[1] for s in self.sizes))
         else:
             side = int(min(w, h) * self.unit) // NEW_SIZE_SHARE // 2 * 2
             self.new_size = (side, side)
-        self.classes = {}
+        self.axes, self.classes = {}, {}
+        if not self.scene.domain.ordered:  # a box domain: no object moves (see the module docstring)
+            return
+        self.axes = {"x": Axis.of("x", int(w * self.unit), [c[0] for c in self.centres]),
+                     "y": Axis.of("y", int(h * self.unit), [c[1] for c in self.centres])}
         everyone = [(u, cx, cy) for u, (cx, cy) in enumerate(self.centres)]
         for o, (bw, bh) in enumerate(self.sizes):
             self.classes[o] = box_class(self.axes["x"], self.axes["y"], bw, bh, [c for c in everyone if c[0] != o])
@@ -68,12 +75,14 @@ class Problem:
 
     def tested(self) -> tuple[dict[str, set[str]], set[str]]:
         """The values (by attribute) and the relations the spec's literals test (slot values and literals written in
-        formulas)."""
+        formulas); a derived integer attribute the spec reads (a confidence rank) counts as tested, valueless."""
         attrs: dict[str, set[str]] = {}
         rels: set[str] = set()
 
         def walk(node: object) -> None:
             if isinstance(node, Mapping):
+                if node.get("op") == "value":
+                    attrs.setdefault(str(node["attr"]), set())
                 lit = node.get("lit")
                 if isinstance(lit, Mapping) and node.get("op") == "attr":
                     attrs.setdefault(str(lit["prop"]), set()).add(str(lit["value"]))
@@ -95,6 +104,20 @@ class Problem:
                     rels.add(v.rel)
         return attrs, rels
 
+    def _ranks(self, attrs: Mapping[str, set[str]], pool: int) -> list[str]:
+        """Confidence ranks the spec reads: ``ranked(A,W)`` (A ranks objects within equal values of W) and
+        ``outranks(Y,X)`` (Y's score is higher, or equal and Y comes first; an added object has none)."""
+        dom = self.scene.domain
+        read = [a for a in dom.numeric_attributes if a in attrs]
+        if not read:
+            return []
+        scores = [o.score if o.score is not None else float("-inf") for o in self.scene.objects]
+        scores += [float("-inf")] * pool
+        out = [f"ranked({a},{dom.derived[a]['within']})." for a in read]
+        out += [f"outranks({y},{x})." for x in range(len(scores)) for y in range(len(scores))
+                if y != x and (scores[y] > scores[x] or (scores[y] == scores[x] and y < x))]
+        return out
+
     def facts(self, pool: int) -> str:
         """The facts of this problem with ``pool`` slots for added objects."""
         dom = self.scene.domain
@@ -111,9 +134,11 @@ class Problem:
                                 if v in attrs.get(a, ()) or v in spare))
         if self.count == "strict" and self.spec.n is not None:
             out.append(f"count_target({self.spec.n}).")
-        out += sorted({f"ordered({dom.rules[r].axis})." for r in rels if r in dom.rules})
-        if "region" in attrs:
-            out.append("regions.")
+        if dom.ordered:
+            out += sorted({f"ordered({dom.rules[r].axis})." for r in rels if r in dom.rules})
+            if "region" in attrs:
+                out.append("regions.")
+        out += self._ranks(attrs, pool)
         if n:
             out += [f"input(0..{n - 1}).", f"last_input({n - 1})."]
         for o, obj in enumerate(self.scene.objects):

@@ -115,12 +115,37 @@ def float_box(cx: Fraction, cy: Fraction, w: Fraction, h: Fraction) -> Box:
     return x0, y0, x1, y1
 
 
+#: candidate centres per side of the image for an added object in a box domain
+FREE_GRID = 16
+
+
+def free_boxes(problem: Problem, choice: Choice) -> dict[int, tuple[Num, Num]] | None:
+    """Centres for the added objects of a box domain (nothing there moves, relations are not read): the first
+    centre of a `FREE_GRID` lattice, row by row, where the box lies inside the image and covers no other object's
+    centre (added boxes, all of one size, then cover no added centre either)."""
+    w, h = (int(v * problem.unit) for v in problem.scene.image_size)
+    hw, hh = Fraction(problem.new_size[0], 2), Fraction(problem.new_size[1], 2)
+    taken: list[tuple[Num, Num]] = [c for u, c in enumerate(problem.centres) if u not in choice.removed]
+    out: dict[int, tuple[Num, Num]] = {}
+    spots = [(Fraction(w * (2 * i + 1), 2 * FREE_GRID), Fraction(h * (2 * j + 1), 2 * FREE_GRID))
+             for j in range(FREE_GRID) for i in range(FREE_GRID)]
+    for x in choice.added:
+        free = (c for c in spots if hw <= c[0] <= w - hw and hh <= c[1] <= h - hh
+                and all(abs(c[0] - ox) > hw or abs(c[1] - oy) > hh for ox, oy in taken))
+        spot = next(free, None)
+        if spot is None:
+            return None
+        out[x] = spot
+        taken.append(spot)
+    return out
+
+
 def boxes(problem: Problem, choice: Choice) -> dict[int, Box] | None:
     """Float boxes of the moved and added objects, or None when they cannot all be placed."""
-    centres = place(problem, choice)
+    centres = place(problem, choice) if problem.scene.domain.ordered else free_boxes(problem, choice)
     if centres is None:
         return None
     return {x: float_box(*(problem.pixels(v) for v in (cx, cy, *_size(problem, x)))) for x, (cx, cy) in centres.items()}
 
 
-__all__ = ["ALTERNATIVES", "boxes", "float_box", "place"]
+__all__ = ["ALTERNATIVES", "FREE_GRID", "boxes", "float_box", "free_boxes", "place"]

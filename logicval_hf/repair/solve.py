@@ -166,10 +166,13 @@ def search(problem: Problem, budget: Budget, realisable: Callable[[Choice], bool
     best, finished = _Pool(problem, pool).best(budget, realisable)
     if not finished:
         return best
-    if best is None:  # no repair with so few additions: offer as many as the count allows
+    while best is None:  # no repair with so few additions: offer twice as many, up to what the count allows
         if pool >= cap:
             return None
-        return _Pool(problem, cap).best(budget, realisable)[0]
+        pool = min(cap, 2 * pool + 1)
+        best, finished = _Pool(problem, pool).best(budget, realisable)
+        if not finished:
+            return best
     wider = pool
     while wider < cap and least_cost(problem, wider + 1) < best.cost:
         wider += 1
