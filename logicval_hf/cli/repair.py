@@ -24,7 +24,8 @@ def _scene(path: str, spec: Any, backend: str) -> tuple[Any, bool]:
         data = read_json(path, "scene", "a scene graph is {'image_size': [W, H], 'objects': [...]}")
         return Scene.from_dict(data, spec.domain), False
     if not os.path.isfile(path):
-        raise ValueError(f"cannot read scene or image {path!r}: no such file")
+        what = "a folder" if os.path.isdir(path) else "no such file"
+        raise ValueError(f"cannot read scene or image {path!r}: {what}")
     from logicval_hf.common.extras import require_backend
     from logicval_hf.perception import extract_scene
     from logicval_hf.scoring.inputs import normalise_prediction

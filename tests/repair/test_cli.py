@@ -46,6 +46,7 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, capsys):
         ((str(tmp_path / "spec.json"), str(tmp_path / "scene.json"), "--costs", "jump=2"),
          "unknown cost key 'jump'; the allowed keys are set, move, add, remove"),
         ((str(tmp_path / "spec.json"), str(tmp_path / "missing.png")), "no such file"),
+        ((str(tmp_path / "spec.json"), str(tmp_path)), "a folder"),
         ((str(tmp_path / "scene.json"), str(tmp_path / "scene.json")), "spec"),
     ]:
         rc, out, err = _run(capsys, *argv)
