@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,9 @@ def check_costs(costs: Mapping[str, Any] | None) -> dict[str, int]:
                          f"got {type(costs).__name__}")
     for key, value in costs.items():
         if key not in DEFAULT_COSTS:
-            raise ValueError(f"unknown cost key {key!r}; the allowed keys are {', '.join(DEFAULT_COSTS)}")
+            close = difflib.get_close_matches(str(key), list(DEFAULT_COSTS), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"unknown cost key {key!r}; {hint}the allowed keys are {', '.join(DEFAULT_COSTS)}")
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"cost {key}={value!r} must be a positive integer (keys: {', '.join(DEFAULT_COSTS)})")
         out[key] = value
