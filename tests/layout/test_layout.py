@@ -109,6 +109,17 @@ def test_command_modules_import_only_the_dispatcher():
     assert not bad, bad
 
 
+def test_test_files_have_unique_names():
+    """pytest imports a test file by its bare name (tests/ has no packages): two ``test_space.py`` in two folders
+    make one of them fail to collect ("import file mismatch"), so every test file's name is unique."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        if "__pycache__" not in path.parts and path.name != "conftest.py":
+            seen.setdefault(path.name, []).append(path.relative_to(REPO).as_posix())
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, f"rename one of each: {clashes}"
+
+
 def test_the_package_version_is_the_projects():
     import tomllib
 
