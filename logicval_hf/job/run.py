@@ -185,6 +185,8 @@ def run(
             if intended is not None:
                 disagreements[name] = found_disagreements
             with timer.stage(f"repair/{name}"):
+                log.info("repair/%s: the cheapest repair of every perceived scene%s", name,
+                         ", then one round of self-correction" if repair else "")
                 repairs[name] = repair_records(out, name, scored.records, progress)
                 gens[name]["repair"] = repair_summary(repairs[name], scored.records)
                 if repair:

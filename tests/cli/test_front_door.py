@@ -90,7 +90,7 @@ def test_run_says_what_it_is_doing_from_the_start(tmp_path, capsys):
     assert summary["n_specs"] >= 1
     # every stage of the Timings table had a line as it began (perception and verification run as one: score/)
     stages = {k.replace("perceive/", "score/").replace("verify/", "score/") for k in summary["timings"]} - {"total"}
-    assert stages == {"benchmark", "generate/oracle", "score/oracle", "report"}
+    assert {"benchmark", "generate/oracle", "score/oracle", "report"} <= stages
     missing = [st for st in stages if not any(ln.startswith(f"logicval run: {st}: ") for ln in lines)]
     assert not missing, (missing, lines)
 
