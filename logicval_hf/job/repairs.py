@@ -29,7 +29,8 @@ def _key(rec: Record) -> str:
 
 
 def repair_records(out: Path, name: str, records: Mapping[str, Record], progress: bool = False) -> dict[str, dict]:
-    """The repair (JSON) of every record with a perceived scene, reusing ``repairs/<name>.json``."""
+    """The repair (JSON) of every record with a perceived scene, reusing ``repairs/<name>.json``; ``{"error": ...}``
+    where there is none to give (a scene past the repair's limit, a spec not labelled within the budget)."""
     from tqdm import tqdm
 
     from logicval_hf.repair import repair
@@ -47,15 +48,18 @@ def repair_records(out: Path, name: str, records: Mapping[str, Record], progress
         if isinstance(hit, dict) and hit.get("key") == key:
             done[i] = hit
             continue
-        done[i] = {"key": key, "repair": repair(rec.spec, rec.scene).to_dict()}
+        try:
+            done[i] = {"key": key, "repair": repair(rec.spec, rec.scene).to_dict()}
+        except ValueError as e:  # a scene past the repair's limit, a spec not labelled within the budget
+            done[i] = {"key": key, "repair": {"error": str(e)}}
     atomic_write_json(path, done, indent=1)
     return {i: d["repair"] for i, d in done.items()}
 
 
 def repair_summary(repairs: Mapping[str, Mapping[str, Any]], records: Mapping[str, Record]) -> dict[str, Any]:
-    """The repair-cost distribution: images, mean and median cost, images per cost, per package, and how many
-    repairs were not proven optimal within the budget."""
-    costs = {i: int(r["cost"]) for i, r in repairs.items()}
+    """The repair-cost distribution: images, mean and median cost, images per cost, per package, how many repairs
+    were not proven optimal within the budget and how many images got none (``errors``)."""
+    costs = {i: int(r["cost"]) for i, r in repairs.items() if "error" not in r}
     by_package: dict[str, list[int]] = {}
     for i, c in costs.items():
         package = records[i].package
@@ -67,7 +71,8 @@ def repair_summary(repairs: Mapping[str, Mapping[str, Any]], records: Mapping[st
         "median": statistics.median(costs.values()) if costs else None,
         "costs": {str(k): v for k, v in sorted(Counter(costs.values()).items())},
         "by_package": {p: statistics.fmean(v) for p, v in by_package.items()},
-        "unproven": sum(not r["optimal"] for r in repairs.values()),
+        "unproven": sum(not r["optimal"] for r in repairs.values() if "error" not in r),
+        "errors": sum("error" in r for r in repairs.values()),
     }
 
 

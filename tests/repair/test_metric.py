@@ -45,3 +45,12 @@ def test_the_evaluate_module_passes_repair_through(tmp_path, monkeypatch):
     out = module.compute(predictions=[json.dumps(FIVE)], references=[json.dumps(README_SPEC)], backend="given",
                          repair=True)
     assert out["mean_repair_cost"] == 1 and out["per_sample"][0]["repair_cost"] == 1
+
+
+def test_a_sample_without_a_repair_says_why_and_the_others_are_scored():
+    crowd = {**FIVE, "objects": [dict(FIVE["objects"][0], bbox=[20 * i, 0, 20 * i + 10, 10]) for i in range(19)]}
+    out = compute([json.dumps(crowd), json.dumps(FIVE)], _rows()[:2], backend="given", repair=True)
+    first, second = out["per_sample"]
+    assert first["repair_cost"] is None and "takes at most 18" in first["repair_error"]
+    assert second["repair_cost"] == 1 and "repair_error" not in second
+    assert out["mean_repair_cost"] == 1
