@@ -222,6 +222,13 @@ def test_configuration_modes(app):
         app.config_from_env({"LOGICVAL_SPACE_MAX_FILE_MB": "lots"})
     assert config.config_from_env({"LOGICVAL_SPACE_CACHE": "off"}).cache_dir is None
     assert config.config_from_env({"LOGICVAL_SPACE_CACHE": "/x/c"}).cache_dir == Path("/x/c")
+    # the built benchmark follows the user-level cache; annotations go to the user-level data folder, never the
+    # working folder, and nothing is created by reading the settings
+    assert config.config_from_env({"LOGICVAL_CACHE": "/x/u"}).cache_dir == Path("/x/u")
+    assert config.config_from_env({"LOGICVAL_CACHE": "off"}).cache_dir is None
+    protected = config.config_from_env({"LOGICVAL_SPACE_USER": "a", "LOGICVAL_SPACE_PASSWORD": "p",
+                                        "XDG_DATA_HOME": "/x/data"})
+    assert protected.annotation_root == Path("/x/data/logicval/annotations")
     cfg = app.config_from_env({"LOGICVAL_SPACE_USER": "alice, bob", "LOGICVAL_SPACE_PASSWORD": "pw",
                                "LOGICVAL_NEURAL_DETECTOR": "/weights/det"})
     assert cfg.credentials == [("alice", "pw"), ("bob", "pw")] and cfg.annotate_enabled
