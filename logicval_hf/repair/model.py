@@ -62,14 +62,10 @@ class Edit:
     bbox: tuple[float, float, float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "object": self.object}
-        if self.kind == "set":
-            out.update(attribute=self.attribute, old=self.old, new=self.new)
-        if self.kind == "add":
-            out["new"] = dict(self.new) if isinstance(self.new, Mapping) else self.new
-        if self.bbox is not None:
-            out["bbox"] = list(self.bbox)
-        return out
+        """Every field, None where it does not apply (one shape for every kind)."""
+        return {"kind": self.kind, "object": self.object, "attribute": self.attribute, "old": self.old,
+                "new": dict(self.new) if isinstance(self.new, Mapping) else self.new,
+                "bbox": list(self.bbox) if self.bbox is not None else None}
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ def test_compute_with_repair_adds_costs_edits_and_means_per_package():
     costs = [s["repair_cost"] for s in out["per_sample"]]
     assert costs == [1, 0, 1]  # one attribute; already right; one object too many (the red sphere goes)
     assert out["per_sample"][0]["edits"] == [{"kind": "set", "object": 2, "attribute": "color", "old": "red",
-                                              "new": "gray"}]
+                                              "new": "gray", "bbox": None}]
     assert out["per_sample"][0]["instructions"] == ["Make the red sphere gray."]
     assert all(s["repair_optimal"] for s in out["per_sample"])
     assert out["per_sample"][2]["instructions"] == ["Remove the red sphere."]
