@@ -116,7 +116,7 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
         raise SolverLimit(f"repair in domain {spec.domain.name!r}: this spec reads relations between boxes "
                           f"({', '.join(sorted(problem.tested()[1]))}), which repair does not place yet; specs of "
                           "counts, values and confidence ranks are repaired")
-    results: dict[int, list[Edit]] = {}
+    results: dict[int, tuple[Choice, list[Edit]]] = {}  # the choice is kept so that its id stays its own
 
     def realisable(choice: Choice) -> bool:
         placed = boxes(problem, choice)
@@ -125,17 +125,17 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
         edits = _edits(problem, choice, placed, index)
         if not solver.verify(spec, apply_edits(scene, edits), count=count, label="SAT").ok:
             return False
-        results[id(choice)] = edits
+        results[id(choice)] = (choice, edits)
         return True
 
     best = search(problem, budget, realisable)
-    if best is None:  # the budget ended first: replace every object by the solver's witness
+    if best is None:  # no repair found (the budget ended first): replace every object by the solver's witness
         witness = solver.solve(spec, image_size=scene.image_size).witness
         if witness is None:
             raise RuntimeError("internal error: a satisfiable spec without a witness")
         return finish([Edit("remove", i) for i in index]
                       + [Edit("add", None, new=dict(o.attributes), bbox=o.bbox) for o in witness.objects], False)
-    edits = results[id(best)]
+    edits = results[id(best)][1]
     if _cost(edits, weights) != best.cost:
         raise RuntimeError(f"internal error: the edits cost {_cost(edits, weights)}, the solver's choice {best.cost}")
     return finish(edits, best.optimal)
