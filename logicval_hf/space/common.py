@@ -127,13 +127,14 @@ def read_shipped(seed: int = DEFAULT_SEED, path: Path | None = None) -> dict[str
     return _rows_of(d, seed)
 
 
-def write_shipped(path: Path | None = None, seed: int = DEFAULT_SEED) -> Path:
-    """(Re)write the shipped rows from the current code (byte-identical when nothing changed)."""
+def write_shipped(path: Path | None = None, seed: int = DEFAULT_SEED, preset: int = 9 | lzma.PRESET_EXTREME) -> Path:
+    """(Re)write the shipped rows from the current code (byte-identical when nothing changed); ``preset``: xz's
+    (the shipped file is packed hardest, at a few seconds of CPU)."""
     path = SHIPPED_ROWS if path is None else path
     bench = cached_benchmark() if seed == DEFAULT_SEED else cached_benchmark(seed)
     doc = {"seed": seed, "fingerprint": fingerprint(), "rows": {n: list(bench.rows[n]) for n in PACKAGE_NAMES}}
     data = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-    atomic_write_bytes(path, lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+    atomic_write_bytes(path, lzma.compress(data, preset=preset))
     return path
 
 
