@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 import logicval_hf.perception as perception
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
@@ -226,13 +226,6 @@ _PALETTE = [(0, 114, 178), (0, 150, 80), (213, 94, 0), (120, 60, 170), (0, 128, 
             (140, 100, 30), (40, 40, 140), (100, 120, 0), (60, 60, 60)]
 
 
-def _font(size: int) -> Any:
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1
-        return ImageFont.load_default()
-
-
 def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -241,17 +234,8 @@ def draw_boxes(image: Any, scene: Scene, highlight: Any = (), min_width: int = 8
     """The image with every object's box and label (``#i colour material shape``); objects in ``highlight``
     (those involved in a failing constraint) get a thicker red frame. Small images are upscaled to
     ``min_width`` first so that the labels stay legible; labels are placed so that they do not overlap."""
-    im = Image.fromarray(image) if isinstance(image, np.ndarray) else image.convert("RGB")
-    if im.width < min_width:
-        f = min_width / im.width
-        im = im.resize((min_width, max(1, round(im.height * f))), Image.Resampling.BICUBIC)
-    else:
-        im = im.copy()
+    im, draw, sx, sy, font = images.drawing_canvas(image, scene.image_size, min_width)
     W, H = im.size
-    sx, sy = W / float(scene.image_size[0]), H / float(scene.image_size[1])
-    draw = ImageDraw.Draw(im)
-    fsize = max(12, round(min(W, 1.5 * H) / 48))
-    font = _font(fsize)
     hl = set(highlight)
     width = max(2, round(min(W, H) / 250))
     placed: list[tuple[float, float, float, float]] = []

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
+from logicval_hf.space.images import drawing_canvas
 
 #: the colour of each kind of edit on the image
 EDIT_COLOURS = {"remove": (220, 20, 20), "move": (230, 120, 0), "add": (0, 150, 60), "set": (130, 50, 190)}
@@ -49,13 +49,6 @@ def repair_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join([head, "", *lines])
 
 
-def _font(size: int) -> Any:
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1
-        return ImageFont.load_default()
-
-
 def _dashed(draw: ImageDraw.ImageDraw, box: Sequence[float], colour: tuple[int, int, int], width: int,
             dash: float) -> None:
     x0, y0, x1, y1 = box
@@ -80,16 +73,8 @@ def _tag(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, colour: 
 
 def draw_edits(image: Any, scene: Scene, repair: Mapping[str, Any], min_width: int = 800) -> Image.Image:
     """The image with the repair's edits drawn on it, numbered as its sentences (module docstring)."""
-    im = Image.fromarray(image) if isinstance(image, np.ndarray) else image.convert("RGB")
-    if im.width < min_width:
-        f = min_width / im.width
-        im = im.resize((min_width, max(1, round(im.height * f))), Image.Resampling.BICUBIC)
-    else:
-        im = im.copy()
+    im, draw, sx, sy, font = drawing_canvas(image, scene.image_size, min_width)
     W, H = im.size
-    sx, sy = W / float(scene.image_size[0]), H / float(scene.image_size[1])
-    draw = ImageDraw.Draw(im)
-    font = _font(max(12, round(min(W, 1.5 * H) / 48)))
     width = max(2, round(min(W, H) / 200))
 
     def px(box: Sequence[float]) -> tuple[float, float, float, float]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 import logicval_hf.perception as perception
 from logicval_hf.perception.images import open_checked
@@ -73,3 +73,26 @@ def decode(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str 
         except (OSError, ValueError, SyntaxError, EOFError) as e:  # the pixel data, past a valid header
             raise ImageInputError(f"{name}: corrupt or truncated image ({e})") from None
         return perception.load_image(im, what=name)
+
+
+def label_font(size: int) -> Any:
+    """Pillow's default font at ``size`` pixels (its bitmap font on Pillow < 10.1)."""
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1
+        return ImageFont.load_default()
+
+
+def drawing_canvas(image: Any, scene_size: tuple[float, float], min_width: int = 800
+                   ) -> tuple[Image.Image, ImageDraw.ImageDraw, float, float, Any]:
+    """What the Check tab draws a scene's boxes or edits on: a copy of the image (upscaled to ``min_width`` so that
+    labels stay legible), its draw handle, the scale from the scene's coordinates (x, y) and a label font sized to
+    the canvas."""
+    im = Image.fromarray(image) if isinstance(image, np.ndarray) else image.convert("RGB")
+    if im.width < min_width:
+        im = im.resize((min_width, max(1, round(im.height * min_width / im.width))), Image.Resampling.BICUBIC)
+    else:
+        im = im.copy()
+    W, H = im.size
+    font = label_font(max(12, round(min(W, 1.5 * H) / 48)))
+    return im, ImageDraw.Draw(im), W / float(scene_size[0]), H / float(scene_size[1]), font
