@@ -186,8 +186,9 @@ def run_server(args, jpegs, items) -> dict:
     for s in args.setting or ():
         cmd += ["--setting", s]
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    # the benchmark's own session: under Linux's autogroup scheduling a session of its own would get one share of
+    # a loaded machine, however many workers it runs; and a SIGTERM to the server stops all it started
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
         health = _wait(url)
@@ -195,11 +196,11 @@ def run_server(args, jpegs, items) -> dict:
                    lambda: _tree_cpu(proc.pid))
         return {"workers": health["workers"], **out}
     finally:
-        proc.send_signal(signal.SIGTERM)  # the server alone: it stops its workers itself
+        proc.send_signal(signal.SIGTERM)  # the server stops its workers itself
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            proc.kill()  # its workers exit when it is gone
             proc.wait(10)
 
 
@@ -271,6 +272,7 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--seed", type=int, default=509)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: stop the server too (the finally clauses)
 
     load_before = os.getloadavg()
     jpegs, items = make_images(args.specs, args.size, args.seed)

@@ -85,12 +85,12 @@ def _sources(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise ValueError(f"--prompts: {path} is neither a file nor a folder")
+        raise ValueError(f"--prompts: {path.name} is neither a file nor a folder")
     for found in (sorted(path.glob("*_metadata.jsonl")), sorted(path.glob("data/*.parquet")),
                   sorted(path.glob("*.jsonl"))):
         if found:
             return found
-    raise ValueError(f"--prompts: {path} holds no *_metadata.jsonl, data/*.parquet or *.jsonl file")
+    raise ValueError(f"--prompts: {path.name} holds no *_metadata.jsonl, data/*.parquet or *.jsonl file")
 
 
 class PromptIndex:
