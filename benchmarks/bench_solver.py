@@ -5,16 +5,16 @@ scene graphs (about 20 per spec, like scoring 20 generators on the benchmark), e
 that builds a fresh `clingo.Control` for every call (and for every core-shrinking step); then labels the shipped
 benchmark's 509 specs (seed 0), as `logicval build-dataset` does.
 
-Open-size specs (the coco domain, issue 24): the two count families for K = 2..10 ("at least K dogs, at least K
-cats, at most 2K-1 dogs or cats", UNSAT; "exactly K dogs and exactly K cats", SAT), GenEval's 553 prompts and
-Imag-Eval's prompts, each labelled by the solver and by the encoding before issue 24 (every attribute value, no
-canonical order, a universe of the counts and variables capped at 16 objects, counts assigned to variables), the
-old one under a budget per spec (``--old-budget``): past it, "no answer". Imag-Eval's prompt files are not in the
-repository (CC BY-NC); without ``--imag-eval FOLDER`` a seeded stand-in of the same shape is generated (114 files
-of three prompts, hard ones with four classes of four or five objects).
+Box geometry (the coco domain): chains of 2 to 8 objects each left of / right of / above / below / larger than /
+smaller than / inside / containing the next (SAT, each witness checked with GenEval's position rule), "inside and
+above" (SAT), contradictions (a cycle, left and right, larger and smaller, inside and larger: UNSAT with a minimal
+core); the open-size count families for K = 2..10 ("at least K dogs, at least K cats, at most 2K-1 dogs or cats",
+UNSAT; "exactly K dogs and exactly K cats", SAT); GenEval's 553 prompts and Imag-Eval's prompts. Imag-Eval's prompt
+files are not in the repository (CC BY-NC); without ``--imag-eval FOLDER`` a seeded stand-in of the same shape is
+generated (114 files of three prompts, hard ones with four classes of four or five objects).
 
     python benchmarks/bench_solver.py [--specs 509] [--scenes 10000] [--seed 0]
-        [--geneval METADATA] [--imag-eval FOLDER] [--old-budget 5] [--repair-job DIR] [--only clevr|open|repair]
+        [--geneval METADATA] [--imag-eval FOLDER] [--repair-job DIR] [--only clevr|open|repair]
 
 Repairs (issue 52): every perceived scene of the main job's naive and perturbed images (the job runs in
 ``--repair-job`` first, resumed) repaired end to end (label included), next to a baseline that verifies every single
@@ -34,13 +34,13 @@ from pathlib import Path
 
 import clingo
 
-from logicval_hf import Scene, SceneObject, Spec, load_catalog
 from logicval_hf.asp.encoding import scene_facts
-from logicval_hf.contract.params import random_constraint
 from logicval_hf.asp.programs import constraint_rules, solve_program, vocabulary
-from logicval_hf.asp.budget import Deadline
-from logicval_hf.asp.programs import (GRID, _mentioned, placement_tables, read_program, sizes_for)
 from logicval_hf.asp.solver import Solver
+from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.contract.params import random_constraint
+from logicval_hf.contract.scene import Scene, SceneObject
+from logicval_hf.contract.spec import Spec
 from logicval_hf.errors import SolverLimit, SolverTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +93,8 @@ def naive_verify(spec: Spec, scene: Scene) -> list[int]:
     ctl.add("base", [], prog)
     ctl.ground([("base", [])])
     out: list[int] = []
-    ctl.solve(on_model=lambda m: out.extend(s.arguments[0].number for s in m.symbols(atoms=True) if s.name == "violated"))
+    ctl.solve(on_model=lambda m: out.extend(s.arguments[0].number for s in m.symbols(atoms=True)
+                                            if s.name == "violated"))
     return sorted(out)
 
 
@@ -115,14 +116,14 @@ def clevr_tables(args: argparse.Namespace) -> None:
     # Scenes: for each spec its witness (when SAT) and random scenes of about n objects.
     pairs = []
     while len(pairs) < args.scenes:
-        for s, r in zip(specs, results):
+        for s, r in zip(specs, results, strict=True):
             if len(pairs) >= args.scenes:
                 break
             if r.satisfiable and rng.random() < 0.3:
                 pairs.append((s, r.witness))
             else:
                 pairs.append((s, random_scene(max(0, s.n + rng.choice([-1, 0, 0, 0, 1])), rng)))
-    labels = {s.key(): r.label for s, r in zip(specs, results)}
+    labels = {s.key(): r.label for s, r in zip(specs, results, strict=True)}
     t = time.perf_counter()
     verdicts = solver.verify_many(pairs, labels=[labels[s.key()] for s, _ in pairs])
     t_verify = time.perf_counter() - t
@@ -177,78 +178,8 @@ def count_family_unsat(k: int) -> Spec:
 def count_family_sat(k: int) -> Spec:
     """Exactly K dogs and exactly K cats: SAT with 2K objects."""
     return Spec.from_dict({"domain": "coco", "constraints": [
-        {"template": "X1/count_cmp", "params": {"A1": _lit("class", cls), "T": "=", "K": k}} for cls in ("dog", "cat")]})
-
-
-def old_program(spec: Spec) -> str:
-    """The solving program of an open-size box-domain spec as it was before issue 24: every value of every
-    attribute (domain.lp), no canonical order, a universe of the counts and variables added up within 16 objects,
-    every relation of the domain derived, counts assigned to variables (the paper's rendering)."""
-    from logicval_hf.asp.encoding import compile_constraint
-    from logicval_hf.asp.programs import vocabulary
-
-    dom = spec.domain
-
-    def variables(node: object) -> int:
-        if isinstance(node, dict):
-            return len(node.get("vars", ())) + sum(variables(v) for v in node.values())
-        return sum(variables(v) for v in node) if isinstance(node, list) else 0
-
-    need = 0
-    for c in spec.constraints:
-        need += sum(v for s_, v in zip(c.template.slots, c.params.values()) if s_.type == "count")
-        need += variables(c.template.formula) + variables(c.template.anti_vacuity)
-    u = max(1, min(16, need))
-    parts = [vocabulary(dom), read_program("domain.lp"),
-             f"slot(0..{u - 1}).\n{{ object(X) }} :- slot(X).\n:- object(X), X > 0, not object(X-1).\n"]
-    if _mentioned(spec)[1]:
-        sizes = sizes_for(spec)
-        tables = placement_tables(dom, sizes)
-        parts += [f"cell(0..{GRID * GRID - 1}). size(0..{len(sizes) - 1}).",
-                  " ".join(f for kind, facts in tables.values() for f in facts),
-                  "1 { at(X,C) : cell(C) } 1 :- object(X).", "1 { sized(X,S) : size(S) } 1 :- object(X).",
-                  f"placed(X,C*{len(sizes)}+S) :- at(X,C), sized(X,S).",
-                  "hasRelationship(X,R,Y) :- at(X,C), at(Y,D), X != Y, cell_rel(C,R,D).",
-                  "hasRelationship(X,R,Y) :- sized(X,S), sized(Y,T), X != Y, size_rel(S,R,T).",
-                  "hasRelationship(X,R,Y) :- placed(X,P), placed(Y,Q), X != Y, place_rel(P,R,Q).",
-                  "#defined cell_rel/3. #defined size_rel/3. #defined place_rel/3."]
-    for a, d in dom.derived.items():
-        if d["kind"] == "score_rank":
-            parts.append(f"hasProperty(X,{a},N+1) :- object(X), hasProperty(X,{d['within']},V), "
-                         f"N = #count{{ Y : object(Y), Y < X, hasProperty(Y,{d['within']},V) }}.")
-    parts += ["".join(compile_constraint(c, i) for i, c in enumerate(spec.constraints)),
-              " ".join(f"#external active({i}). [free]" for i in range(spec.m)),
-              ":- violated(I), active(I).\n#defined violated/1.\n#defined hasRelationship/3.\n"]
-    return "\n".join(parts)
-
-
-def old_label(spec: Spec, budget: float) -> tuple[str | None, float]:
-    """(label or None past the budget, seconds) with the old program, one Control, core shrinking as the solver
-    does (deletion, starting from clasp's core)."""
-    t = time.perf_counter()
-    deadline = Deadline(budget)
-    try:
-        ctl = clingo.Control(["--warn=none"], logger=lambda c, m: None)
-        ctl.add("base", [], old_program(spec))
-        ctl.ground([("base", [])])
-        deadline.check("grounding")
-        lits = [ctl.symbolic_atoms[clingo.Function("active", [clingo.Number(i)])].literal for i in range(spec.m)]
-
-        def sat(on: set[int]) -> tuple[bool, list[int]]:
-            core: list[int] = []
-            res = deadline.solve(ctl, [lit if i in on else -lit for i, lit in enumerate(lits)],
-                                 lambda m: False, core.extend)
-            return bool(res.satisfiable), [i for i, lit in enumerate(lits) if lit in core]
-
-        ok, core = sat(set(range(spec.m)))
-        if not ok:
-            keep = set(core or range(spec.m))
-            for i in sorted(keep):
-                if i in keep and not sat(keep - {i})[0]:
-                    keep.discard(i)
-        return ("SAT" if ok else "UNSAT"), time.perf_counter() - t
-    except SolverTimeout:
-        return None, time.perf_counter() - t
+        {"template": "X1/count_cmp", "params": {"A1": _lit("class", cls), "T": "=", "K": k}}
+        for cls in ("dog", "cat")]})
 
 
 def new_label(solver: Solver, spec: Spec, budget: float) -> tuple[str | None, float]:
@@ -271,7 +202,6 @@ def imag_eval_stand_in(folder: Path, seed: int = 0) -> Path:
     (hard, medium, easy): hard ones four classes of four or five when counting (17-20 objects), medium three of
     two, easy two of one or two; colours, two spatial and two size relations (one for easy), all drawn at random.
     A stand-in of the same shape for timing, not Imag-Eval's prompts."""
-    import itertools
 
     rng = random.Random(seed)
     skills = ["counting", "color", "spatial", "size", "emotion", "text"]
@@ -307,50 +237,104 @@ def imag_eval_stand_in(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def _row(name: str, new: tuple[str | None, float], old: tuple[str | None, float], budget: float) -> list[str]:
-    def cell(r: tuple[str | None, float]) -> str:
-        return f"{r[0]} in {r[1]:.3f} s" if r[0] is not None else f"no answer in {budget:g} s"
-    ratio = f"{old[1] / new[1]:.0f}x" if old[0] is not None and new[0] is not None and new[1] > 0 else "—"
-    return [name, cell(new), cell(old), ratio]
+def _chain(rel: str, k: int, extra: tuple[dict, ...] = ()) -> Spec:
+    """One object of each of k classes, each ``rel`` the next (counts = 1, group relations)."""
+    names = CHAIN_CLASSES[:k]
+    cons = [{"template": "X1/count_cmp", "params": {"A1": _lit("class", c), "T": "=", "K": 1}} for c in names]
+    cons += [_group(a, rel, b) for a, b in itertools.pairwise(names)]
+    return Spec.from_dict({"domain": "coco", "constraints": [*cons, *extra]})
+
+
+def _group(a: str, rel: str, b: str) -> dict:
+    return {"template": "X4/group_rel_all", "params": {"A1": _lit("class", a), "R1": {"rel": rel, "negated": False},
+                                                      "B1": _lit("class", b)}}
+
+
+CHAIN_CLASSES = ["dog", "cat", "bird", "person", "car", "cup", "book", "chair"]
+GENEVAL_WORDS = {"left": "left of", "right": "right of", "above": "above", "below": "below"}
+
+
+def _geneval_position(a: tuple[float, ...], b: tuple[float, ...]) -> set[str]:
+    """GenEval's published position rule (evaluation/evaluate_images.py), written out here."""
+    offset = [(a[0] + a[2]) / 2 - (b[0] + b[2]) / 2, (a[1] + a[3]) / 2 - (b[1] + b[3]) / 2]
+    dims = [(a[2] - a[0]) + (b[2] - b[0]), (a[3] - a[1]) + (b[3] - b[1])]
+    revised = [max(abs(o) - 0.1 * d, 0.0) * (1 if o > 0 else -1 if o < 0 else 0) for o, d in zip(offset, dims,
+                                                                                                strict=True)]
+    if all(abs(r) < 1e-3 for r in revised):
+        return set()
+    norm = (offset[0] ** 2 + offset[1] ** 2) ** 0.5
+    dx, dy = revised[0] / norm, revised[1] / norm
+    return {w for w, ok in (("left of", dx < -0.5), ("right of", dx > 0.5), ("above", dy < -0.5),
+                            ("below", dy > 0.5)) if ok}
+
+
+def box_tables(args: argparse.Namespace) -> None:
+    """The box-geometry goals: chains, "inside and above", contradictions, timed one label each."""
+    from logicval_hf.common.markdown import md_table
+
+    solver = Solver(max_specs=10_000)
+    rows = []
+    for rel in ("left", "right", "above", "below", "larger", "smaller", "inside", "contains"):
+        times, ok = [], True
+        for k in range(2, 9):
+            spec = _chain(rel, k)
+            t = time.perf_counter()
+            r = solver.solve(spec, timeout=args.budget)
+            times.append(time.perf_counter() - t)
+            boxes = {o["class"]: o.bbox for o in r.witness} if r.witness is not None else {}
+            ok &= r.satisfiable and solver.verify(spec, r.witness, label="SAT").ok
+            if rel in GENEVAL_WORDS:
+                ok &= all(GENEVAL_WORDS[rel] in _geneval_position(boxes[a], boxes[b])
+                          for a, b in itertools.pairwise(CHAIN_CLASSES[:k]))
+        rows.append([f"chains of 2..8, each {rel} the next", "SAT" if ok else "WRONG", f"{max(times):.3f} s",
+                     f"{sum(times):.3f} s"])
+    one = tuple({"template": "X1/count_cmp", "params": {"A1": _lit("class", c), "T": "=", "K": 1}}
+                for c in ("dog", "cat"))
+    cases = [("a dog inside a cat and above it", Spec.from_dict({"domain": "coco", "constraints": [
+                 *one, _group("dog", "inside", "cat"), _group("dog", "above", "cat")]}), "SAT"),
+             ("a cycle of three, each left of the next", _chain("left", 3, (_group("bird", "left", "dog"),)), "UNSAT"),
+             ("left of and right of", Spec.from_dict({"domain": "coco", "constraints": [
+                 *one, _group("dog", "left", "cat"), _group("dog", "right", "cat")]}), "UNSAT"),
+             ("larger and smaller", Spec.from_dict({"domain": "coco", "constraints": [
+                 *one, _group("dog", "larger", "cat"), _group("dog", "smaller", "cat")]}), "UNSAT"),
+             ("inside and larger", Spec.from_dict({"domain": "coco", "constraints": [
+                 *one, _group("dog", "inside", "cat"), _group("dog", "larger", "cat")]}), "UNSAT")]
+    for name, spec, truth in cases:
+        t = time.perf_counter()
+        r = solver.solve(spec, timeout=args.budget)
+        took = time.perf_counter() - t
+        label = r.label if r.label == truth else f"WRONG ({r.label})"
+        rows.append([name, f"{label} (core {list(r.core)})" if r.core else label, f"{took:.3f} s", ""])
+    print("\nBox geometry (coco), each labelled once with its witness or minimal core:")
+    print(md_table(["spec", "label", "slowest", "all"], rows))
 
 
 def open_tables(args: argparse.Namespace) -> None:
     from logicval_hf.common.markdown import md_table
 
-    budget, old_budget = args.budget, args.old_budget
+    budget = args.budget
     solver = Solver(max_specs=10_000)
     rows = []
     for family, make, truth in (("UNSAT", count_family_unsat, "UNSAT"), ("SAT", count_family_sat, "SAT")):
         for k in range(2, 11):
-            spec = make(k)
-            new, old = new_label(solver, spec, budget), old_label(spec, old_budget)
-            assert new[0] == truth, (family, k, new)
-            rows.append(_row(f"{'>=K dogs, >=K cats, <=2K-1 dogs or cats' if family == 'UNSAT' else '=K dogs, =K cats'}"
-                             f" (K={k}, {truth})", new, old, old_budget) + ["" if old[0] in (None, truth) else "wrong"])
+            label, took = new_label(solver, make(k), budget)
+            assert label == truth, (family, k, label)
+            rows.append([f"{'>=K dogs, >=K cats, <=2K-1 dogs or cats' if family == 'UNSAT' else '=K dogs, =K cats'}"
+                         f" (K={k})", str(label), f"{took:.3f} s"])
     print("\nOpen-size count families (coco), each labelled once (witness or minimal core):")
-    print(md_table(["spec", "labelled (new)", f"encoding before issue 24 (budget {old_budget:g} s)", "ratio", "old"],
-                   rows))
+    print(md_table(["spec", "label", "time"], rows))
 
     for name, specs in _peer_specs(args):
-        new_times: list[float | None] = []
+        labels: list[str | None] = []
+        times: list[float] = []
         for spec in specs:
             label, took = new_label(solver, spec, budget)
-            new_times.append(took if label is not None else None)
-        done = [t for t in new_times if t is not None]
-        picked = list(range(0, len(specs), max(1, args.old_sample)))
-        old_times, old_answers, disagree = [], 0, 0
-        for i in picked:
-            label, took = old_label(specs[i], old_budget)
-            old_times.append(took)
-            if label is not None:
-                old_answers += 1
-                disagree += label != solver.solve(specs[i]).label
-        new_on_sample = sum(new_times[i] or 0.0 for i in picked)
-        print(f"\n{name}: {len(specs)} prompts, {len(done)} labelled ({len(specs) - len(done)} past the {budget:g} s "
-              f"budget or the object limit) in {sum(done):.2f} s, slowest {max(done):.3f} s; the encoding before "
-              f"issue 24 on {len(picked)} of them: {sum(old_times):.2f} s against {new_on_sample:.2f} s "
-              f"(ratio {sum(old_times) / max(new_on_sample, 1e-9):.1f}x), {old_answers} answered within "
-              f"{old_budget:g} s, {disagree} of those with another label")
+            labels.append(label)
+            times.append(took)
+        done = [t for t, lab in zip(times, labels, strict=True) if lab is not None]
+        print(f"\n{name}: {len(specs)} prompts, {labels.count('SAT')} SAT, {labels.count('UNSAT')} UNSAT, "
+              f"{labels.count(None)} past the {budget:g} s budget or a solver limit; {sum(times):.2f} s in all, "
+              f"slowest {max(done, default=0.0):.3f} s")
 
 
 def _peer_specs(args: argparse.Namespace) -> list[tuple[str, list[Spec]]]:
@@ -460,10 +444,6 @@ def main() -> None:
                                                              "../shared/peers/geneval/...)")
     ap.add_argument("--imag-eval", metavar="FOLDER", help="Imag-Eval's outputs/prompts folder (default: a stand-in)")
     ap.add_argument("--budget", type=float, default=20.0, help="the solver's budget per spec in seconds (default 20)")
-    ap.add_argument("--old-budget", type=float, default=5.0,
-                    help="the budget per spec of the encoding before issue 24 (default 5)")
-    ap.add_argument("--old-sample", type=int, default=1, metavar="EVERY",
-                    help="label every EVERY-th peer prompt with the old encoding (default 1: all)")
     ap.add_argument("--repair-job", default="bench_solver_job", metavar="DIR",
                     help="the main job's folder for the repair table (run there first, resumed)")
     ap.add_argument("--repair-seed", type=int, default=509, help="the main job's benchmark seed (default 509)")
@@ -474,6 +454,7 @@ def main() -> None:
     if args.only in (None, "clevr"):
         clevr_tables(args)
     if args.only in (None, "open"):
+        box_tables(args)
         open_tables(args)
     if args.only in (None, "repair"):
         repair_table(args)

@@ -16,6 +16,8 @@ import sys
 from typing import Any
 
 from logicval_hf.asp.budget import Deadline
+from logicval_hf.asp.labelling import SolveResult, label_here
+from logicval_hf.contract.scene import Scene
 from logicval_hf.errors import SolverTimeout, SpecError
 
 #: seconds the child may take beyond the budget to start (interpreter and imports) before it is killed
@@ -24,16 +26,13 @@ START_UP = 0.9
 MEMORY_MB = 4096
 
 
-def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadline) -> Any:
-    """A `logicval_hf.asp.solver.SolveResult` computed in a child process within ``deadline``.
+def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadline) -> SolveResult:
+    """A `SolveResult` computed in a child process within ``deadline``.
 
     Raises:
         SolverTimeout: the child did not answer within the budget (it is killed).
         SpecError: the child refused the spec (the same errors as in-process).
     """
-    from logicval_hf.asp.solver import SolveResult
-    from logicval_hf.contract.scene import Scene
-
     left = deadline.remaining()
     if left is None:
         raise ValueError("solve_in_child needs a budget")
@@ -72,8 +71,6 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ImportError, ValueError, OSError):  # not available here: the parent's kill at the budget still applies
         pass
-    from logicval_hf.asp.solver import label_here
-
     req = json.load(sys.stdin)
     try:
         result = label_here(req["spec"], tuple(req["image_size"]), Deadline(req["timeout"], end=req["end"]))

@@ -16,14 +16,14 @@ from __future__ import annotations
 import random
 
 import pytest
-
+import reference_box
 from coco_specs import COCO, TEMPLATES, random_constraint, random_scene, random_spec
 from helpers import examples
+
 from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.reference import constraint_holds, violated
 from logicval_hf.contract.spec import Spec
-import reference_box
 
 CATALOG = load_catalog()
 

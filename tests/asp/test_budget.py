@@ -88,7 +88,7 @@ def test_a_spec_with_a_large_grounding_is_labelled_in_a_child_process(monkeypatc
     there = Solver().solve(spec, timeout=30)
     assert there.to_dict() == here.to_dict()
     t = time.monotonic()
-    with pytest.raises(SolverTimeout, match="time budget of 0.05 s"):
+    with pytest.raises(SolverTimeout, match=r"time budget of 0\.05 s"):
         Solver().solve({"domain": "coco", "constraints": [count("dog", "=", 8)]}, timeout=0.05)
     assert time.monotonic() - t < 0.05 + 1.0
 
@@ -103,8 +103,11 @@ def test_cli_solve_has_a_budget_and_exits_2_past_it(tmp_path, capsys):
     assert err.startswith("logicval: error: labelling the spec exceeded its time budget of 1e-09 s")
     assert len(err.strip().splitlines()) == 1
     assert main(["solve", str(path)]) == 0 and json.loads(capsys.readouterr().out)["label"] == "SAT"
-    assert main(["solve", str(path), "--timeout", "0"]) == 2
-    assert "timeout must be a positive number" in capsys.readouterr().err
+    try:  # refused when the arguments are read (argparse exits 2) or when the budget is checked (main returns 2)
+        status = main(["solve", str(path), "--timeout", "0"])
+    except SystemExit as e:
+        status = e.code
+    assert status == 2 and "positive number" in capsys.readouterr().err
 
 
 def test_the_default_budget_is_documented_in_the_help(capsys):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from helpers import violations
+
 from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.scene import Scene, SceneObject

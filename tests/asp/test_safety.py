@@ -1,7 +1,7 @@
 import pytest
-
 from helpers import attr
-from logicval_hf import Spec, SolverTimeout, UnsafeProgramError
+
+from logicval_hf import SolverTimeout, Spec, UnsafeProgramError
 from logicval_hf.asp.programs import spec_program
 from logicval_hf.asp.safety import check_program, run_program
 

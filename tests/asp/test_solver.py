@@ -1,8 +1,8 @@
 import random
 
 import pytest
-
 from helpers import attr, examples, obj, random_spec, rel
+
 from logicval_hf import Scene, Spec
 from logicval_hf.asp.solver import Solver, solve, verify
 

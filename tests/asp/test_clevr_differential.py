@@ -7,14 +7,14 @@ import random
 import zlib
 
 import pytest
+from helpers import CATALOG, examples, random_scene, random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import CATALOG, examples, random_scene, random_spec
 from logicval_hf import Spec
+from logicval_hf.asp.solver import Solver
 from logicval_hf.contract import reference
 from logicval_hf.contract.params import random_constraint
-from logicval_hf.asp.solver import Solver
 
 TEMPLATES = sorted(CATALOG.templates)
 
