@@ -10,7 +10,8 @@ core, both by clingo) and `write_import` writes::
 
 which loads with ``datasets.load_dataset(folder)``. The folder is built beside ``out`` and moved into place in
 one step, so a failed import never leaves a partial folder (an existing ``out`` stays until the new one is
-complete).
+complete). When ``out`` holds an earlier import, its labels are compared with the new ones, prompt by prompt (by the
+``source`` column): the summary's ``relabelled`` and the card's changelog say how many changed and which.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import CONSTRAINT_ITEM_TEMPLATE, constraint_names, constraint_text
 from logicval_hf.errors import SolverLimit, SolverTimeout
 
-__all__ = ["IMPORT_COLUMNS", "SourceError", "import_rows", "write_import", "unsat_table"]
+__all__ = ["CHANGELOG", "IMPORT_COLUMNS", "SourceError", "import_rows", "previous_labels", "relabelled", "unsat_table",
+           "write_import"]
 
 #: the benchmark's columns every imported row has (the source's own fields follow them)
 IMPORT_COLUMNS = {
@@ -144,7 +146,62 @@ def unsat_table(rows: Sequence[Mapping[str, Any]], group: str) -> str:
     return md_table([group, "prompts", "UNSAT", "cores (templates)"], table)
 
 
-def _card(name: str, rows: Sequence[Mapping[str, Any]], about: str, group: str | None) -> str:
+#: the card's standing changelog entry: what the labels of box relations mean
+CHANGELOG = (
+    "Box relations (left, right, above, below, larger, smaller, inside, containing) are decided for real boxes: as "
+    "orders of the objects on each axis, of their areas and of containment, a spec being UNSAT only when no boxes in "
+    "the image satisfy it (`docs/solver.md`, \"Box geometry\"). Imports labelled before placed boxes on a 3 x 3 "
+    "lattice of cells and four sizes: a chain of more than three objects on one axis, or a box inside another and "
+    "off its centre, was labelled UNSAT. Re-importing into a folder that holds such an import reports the labels "
+    "that changed (below, and in the summary's `relabelled`)."
+)
+
+
+def previous_labels(out: str | Path) -> dict[str, str]:
+    """``source -> label`` of the import already in folder ``out`` (empty when there is none or it cannot be read)."""
+    path = Path(out) / "data" / "test.parquet"
+    if not path.is_file():
+        return {}
+    try:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path, columns=["source", "label"]).to_pydict()
+    except Exception:  # noqa: BLE001  an unreadable old folder is replaced like any other; nothing to compare
+        return {}
+    return dict(zip(table["source"], table["label"], strict=True))
+
+
+def relabelled(before: Mapping[str, str], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """How the labels of the prompts of an earlier import changed: ``{"compared", "changed": {"UNSAT -> SAT": k,
+    ...}, "sources": [...]}`` (None without an earlier import)."""
+    if not before:
+        return None
+    moves: collections.Counter[str] = collections.Counter()
+    sources = []
+    compared = 0
+    for r in rows:
+        old = before.get(r["source"])
+        if old is None:
+            continue
+        compared += 1
+        if old != r["label"]:
+            moves[f"{old} -> {r['label']}"] += 1
+            sources.append(r["source"])
+    return {"compared": compared, "changed": dict(sorted(moves.items())), "sources": sources}
+
+
+def _changelog(changes: Mapping[str, Any] | None) -> list[str]:
+    lines = ["## Changelog", "", f"- {CHANGELOG}"]
+    if changes is not None:
+        moved = ", ".join(f"{k}: {v}" for k, v in changes["changed"].items()) or "none"
+        lines.append(f"- Relabelled against the import this folder held: {len(changes['sources'])} of "
+                     f"{changes['compared']} labels changed ({moved})"
+                     + (": " + ", ".join(f"`{s}`" for s in changes["sources"]) if changes["sources"] else "") + ".")
+    return [*lines, ""]
+
+
+def _card(name: str, rows: Sequence[Mapping[str, Any]], about: str, group: str | None,
+          changes: Mapping[str, Any] | None = None) -> str:
     labels = collections.Counter(r["label"] for r in rows)
     columns = md_table(["column", "meaning"], [[k, v] for k, v in IMPORT_COLUMNS.items()])
     extra = [k for k in rows[0] if k not in IMPORT_COLUMNS] if rows else []
@@ -167,6 +224,7 @@ def _card(name: str, rows: Sequence[Mapping[str, Any]], about: str, group: str |
     if group is not None and rows:
         lines += [unsat_table(rows, group), ""]
     lines += ["## Columns", "", columns, "", f"Source fields: {', '.join(f'`{k}`' for k in extra) or 'none'}.", ""]
+    lines += _changelog(changes)
     return "\n".join(lines)
 
 
@@ -175,7 +233,7 @@ def write_import(
 ) -> dict[str, Any]:
     """Write the dataset folder ``out`` (README.md + data/test.parquet) atomically.
 
-    Returns ``{"folder", "rows", "labels"}``.
+    Returns ``{"folder", "rows", "labels"}``, and ``relabelled`` (`relabelled`) when ``out`` held an import.
     Raises:
         ValueError: no rows, or rows whose columns differ.
     """
@@ -189,15 +247,19 @@ def write_import(
         if list(r) != keys:
             raise ValueError(f"row {r.get('id')} has columns {list(r)}, expected {keys}")
     out = Path(out)
+    changes = relabelled(previous_labels(out), rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         (tmp / "data").mkdir(parents=True)
         pq.write_table(pa.Table.from_pylist(list(rows)), tmp / "data" / "test.parquet", compression="zstd")
-        (tmp / "README.md").write_text(_card(name, rows, about, group), encoding="utf-8")
+        (tmp / "README.md").write_text(_card(name, rows, about, group, changes), encoding="utf-8")
         replace_dir(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     labels = collections.Counter(r["label"] for r in rows)
-    return {"folder": str(out), "rows": len(rows), "labels": dict(labels)}
+    summary: dict[str, Any] = {"folder": str(out), "rows": len(rows), "labels": dict(labels)}
+    if changes is not None:
+        summary["relabelled"] = changes
+    return summary

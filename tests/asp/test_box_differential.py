@@ -116,6 +116,6 @@ def test_verdicts_on_random_coco_scenes_agree_with_the_interpreter(n):
             pairs.append((spec, random_scene(rng, rng.randint(0, 7), lattice=rng.random() < 0.5)))
     verdicts = Solver(max_specs=100_000).verify_many(pairs, labels=["SAT"] * len(pairs))
     mismatches = [(s.to_json(), sc.to_json(), list(v.violated), violated(s, sc))
-                  for (s, sc), v in zip(pairs, verdicts) if list(v.violated) != violated(s, sc)]
+                  for (s, sc), v in zip(pairs, verdicts, strict=False) if list(v.violated) != violated(s, sc)]
     assert not mismatches, f"{len(mismatches)} of {len(pairs)} disagree, first: {mismatches[0]}"
     assert 0.1 < sum(bool(v.violated) for v in verdicts) / len(verdicts) < 0.9  # not degenerate

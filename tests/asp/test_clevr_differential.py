@@ -33,14 +33,14 @@ def test_ten_thousand_random_pairs_over_all_templates():
     assert len(pairs) >= 10_000
     verdicts = Solver().verify_many(pairs, labels=["SAT"] * len(pairs))
     mismatches = []
-    for (spec, scene), v in zip(pairs, verdicts):
+    for (spec, scene), v in zip(pairs, verdicts, strict=False):
         expected = reference.violated(spec, scene)
         if list(v.violated) != expected:
             mismatches.append((spec.to_dict(), scene.to_dict(), v.violated, expected))
     assert not mismatches, f"{len(mismatches)} disagreements, first: {mismatches[0]}"
     # the cases are not degenerate: both outcomes occur for every class
     by_class = {}
-    for (spec, _), v in zip(pairs, verdicts):
+    for (spec, _), v in zip(pairs, verdicts, strict=False):
         by_class.setdefault(spec.constraints[0].cls, set()).add(bool(v.violated))
     assert all(outcomes == {True, False} for outcomes in by_class.values()), by_class
 

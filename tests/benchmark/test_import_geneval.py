@@ -83,7 +83,7 @@ def test_dataset_columns_labels_and_source_fields(dataset):
                                         "witness", "core", "core_text"]
     assert dataset.column_names[9:] == SOURCE_FIELDS
     assert len(dataset) == len(lines)
-    for k, (row, meta) in enumerate(zip(dataset, lines)):
+    for k, (row, meta) in enumerate(zip(dataset, lines, strict=False)):
         assert row["id"] == f"geneval-{k:04d}" and row["line"] == k + 1
         assert row["source"] == f"GenEval {SAMPLE.name}:{k + 1}"
         assert row["tag"] == meta["tag"] and row["prompt"] == meta["prompt"]
@@ -102,7 +102,7 @@ def test_dataset_columns_labels_and_source_fields(dataset):
 
 def test_witnesses_pass_genevals_rule(dataset):
     """Every SAT row's witness, read as detections, is an image GenEval would score correct."""
-    for row, meta in zip(dataset, sample_lines()):
+    for row, meta in zip(dataset, sample_lines(), strict=False):
         if row["label"] == "SAT":
             detections = json.loads(row["witness"])["objects"]
             assert all("score" in d for d in detections)
@@ -159,8 +159,8 @@ def differential(lines, per_line: int, seed: int, solver: Solver, labels=None):
     scenes = [scene_of(d) for _, d in cases]
     ref = [geneval_correct(lines[k], d) for k, d in cases]
     lab = [labels[k] if labels else "SAT" for k, _ in cases]
-    got = solver.verify_many([(specs[k], s) for (k, _), s in zip(cases, scenes)], labels=lab)
-    plain = solver.verify_many([(plains[k], s) for (k, _), s in zip(cases, scenes)], labels=["SAT"] * len(cases))
+    got = solver.verify_many([(specs[k], s) for (k, _), s in zip(cases, scenes, strict=False)], labels=lab)
+    plain = solver.verify_many([(plains[k], s) for (k, _), s in zip(cases, scenes, strict=False)], labels=["SAT"] * len(cases))
     return [k for k, _ in cases], ref, got, plain
 
 
@@ -169,15 +169,15 @@ def test_sample_agrees_with_genevals_rule(solver, dataset):
     labels = list(dataset["label"])
     idx, ref, got, plain = differential(lines, 40, seed=1, solver=solver, labels=labels)
     assert len(ref) == 600
-    bad = [(lines[k]["prompt"], r, v.constraints_ok) for k, r, v in zip(idx, ref, got) if r != v.constraints_ok]
+    bad = [(lines[k]["prompt"], r, v.constraints_ok) for k, r, v in zip(idx, ref, got, strict=False) if r != v.constraints_ok]
     assert not bad, bad[:5]
-    for k, r, v in zip(idx, ref, got):
+    for k, r, v in zip(idx, ref, got, strict=False):
         if labels[k] == "SAT":
             assert v.ok == r  # open scene size: ok is exactly "every constraint holds"
         else:
             assert not r  # GenEval never scores an UNSAT line correct
     assert 0.25 < sum(ref) / len(ref) < 0.75  # the detection sets are biased to both verdicts
-    assert sum(r != p.ok for r, p in zip(ref, plain)) > 0  # ranks matter on this sample
+    assert sum(r != p.ok for r, p in zip(ref, plain, strict=False)) > 0  # ranks matter on this sample
 
 
 @pytest.mark.slow
@@ -186,12 +186,12 @@ def test_all_real_lines_agree_with_genevals_rule(solver):
     lines = [json.loads(s) for s in REAL.read_text(encoding="utf-8").splitlines() if s.strip()]
     idx, ref, got, plain = differential(lines, 8, seed=0, solver=solver)
     assert len(ref) == 553 * 8
-    bad = [(lines[k]["prompt"], r) for k, r, v in zip(idx, ref, got) if r != v.ok]
+    bad = [(lines[k]["prompt"], r) for k, r, v in zip(idx, ref, got, strict=False) if r != v.ok]
     assert not bad, f"{len(bad)} disagreements, e.g. {bad[:5]}"
     for tag in ("single_object", "two_object", "counting", "colors", "position", "color_attr"):
-        verdicts = [r for k, r in zip(idx, ref) if lines[k]["tag"] == tag]
+        verdicts = [r for k, r in zip(idx, ref, strict=False) if lines[k]["tag"] == tag]
         assert 0.1 < sum(verdicts) / len(verdicts) < 0.9, tag
-    plain_off = {lines[k]["tag"] for k, r, p in zip(idx, ref, plain) if r != p.ok}
+    plain_off = {lines[k]["tag"] for k, r, p in zip(idx, ref, plain, strict=False) if r != p.ok}
     assert {"colors", "color_attr", "position"} <= plain_off  # where the plain reading is not GenEval's
 
 
@@ -276,3 +276,12 @@ def test_cli_reports_a_bad_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and f"{src}:1: include[0].color: 'teal' is not a color" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_reimport_compares_labels_with_the_folder_it_replaces(tmp_path):
+    out = tmp_path / "ds"
+    first = import_source(SAMPLE, out)
+    assert "relabelled" not in first and "## Changelog" in (out / "README.md").read_text()
+    again = import_source(SAMPLE, out)
+    assert again["relabelled"] == {"compared": first["rows"], "changed": {}, "sources": []}
+    assert f"0 of {first['rows']} labels changed (none)" in (out / "README.md").read_text()

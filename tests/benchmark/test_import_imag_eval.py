@@ -9,7 +9,7 @@ import pytest
 
 from logicval_hf.asp.solver import Solver
 from logicval_hf.benchmark.imported import SourceError
-from logicval_hf.benchmark.importers.imag_eval import import_source, instance_scores, read_source
+from logicval_hf.benchmark.importers.imag_eval import import_source, instance_scores
 from logicval_hf.cli.main import main
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.scene import Scene, SceneObject
@@ -192,7 +192,7 @@ def test_malformed_json_names_the_file_and_line(tmp_path):
         import_source(folder, tmp_path / "ds")
     assert not (tmp_path / "ds").exists()
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SourceError, match="has no <skills>.json prompt files"):
+    with pytest.raises(SourceError, match=r"has no <skills>\.json prompt files"):
         import_source(tmp_path / "empty", tmp_path / "ds")
 
 
@@ -201,8 +201,8 @@ def test_a_hard_prompt_of_twenty_objects_is_admitted_and_labelled(tmp_path):
     the 16-object cap used to refuse them)."""
     names = ["dog", "cat", "bird", "horse", "sheep"]
     folder = _broken(tmp_path, _set((*P1, "scene"), {
-        "objects": [{"object": n, "count": 4, "color": c} for n, c in zip(names, ["black", "white", "red", "brown",
-                                                                                 "white"])],
+        "objects": [{"object": n, "count": 4, "color": c}
+                    for n, c in zip(names, ["black", "white", "red", "brown", "white"], strict=True)],
         "spatial_relations": [["dog", "to the left of", "cat"], ["bird", "above", "horse"]],
         "size_relations": [["horse", "larger", "sheep"]]}))
     summary = import_source(folder, tmp_path / "ds", skip_unsupported=True)
@@ -213,6 +213,37 @@ def test_a_hard_prompt_of_twenty_objects_is_admitted_and_labelled(tmp_path):
     assert row["source"].endswith("counting+spatial+size.json:prompt[1]") and row["label"] == "SAT"
     witness = Scene.from_dict(json.loads(row["witness"]), COCO)
     assert len(witness) == 20 and Solver().verify(json.loads(row["spec_json"]), witness).ok
+
+
+def test_a_box_inside_another_and_below_it_is_sat_and_a_reimport_reports_the_changed_label(tmp_path):
+    """A chair inside a toothbrush and the toothbrush under the chair: a small box in the upper part of a large one.
+    The lattice labelled this UNSAT; a re-import over a folder holding that label reports the change."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = _broken(tmp_path, _set((*P1, "scene"), {
+        "objects": [{"object": "chair", "color": "blue"}, {"object": "toothbrush", "color": "white"}],
+        "spatial_relations": [["chair", "inside", "toothbrush"], ["toothbrush", "under", "chair"]],
+        "size_relations": []}))
+    out = tmp_path / "ds"
+    first = import_source(folder, out, skip_unsupported=True)
+    assert "relabelled" not in first
+    table = pq.read_table(out / "data" / "test.parquet").to_pylist()
+    row = next(r for r in table if r["source"].endswith("counting+spatial+size.json:prompt[1]"))
+    assert row["label"] == "SAT"
+    witness = Scene.from_dict(json.loads(row["witness"]), COCO)
+    chair = next(i for i, o in enumerate(witness) if o["class"] == "chair")
+    brush = next(i for i, o in enumerate(witness) if o["class"] == "toothbrush")
+    assert witness.holds("inside", chair, brush) and witness.holds("above", chair, brush)
+    for r in table:  # the folder as the lattice left it
+        if r is row:
+            r.update(label="UNSAT", witness="", core=[0, 1])
+    pq.write_table(pa.Table.from_pylist(table), out / "data" / "test.parquet")
+    again = import_source(folder, out, skip_unsupported=True)
+    assert again["relabelled"] == {"compared": len(table), "changed": {"UNSAT -> SAT": 1},
+                                   "sources": [row["source"]]}
+    card = (out / "README.md").read_text()
+    assert "## Changelog" in card and f"1 of {len(table)} labels changed (UNSAT -> SAT: 1)" in card
 
 
 def test_a_prompt_past_the_object_limit_or_the_budget_is_an_error_or_left_out(tmp_path):

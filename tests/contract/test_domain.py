@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import examples
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.domain import domain_names, load_domain
 from logicval_hf.contract.scene import Scene
@@ -28,7 +28,7 @@ def test_shipped_domains():
 
 def test_clevr_domain_file_is_the_catalog_block():
     """The CLEVR domain file declares exactly the contract's vocabulary (catalog.json's domain block)."""
-    block = json.loads((load_catalog().raw and json.dumps(load_catalog().raw["domain"])))
+    block = json.loads(load_catalog().raw and json.dumps(load_catalog().raw["domain"]))
     clevr = load_domain("clevr")
     assert load_catalog().domain is clevr
     for attr in ("color", "shape", "material", "region"):
@@ -78,7 +78,7 @@ def geneval_relations(a, b, margin=0.1):
     off = (ca[0] - cb[0], ca[1] - cb[1])
     dims = ((a[2] - a[0]) + (b[2] - b[0]), (a[3] - a[1]) + (b[3] - b[1]))
     red = []
-    for o, d in zip(off, dims):
+    for o, d in zip(off, dims, strict=False):
         m = max(abs(o) - margin * d, 0.0)
         red.append(m if o > 0 else -m if o < 0 else 0.0)
     if all(abs(r) < 1e-3 for r in red):

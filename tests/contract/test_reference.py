@@ -11,15 +11,22 @@ import copy
 import random
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import examples
 from logicval_hf import Constraint, Scene, Spec, load_catalog
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.reference import (
-    AbstractWorld, BruteForceLimit, FormulaError, brute_force_satisfiable, constraint_holds, formula_holds,
-    is_tautology, spec_holds, violated,
+    AbstractWorld,
+    BruteForceLimit,
+    FormulaError,
+    brute_force_satisfiable,
+    constraint_holds,
+    formula_holds,
+    is_tautology,
+    spec_holds,
+    violated,
 )
 from logicval_hf.contract.reference.compiled import _compile_constraint, _Grid
 from logicval_hf.contract.reference.search import _naive_search, _search
