@@ -156,7 +156,7 @@ def render_folder(root: Path, n: int, masks: bool = False) -> Path:
         Image.fromarray(rec.rgb).save(root / "images" / name)
         objs = []
         mask = np.zeros(rec.rgb.shape[:2], np.uint8)
-        for k, ((cx, cy), (w, h), lab) in enumerate(zip(rec.centres, rec.sizes, rec.labels)):
+        for k, ((cx, cy), (w, h), lab) in enumerate(zip(rec.centres, rec.sizes, rec.labels, strict=False)):
             box = [int(cx - w / 2), int(cy - h / 2), int(cx + w / 2), int(cy + h / 2)]
             objs.append({**{a: cls[a][int(lab[k])] for k, a in enumerate(attrs)}, "size": "large",
                          "pixel_coords": [float(cx), float(cy), 10.0], "bbox_xyxy": box, "mask_index": k + 1})

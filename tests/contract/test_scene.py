@@ -2,9 +2,16 @@ import json
 import math
 
 import pytest
-
 from helpers import obj
+
 from logicval_hf import Scene, SceneError
+
+RED_CUBE = obj("red", "cube", "metal", 10, 10)
+
+
+def one(o: dict) -> dict:
+    """A 480x320 scene dict holding the one object ``o``."""
+    return {"image_size": [480, 320], "objects": [o]}
 
 
 def scene(*objects, size=(480, 320)):
@@ -43,21 +50,20 @@ class TestScene:
         assert not s.holds("left", 0, 0)
 
     @pytest.mark.parametrize("bad,match", [
-        ({"image_size": [480, 320], "objects": [dict(obj("pink", "cube", "metal", 10, 10))]}, r"objects\[0\]\.color: 'pink'"),
-        ({"image_size": [480, 320], "objects": [dict(obj("red", "cone", "metal", 10, 10))]}, r"objects\[0\]\.shape: 'cone'"),
-        ({"image_size": [480, 320], "objects": [{"color": "red", "shape": "cube", "material": "metal"}]}, r"missing 'bbox'"),
-        ({"image_size": [480, 320], "objects": [{**obj("red", "cube", "metal", 10, 10), "bbox": [5, 5, 4, 9]}]}, r"x1 > x0"),
-        ({"image_size": [480, 320], "objects": [{**obj("red", "cube", "metal", 10, 10), "bbox": [5, 5, 9]}]}, r"bbox: must be"),
-        ({"image_size": [480, 320], "objects": [{**obj("red", "cube", "metal", 10, 10), "bbox": [5, 5, math.nan, 9]}]}, r"finite"),
-        ({"image_size": [480, 320], "objects": [{**obj("red", "cube", "metal", 10, 10), "bbox": [5, "5", 9, 9]}]}, r"bbox\[1\]"),
-        ({"image_size": [480, 320], "objects": [obj("red", "cube", "metal", 900, 10)]}, r"outside the 480x320 image"),
-        ({"image_size": [480, 320], "objects": [{**obj("red", "cube", "metal", 10, 10), "colour": "red"}]}, r"unknown keys \['colour'\]"),
+        (one(dict(obj("pink", "cube", "metal", 10, 10))), r"objects\[0\]\.color: 'pink'"),
+        (one(dict(obj("red", "cone", "metal", 10, 10))), r"objects\[0\]\.shape: 'cone'"),
+        (one({"color": "red", "shape": "cube", "material": "metal"}), r"missing 'bbox'"),
+        (one({**RED_CUBE, "bbox": [5, 5, 4, 9]}), r"x1 > x0"),
+        (one({**RED_CUBE, "bbox": [5, 5, 9]}), r"bbox: must be"),
+        (one({**RED_CUBE, "bbox": [5, 5, math.nan, 9]}), r"finite"),
+        (one({**RED_CUBE, "bbox": [5, "5", 9, 9]}), r"bbox\[1\]"),
+        (one(obj("red", "cube", "metal", 900, 10)), r"outside the 480x320 image"),
+        (one({**RED_CUBE, "colour": "red"}), r"unknown keys \['colour'\]"),
         ({"image_size": [0, 320], "objects": []}, r"positive"),
         ({"image_size": [480], "objects": []}, r"image_size: must be \[W, H\]"),
         ({"image_size": [480, 320], "objects": {}}, r"objects: must be a list"),
         ({"image_size": [480, 320]}, r"missing \['objects'\]"),
-        ({"image_size": [480, 320], "objects": [{**obj("red", "cube", "metal", 10, 10), "probs": {"color": {"red": 1.5}}}]},
-         r"outside \[0, 1\]"),
+        (one({**RED_CUBE, "probs": {"color": {"red": 1.5}}}), r"outside \[0, 1\]"),
         ([1, 2], r"must be a JSON object"),
     ])
     def test_bad_input(self, bad, match):

@@ -2,10 +2,10 @@ import json
 import random
 
 import pytest
+from helpers import CATALOG, attr, examples, rel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import CATALOG, attr, examples, rel
 from logicval_hf import Constraint, Spec
 from logicval_hf.contract.params import random_constraint
 
@@ -50,9 +50,11 @@ class TestValidation:
 
     def test_wrong_slot_type(self):
         self.bad(spec1("C1/1prop", {"A1": "red"}), r"params\.A1: an attribute literal must be a JSON object")
-        self.bad(spec1("C4/pair_rel", {"A1": attr("color", "red"), "B1": attr("shape", "cube"), "R1": attr("color", "red")}),
+        self.bad(spec1("C4/pair_rel", {"A1": attr("color", "red"), "B1": attr("shape", "cube"),
+                                       "R1": attr("color", "red")}),
                  r"params\.R1: a relation literal")
-        self.bad(spec1("C8/1prop_exact", {"A1": attr("color", "red"), "K": "2"}), r"params\.K: count must be an integer")
+        self.bad(spec1("C8/1prop_exact", {"A1": attr("color", "red"), "K": "2"}),
+                 r"params\.K: count must be an integer")
         self.bad(spec1("C8/1prop_exact", {"A1": attr("color", "red"), "K": 2.0}), r"params\.K")
         self.bad(spec1("C9/1prop_cmp", {"A1": attr("color", "red"), "B1": attr("shape", "cube"), "T": "=="}),
                  r"params\.T: comparator '=='")
@@ -68,11 +70,13 @@ class TestValidation:
 
     def test_k_out_of_range(self):
         # tautology overflow: max n-1
-        self.bad(spec1("C8/1prop_atmost", {"A1": attr("color", "red"), "K": 5}, n=5), r"params\.K: count 5 is out of range 1\.\.4 at n=5")
+        self.bad(spec1("C8/1prop_atmost", {"A1": attr("color", "red"), "K": 5}, n=5),
+                 r"params\.K: count 5 is out of range 1\.\.4 at n=5")
         # unsat overflow: allowed up to 9, not beyond
         Spec.from_dict(spec1("C8/1prop_atleast", {"A1": attr("color", "red"), "K": 9}, n=3))
         self.bad(spec1("C8/1prop_atleast", {"A1": attr("color", "red"), "K": 10}, n=3), r"params\.K")
-        self.bad(spec1("C8/1prop_atleast", {"A1": attr("color", "red"), "K": 1}, n=3), r"params\.K: count 1 is out of range 2")
+        self.bad(spec1("C8/1prop_atleast", {"A1": attr("color", "red"), "K": 1}, n=3),
+                 r"params\.K: count 1 is out of range 2")
 
     def test_classes_distinct(self):
         c = {"template": "C1/1prop", "params": {"A1": attr("color", "red")}}
@@ -95,7 +99,8 @@ class TestValidation:
         ("C1/2prop", {"A1": attr("color", "red"), "A2": attr("color", "blue")}, "distinct_props"),
         ("C2/2prop_or", {"A1": attr("color", "red"), "A2": attr("color", "red")}, "distinct_literals"),
         ("C2/2prop_or", {"A1": attr("material", "metal"), "A2": attr("material", "rubber")}, "no_cover"),
-        ("C4/pair_2rel", {"A1": attr("color", "red"), "B1": attr("shape", "cube"), "R1": rel("left"), "R2": rel("right")},
+        ("C4/pair_2rel", {"A1": attr("color", "red"), "B1": attr("shape", "cube"), "R1": rel("left"),
+                          "R2": rel("right")},
          "different_axis"),
         ("C9/rel_rel", {"A1": attr("color", "red"), "D1": attr("shape", "cube"), "R1": rel("left"), "R2": rel("left"),
                         "T": "<"}, "distinct_values"),
@@ -110,7 +115,8 @@ class TestValidation:
         self.bad(spec1(template, params), rf"params: slot rule {match}")
 
     def test_slot_rules_allow_the_legal_neighbours(self):
-        Spec.from_dict(spec1("C9/1prop_neg", {"A1": attr("shape", "cube"), "B1": attr("shape", "cube", True), "T": "<="}))
+        Spec.from_dict(spec1("C9/1prop_neg", {"A1": attr("shape", "cube"), "B1": attr("shape", "cube", True),
+                                              "T": "<="}))
         Spec.from_dict(spec1("C7/propRel_neg", {"A1": attr("material", "metal"), "B1": attr("material", "metal", True),
                                                 "R1": rel("left")}))
         Spec.from_dict(spec1("C2/2prop_or", {"A1": attr("color", "red"), "A2": attr("color", "blue")}))

@@ -19,14 +19,14 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import examples
+from logicval_hf.contract import verbalise as V
 from logicval_hf.contract.catalog import Catalog, load_catalog
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec
-from logicval_hf.contract import verbalise as V
 from logicval_hf.contract.verbalise import VerbaliseError
 from logicval_hf.errors import SpecError
 
@@ -36,8 +36,8 @@ TEMPLATE_IDS = sorted(CAT.templates)
 NS = (3, 4, 6, 9)
 SHAPES = DOM.values("shape")
 SHAPE_PLURALS = tuple(V.plural(s) for s in SHAPES)
-NOUNS_SG = SHAPES + ("object",)
-NOUNS_PL = SHAPE_PLURALS + ("objects",)
+NOUNS_SG = (*SHAPES, "object")
+NOUNS_PL = (*SHAPE_PLURALS, "objects")
 
 
 
@@ -81,24 +81,25 @@ def check_text(text: str, end: str = ".", where: str = "") -> None:
         art, word = m.group(1).lower(), m.group(2)
         assert art == expected_article(word), f"'{m.group(0)}' should use '{expected_article(word)}' in {ctx}"
     # counts agree with their noun: "1 red object", "2 red objects"
-    for m in re.finditer(r"\b(\d+) ((?:[a-z]+ ){0,3}?)(%s)\b" % "|".join(NOUNS_PL + NOUNS_SG), text):
+    for m in re.finditer(r"\b(\d+) ((?:[a-z]+ ){{0,3}}?)({})\b".format("|".join(NOUNS_PL + NOUNS_SG)), text):
         k, noun = int(m.group(1)), m.group(3)
         if k == 1:
             assert noun in NOUNS_SG, f"'{m.group(0)}' should be singular in {ctx}"
         else:
             assert noun in NOUNS_PL, f"'{m.group(0)}' should be plural in {ctx}"
     # negations: "not a cube" (singular), "not cubes" (plural), never "not cube" / "not a cubes"
-    for m in re.finditer(r"\bnot (an? )?(%s)\b" % "|".join(SHAPE_PLURALS + SHAPES), text):
+    for m in re.finditer(r"\bnot (an? )?({})\b".format("|".join(SHAPE_PLURALS + SHAPES)), text):
         art, noun = m.group(1), m.group(2)
         if noun in SHAPE_PLURALS:
             assert not art, f"'{m.group(0)}' in {ctx}"
         else:
             assert art, f"'{m.group(0)}' lacks its article in {ctx}"
     # relative clauses agree in number with their head noun
-    assert not re.search(r"\b(%s) that is\b" % "|".join(NOUNS_PL), text), f"plural head + 'that is' in {ctx}"
-    assert not re.search(r"\b(%s) that are\b" % "|".join(NOUNS_SG), text), f"singular head + 'that are' in {ctx}"
+    assert not re.search(r"\b({}) that is\b".format("|".join(NOUNS_PL)), text), f"plural head + 'that is' in {ctx}"
+    assert not re.search(r"\b({}) that are\b".format("|".join(NOUNS_SG)), text), f"singular head + 'that are' in {ctx}"
     assert not re.search(r"\bthat are (not )?an? ", text), f"'that are a ...' in {ctx}"
-    assert not re.search(r"\bthat is (not )?(%s)\b" % "|".join(SHAPE_PLURALS), text), f"'that is <plural>' in {ctx}"
+    plural_after_is = r"\bthat is (not )?({})\b".format("|".join(SHAPE_PLURALS))
+    assert not re.search(plural_after_is, text), f"'that is <plural>' in {ctx}"
 
 
 def all_texts(c: Constraint, n: int):
@@ -109,8 +110,8 @@ def all_texts(c: Constraint, n: int):
 
 
 def plural_subject_singular_predicate(q: str) -> bool:
-    return bool(re.search(r"\b(%s) are (?:[a-z]+ )*?(?:or|but not) an? " % "|".join(NOUNS_PL), q)) or bool(
-        re.search(r"\bare an? (%s)\b(?! that)" % "|".join(NOUNS_SG), q) and q.startswith("How many"))
+    return bool(re.search(r"\b({}) are (?:[a-z]+ )*?(?:or|but not) an? ".format("|".join(NOUNS_PL)), q)) or bool(
+        re.search(r"\bare an? ({})\b(?! that)".format("|".join(NOUNS_SG)), q) and q.startswith("How many"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def test_every_template_renders_cleanly_fixed_seeds():
 
 
 def test_constraint_text_is_register_then_anti_vacuity():
-    for tid, n, c in draws(ns=(5,), seeds=range(2)):
+    for _tid, n, c in draws(ns=(5,), seeds=range(2)):
         av = c.template.nl.get("anti_vacuity")
         for reg in V.REGISTERS:
             text = V.constraint_text(c, n, reg)
@@ -366,7 +367,7 @@ def compare_example(ex: dict) -> list[str]:
     mine = V.subquestions(c, ex["n"])
     if len(mine) != len(ex["subq"]):
         diffs.append(f"{ex['template']}: {len(mine)} sub-questions, examples.md has {len(ex['subq'])}")
-    for a, b in zip(ex["subq"], mine):
+    for a, b in zip(ex["subq"], mine, strict=False):
         want = (a["type"], a["question"], normalise_example_expect(a["expect"], ex["n"]), a["bind"])
         got = (b["type"], b["question"], b["expect"], b["bind"])
         if want != got:
@@ -415,7 +416,8 @@ GOLDEN = [
      [("count", "How many cylinders are there?", ">0", "c"),
       ("count", "How many cylinders in the front-left region (r2) are there?", "=c", None)]),
     ("C4/pair_rel_neg", {"A1": ["material", "rubber", False], "B1": ["color", "cyan", False], "R1": ["behind", True]},
-     "There are two different objects, a rubber object and a cyan object, such that the first is not behind the second.",
+     "There are two different objects, a rubber object and a cyan object, such that the first is not behind the "
+     "second.",
      "There must exist two different objects x and y such that x is rubber, y is cyan, and x is not behind y.",
      [("count", "How many rubber objects are there?", ">0", None),
       ("count", "How many cyan objects are there?", ">0", None),
@@ -440,14 +442,16 @@ GOLDEN = [
      "The number of cylinders is at most the number of rubber objects.",
      "Let a be the number of objects that are cylinders and b the number of objects that are rubber; "
      "a must be at most b.",
-     [("count", "How many cylinders are there?", ">=0", "c"), ("count", "How many rubber objects are there?", ">=c", None)]),
+     [("count", "How many cylinders are there?", ">=0", "c"),
+      ("count", "How many rubber objects are there?", ">=c", None)]),
     ("C5/pair_propA_2relC", {"A1": ["color", "blue", False], "B1": ["color", "yellow", False], "R1": ["front", False],
                              "R2": ["left", False]},
      "Every blue object is in front of and to the left of every other yellow object. "
      "There is at least one blue object and at least one other object that is yellow.",
      "For every pair of different objects x and y: if x is blue and y is yellow, then x must be in front of y and x "
      "must be to the left of y. There is at least one blue object and at least one other object that is yellow.",
-     [("count", "How many blue objects are there?", ">0", None), ("count", "How many yellow objects are there?", ">0", None),
+     [("count", "How many blue objects are there?", ">0", None),
+      ("count", "How many yellow objects are there?", ">0", None),
       ("yes_no", "Are there a blue object and a different yellow object such that the first is not in front of the "
                  "second?", "no", None),
       ("yes_no", "Are there a blue object and a different yellow object such that the first is not to the left of "
@@ -549,7 +553,7 @@ def _check_subquestion_record(sq: dict, c: Constraint, n: int) -> None:
         assert any(sq["candidates"] == list(DOM.values(a)) for a in DOM.attributes)
     else:
         assert sq["candidates"] == list(range(max(n, 10) + 1))
-        op, rhs = V.parse_expect(sq["expect"])
+        _op, rhs = V.parse_expect(sq["expect"])
         assert "{" not in rhs and not re.search(r"(?<![A-Za-z0-9_])n(?![A-Za-z0-9_])", rhs)
     assert sq["bind"] is None or sq["type"] == "count"
 
@@ -559,10 +563,10 @@ def test_subquestion_records_all_templates():
         sqs = V.subquestions(c, n)
         assert len(sqs) == len(c.template.subquestions) >= 1
         bound = set()
-        for raw, sq in zip(c.template.subquestions, sqs):
+        for raw, sq in zip(c.template.subquestions, sqs, strict=False):
             _check_subquestion_record(sq, c, n)
             if sq["type"] == "count":
-                op, rhs = V.parse_expect(sq["expect"])
+                _op, rhs = V.parse_expect(sq["expect"])
                 assert set(re.findall(r"[A-Za-z_]\w*", rhs)) <= bound, (tid, sq)
                 if "{K}" in raw["expect"]:
                     assert rhs == str(c.params["K"])
@@ -620,7 +624,8 @@ def plain_count(raw_q: str, c: Constraint, scene) -> int | None:
     lits = [c.params[s] for s in m.group(2).split(",")]
     if m.group(1) == "posnps":
         lits = [AttrLit(lit.prop, lit.value, False) for lit in lits]
-    return sum(all((scene.attribute(i, lit.prop) == lit.value) != lit.negated for lit in lits) for i in range(len(scene)))
+    return sum(all((scene.attribute(i, lit.prop) == lit.value) != lit.negated for lit in lits)
+               for i in range(len(scene)))
 
 
 @pytest.mark.slow  # solves every template (~3 s)
@@ -646,7 +651,7 @@ def test_plain_count_expectations_hold_on_solver_witnesses():
                     continue
                 sqs = V.subquestions(c, n)
                 bindings: dict[str, int] = {}
-                for raw, sq in zip(t.subquestions, sqs):
+                for raw, sq in zip(t.subquestions, sqs, strict=False):
                     if sq["type"] != "count":
                         continue
                     truth = plain_count(raw["q"], c, result.witness)

@@ -46,7 +46,7 @@ def test_every_family_resolves():
 def test_the_public_names_read_the_table():
     from logicval_hf.generation import t2i
 
-    assert t2i.DIFFUSERS_SETTINGS == {n: dict(get_family(n).generation_defaults) for n in FAMILIES.names()}
+    assert {n: dict(get_family(n).generation_defaults) for n in FAMILIES.names()} == t2i.DIFFUSERS_SETTINGS
     pytest.importorskip("torch")
     from logicval_hf.training import lora as L
 
@@ -232,7 +232,7 @@ def test_tiny_pipeline_one_lora_step(model_type, one_thread, tmp_path):
     loss.backward()
     opt.step()
     assert math.isfinite(float(loss.detach()))
-    assert any(not torch.equal(a, p.detach()) for a, p in zip(before, params))  # the step moved the LoRA
+    assert any(not torch.equal(a, p.detach()) for a, p in zip(before, params, strict=False))  # the step moved the LoRA
 
     out = L.save_lora(tmp_path / "lora", comp.transformer, model_type)
     with safe_open(str(out / L.LORA_WEIGHT_NAME), "pt") as f:

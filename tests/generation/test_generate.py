@@ -14,15 +14,18 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import png_header
 from PIL import Image
 
-from helpers import png_header
-
 from logicval_hf.cli import generate as generate_cli
-
 from logicval_hf.generation import t2i
-from logicval_hf.generation.t2i import (GeminiImageGenerator, GenerationFailed, HttpClient, OpenAIImageGenerator,
-                             run_generation)
+from logicval_hf.generation.t2i import (
+    GeminiImageGenerator,
+    GenerationFailed,
+    HttpClient,
+    OpenAIImageGenerator,
+    run_generation,
+)
 
 
 def _png(color=(200, 30, 30), size=(8, 8)) -> bytes:

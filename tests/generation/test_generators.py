@@ -9,14 +9,20 @@ import numpy as np
 import pytest
 
 from logicval_hf import Scene
+from logicval_hf.asp.solver import default_solver
 from logicval_hf.benchmark.sampler import cached_benchmark
-from logicval_hf.scoring.evaluation import compute
+from logicval_hf.contract.spec import as_spec
 from logicval_hf.generation.builtin import (
-    GENERATORS, NaiveGenerator, OracleGenerator, PerturbedGenerator, Plan, make_generator, seed_for,
+    GENERATORS,
+    NaiveGenerator,
+    OracleGenerator,
+    PerturbedGenerator,
+    Plan,
+    make_generator,
+    seed_for,
 )
 from logicval_hf.generation.render import render_scene
-from logicval_hf.asp.solver import default_solver
-from logicval_hf.contract.spec import as_spec
+from logicval_hf.scoring.evaluation import compute
 
 SIZE = (480, 320)
 
@@ -127,7 +133,7 @@ def test_oracle_unsat_is_the_plain_background(rows, solver):
 def test_oracle_accepts_plain_specs(solver):
     spec = {"n": 4, "constraints": [{"template": "C1/1prop", "params": {
         "A1": {"prop": "color", "value": "red", "negated": False}}}]}
-    image, scene, meta = OracleGenerator(solver=solver)(spec)
+    _image, scene, meta = OracleGenerator(solver=solver)(spec)
     assert meta["id"].startswith("spec-") and meta["label"] == "SAT" and meta["truth_ok"]
     assert len(scene) == 4 and any(o["color"] == "red" for o in scene.objects)
 
@@ -142,7 +148,7 @@ def test_deterministic_given_seed(rows, solver, name):
 
 
 def test_naive_depends_on_seed(rows, solver):
-    row = [r for r in rows if r["package"] == "1SAT"][0]
+    row = next(r for r in rows if r["package"] == "1SAT")
     a = NaiveGenerator(seed=1, solver=solver).generate(row)
     b = NaiveGenerator(seed=2, solver=solver).generate(row)
     assert a.scene.to_dict() != b.scene.to_dict()
@@ -183,7 +189,7 @@ def test_perturbed_breaks_exactly_one_thing(rows, solver):
         if row["label"] == "UNSAT":
             continue
         spec = as_spec(row["spec_json"])
-        image, scene, meta = pert.generate(row)
+        _image, scene, meta = pert.generate(row)
         v = solver.verify(spec, scene, label="SAT")
         broken = len(v.violated) + (not v.count_ok)
         assert broken == 1 and meta["exact"], (row["id"], v, meta)
@@ -203,7 +209,7 @@ def test_perturbed_breaks_exactly_one_thing(rows, solver):
 def test_perturbed_unsat_is_non_empty(rows, solver):
     pert = PerturbedGenerator(seed=0, solver=solver)
     for row in [r for r in rows if r["label"] == "UNSAT"][::20]:
-        image, scene, meta = pert.generate(row)
+        _image, scene, meta = pert.generate(row)
         assert len(scene) == 1 and meta["broken"] == {"what": "abstention"}
         assert meta["truth_ok"] is False and meta["label"] == "UNSAT"
 
@@ -226,7 +232,7 @@ def test_naive_truth_rate_matches_chance_and_metric(rows, solver):
     sub = list(range(0, len(one), 4))
     res = compute([outs[i].image for i in sub], [one[i] for i in sub], backend="clevr", solver=solver)
     metric = [s["ok"] for s in res["per_sample"]]
-    agree = np.mean([m == truth[i] for m, i in zip(metric, sub)])
+    agree = np.mean([m == truth[i] for m, i in zip(metric, sub, strict=False)])
     assert agree >= 0.7, agree
     assert abs(np.mean(metric) - np.mean([truth[i] for i in sub])) <= 0.2
 

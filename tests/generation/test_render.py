@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import examples
 from logicval_hf.contract.catalog import load_catalog
-from logicval_hf.generation.render import CLEVR_COLORS, MAX_BOX_OVERLAP, layout_boxes, render_scene
 from logicval_hf.contract.scene import Scene, SceneObject
+from logicval_hf.generation.render import CLEVR_COLORS, MAX_BOX_OVERLAP, layout_boxes, render_scene
 
 DOMAIN = load_catalog().domain
 COLORS = DOMAIN.attributes["color"]
@@ -124,7 +124,7 @@ def own_pixels(arr: np.ndarray, out: Scene, i: int, inner: float = 0.3) -> np.nd
     for j, o in enumerate(out.objects):
         if j != i:
             b = o.bbox
-            keep &= ~((X >= b[0]) & (X < b[2]) & (Y >= b[1]) & (Y < b[3]))
+            keep &= ~((b[0] <= X) & (b[2] > X) & (b[1] <= Y) & (b[3] > Y))
     return arr[cy0:cy1, cx0:cx1][keep].astype(np.float64)
 
 
@@ -218,7 +218,8 @@ def test_planned_layout_realises_facts():
         size = SIZES[t % 2]
         scene = random_scene(rng, rng.randint(1, 10), size)
         boxes = layout_boxes(scene, size, seed=t)
-        planned = Scene(size, tuple(SceneObject(dict(o.attributes), tuple(b)) for o, b in zip(scene.objects, boxes)))
+        planned = Scene(size, tuple(SceneObject(dict(o.attributes), tuple(b))
+                                    for o, b in zip(scene.objects, boxes, strict=True)))
         assert_same_facts(scene, planned)
         for x0, y0, x1, y1 in boxes:
             assert 0 <= x0 < x1 <= size[0] and 0 <= y0 < y1 <= size[1]
@@ -234,7 +235,7 @@ def test_ties_are_broken_by_index():
     scene = Scene((480, 320), (SceneObject(a, (90, 90, 110, 110)), SceneObject(b, (80, 80, 120, 120)),
                                SceneObject(c, (300, 95, 320, 105))))
     assert not scene.holds("left", 0, 1) and not scene.holds("left", 1, 0)
-    img, out = render_scene(scene, (480, 320), seed=1)
+    _img, out = render_scene(scene, (480, 320), seed=1)
     assert out.regions() == scene.regions()
     assert out.holds("left", 0, 1) and out.holds("behind", 0, 1)  # lower index goes left / behind
     assert out.holds("behind", 1, 2)
@@ -289,7 +290,8 @@ def test_rejects_tiny_images_and_unknown_colours():
 
 # ---- look ---------------------------------------------------------------------------------------------------
 # the inner loop looks at the first shape only
-@pytest.mark.parametrize("shape", [pytest.param(s, marks=() if i == 0 else pytest.mark.slow) for i, s in enumerate(SHAPES)])
+@pytest.mark.parametrize("shape", [pytest.param(s, marks=() if i == 0 else pytest.mark.slow)
+                                   for i, s in enumerate(SHAPES)])
 def test_metal_has_brighter_specular_maxima(shape):
     """The whitest pixel (max over the box of min(R, G, B): a highlight, not a hue) is brighter for metal."""
     ground = np.asarray(render_scene(Scene.empty(), (480, 320))[0]).astype(np.float64).min(axis=2)
