@@ -1,6 +1,6 @@
 """Self-correction, measured: for every naive and perturbed image of the main job, the perceived scene -> repair ->
 the built-in renderer applies the edits (it draws the repaired scene: numpy, or Blender with --renderer blender)
--> perceive the edited image -> verify (`logicval_hf.repair.loop`).
+-> perceive the edited image -> verify (`logicval_hf.repairs.loop`).
 
 Reports per generator and label the share of images that satisfy their spec after one round, the mean number of
 edits and the repair costs (for the perturbed generator, one minimal break by construction, their distribution).
@@ -26,7 +26,7 @@ from logicval_hf.contract.spec import Spec, as_spec
 from logicval_hf.generation.builtin import make_generator, seed_for
 from logicval_hf.job.run import run
 from logicval_hf.perception import extract_scenes
-from logicval_hf.repair.loop import CHUNK, Correction, correct, summarise
+from logicval_hf.repairs.loop import CHUNK, Correction, correct, summarise
 
 
 def _items(job: Path, generator: str) -> list[tuple[str, Spec, Scene]]:

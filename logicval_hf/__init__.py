@@ -11,7 +11,7 @@ from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgr
 if TYPE_CHECKING:  # the lazy entry points below, spelled out for type checkers and editors
     from logicval_hf.asp.solver import Solver, SolveResult, Verdict, solve, verify, verify_many
     from logicval_hf.perception import extract_scene, extract_scenes
-    from logicval_hf.repair import Edit, Repair, repair
+    from logicval_hf.repairs import Edit, Repair, repair
     from logicval_hf.scoring.metric_push import metric_path
     from logicval_hf.scoring.probabilistic import probability
     from logicval_hf.training.captions import ground_captions
@@ -29,9 +29,9 @@ _LAZY = {
     "ground_captions": ("training.captions", "ground_captions"),
     "probability": ("scoring.probabilistic", "probability"),
     "metric_path": ("scoring.metric_push", "metric_path"),
-    "repair": ("repair.api", "repair"),
-    "Repair": ("repair.model", "Repair"),
-    "Edit": ("repair.model", "Edit"),
+    "repair": ("repairs.api", "repair"),
+    "Repair": ("repairs.model", "Repair"),
+    "Edit": ("repairs.model", "Edit"),
 }
 
 

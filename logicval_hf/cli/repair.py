@@ -39,7 +39,7 @@ def _scene(path: str, spec: Any, backend: str) -> tuple[Any, bool]:
 def cmd_repair(args: argparse.Namespace) -> int:
     from logicval_hf.asp.solver import default_solver
     from logicval_hf.contract.spec import as_spec
-    from logicval_hf.repair import parse_costs, repair
+    from logicval_hf.repairs import parse_costs, repair
 
     costs = parse_costs(args.costs) if args.costs is not None else None
     spec = as_spec(read_json(args.spec, "spec"), default_solver().catalog)

@@ -1,6 +1,6 @@
 """Repairs in the main job: every perceived scene's cheapest repair (`logicval_hf.repair`), the repair-cost
 distribution per generator, and, when asked (``run(..., repair=True)``, ``logicval run --repair``), one round of
-self-correction on the built-in generators' images (`logicval_hf.repair.loop`: the generator's renderer draws the
+self-correction on the built-in generators' images (`logicval_hf.repairs.loop`: the generator's renderer draws the
 repaired scene, the perception backend reads it again, the solver verifies it).
 
 Repairs are kept in ``repairs/<generator>.json`` (id -> the repair's JSON and a key of its spec and scene), written
@@ -33,7 +33,7 @@ def repair_records(out: Path, name: str, records: Mapping[str, Record], progress
     where there is none to give (a scene past the repair's limit, a spec not labelled within the budget)."""
     from tqdm import tqdm
 
-    from logicval_hf.repair import repair
+    from logicval_hf.repairs import repair
 
     path = out / "repairs" / f"{name}.json"
     try:
@@ -78,12 +78,12 @@ def repair_summary(repairs: Mapping[str, Mapping[str, Any]], records: Mapping[st
 
 def self_correct(name: str, records: Mapping[str, Record], seed: int, size: tuple[int, int], backend: str,
                  renderer: str = "numpy", assets: str | Path | None = None, progress: bool = False) -> dict[str, Any]:
-    """One round of self-correction on ``name``'s images (`logicval_hf.repair.loop.summarise` of the outcome)."""
+    """One round of self-correction on ``name``'s images (`logicval_hf.repairs.loop.summarise` of the outcome)."""
     from tqdm import tqdm
 
     from logicval_hf.generation.builtin import make_generator, seed_for
     from logicval_hf.perception import extract_scenes
-    from logicval_hf.repair.loop import correct, summarise
+    from logicval_hf.repairs.loop import correct, summarise
 
     editor = make_generator("oracle", seed=seed, image_size=size, renderer=renderer,
                             assets=None if assets is None else str(assets))

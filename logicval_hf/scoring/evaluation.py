@@ -222,7 +222,7 @@ def compute(
         out["probabilistic_score"] = float(np.mean([r.p for r in results]))
     repairs = None
     if repair:
-        from logicval_hf.repair.scores import mean_costs, repair_many
+        from logicval_hf.repairs.scores import mean_costs, repair_many
 
         repairs = repair_many([(rec.spec, rec.scene) for rec in records], count=count, timeout=timeout,
                               solver=solver)
@@ -237,7 +237,7 @@ def compute(
                 r = results[k]
                 sample.update(probability=r.p, probability_exact=r.exact, probability_stderr=r.stderr)
             if repairs is not None:
-                from logicval_hf.repair.scores import sample_fields
+                from logicval_hf.repairs.scores import sample_fields
 
                 sample.update(sample_fields(repairs[k]))
             out["per_sample"].append(sample)

@@ -64,7 +64,7 @@ def _probability(x: RewardInput) -> float:
 
 
 def _repair(x: RewardInput) -> float:
-    from logicval_hf.repair.reward import repair_reward
+    from logicval_hf.repairs.reward import repair_reward
 
     return repair_reward(x.spec, x.scene, x.label, x.solver)
 

@@ -25,7 +25,7 @@ EDIT_COLOURS = {"remove": (220, 20, 20), "move": (230, 120, 0), "add": (0, 150, 
 def repair_of(spec: Spec, scene: Scene, label: str, timeout: float | None = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """The repair's JSON (`Repair.to_dict`), or ``{"error": ...}`` when it cannot be had (the verdicts still
     stand)."""
-    from logicval_hf.repair import repair
+    from logicval_hf.repairs import repair
 
     try:
         return repair(spec, scene, timeout=timeout if timeout is not None else float("inf")).to_dict()

@@ -9,7 +9,7 @@ from test_repair import FIVE, README_SPEC
 
 import logicval_hf as lv
 from logicval_hf.errors import SceneError, SolverLimit, SpecError
-from logicval_hf.repair import parse_costs, repair
+from logicval_hf.repairs import parse_costs, repair
 
 
 @pytest.mark.parametrize(("costs", "message"), [

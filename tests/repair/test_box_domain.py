@@ -14,7 +14,7 @@ from logicval_hf.contract.reference import spec_holds
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import AttrLit, Spec
 from logicval_hf.errors import SolverLimit
-from logicval_hf.repair import repair
+from logicval_hf.repairs import repair
 
 #: how the interpreter checks an open-size spec (any number of objects)
 OPEN = "relaxed"

@@ -16,7 +16,7 @@ from pairs import random_pair
 from reference import World, apply, legal, min_repair, new_size, objects_of
 
 from logicval_hf.contract.reference import spec_holds
-from logicval_hf.repair import repair
+from logicval_hf.repairs import repair
 
 #: the fast loop's sample; the slow test runs the issue's 2,000
 FAST_PAIRS = 25

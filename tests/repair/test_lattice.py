@@ -1,4 +1,4 @@
-"""The exact geometry under repairs (`logicval_hf.repair.lattice`, `realise.float_box`) against checks point by
+"""The exact geometry under repairs (`logicval_hf.repairs.lattice`, `realise.float_box`) against checks point by
 point."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logicval_hf.repair.lattice import Axis, box_class, faces
-from logicval_hf.repair.realise import float_box
+from logicval_hf.repairs.lattice import Axis, box_class, faces
+from logicval_hf.repairs.realise import float_box
 
 coords = st.integers(min_value=0, max_value=96)
 centres = st.lists(st.tuples(coords, coords), min_size=0, max_size=6)

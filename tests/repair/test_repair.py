@@ -7,7 +7,7 @@ import json
 import pytest
 
 import logicval_hf as lv
-from logicval_hf.repair import Edit, Repair, apply_edits, repair
+from logicval_hf.repairs import Edit, Repair, apply_edits, repair
 
 RED = {"prop": "color", "value": "red", "negated": False}
 CUBE = {"prop": "shape", "value": "cube", "negated": False}
@@ -131,8 +131,10 @@ def test_the_same_input_gives_the_same_repair():
 
 
 def test_the_package_root_exports_the_repair_api_whatever_was_imported_first():
-    # importing the room makes `logicval_hf.repair` the package: it is callable like the function it exports
-    import logicval_hf.repair.model  # noqa: F401
+    # the room is `repairs`, so importing it leaves the root's `repair` the function
+    import logicval_hf.repairs.model  # noqa: F401
+
+    assert callable(lv.repair) and lv.repair.__name__ == "repair"
 
     assert lv.Repair is Repair and lv.Edit is Edit
     assert lv.repair(README_SPEC, FIVE).to_dict() == repair(README_SPEC, FIVE).to_dict()

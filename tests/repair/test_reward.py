@@ -9,7 +9,7 @@ import time
 import pytest
 from test_repair import FIVE, README_SPEC
 
-from logicval_hf.repair.reward import repair_reward
+from logicval_hf.repairs.reward import repair_reward
 
 RED = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {
     "A1": {"prop": "color", "value": "red", "negated": False}}}]}

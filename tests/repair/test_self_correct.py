@@ -1,4 +1,4 @@
-"""One round of self-correction (`logicval_hf.repair.loop`) with the numpy renderer as the image editor and the
+"""One round of self-correction (`logicval_hf.repairs.loop`) with the numpy renderer as the image editor and the
 shipped scene parser as perception, and the benchmark script that runs it over the main job's images."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from test_repair import README_SPEC
 from logicval_hf.contract.spec import as_spec
 from logicval_hf.generation.builtin import make_generator, seed_for
 from logicval_hf.perception import extract_scenes
-from logicval_hf.repair.loop import correct, summarise
+from logicval_hf.repairs.loop import correct, summarise
 
 ROOT = Path(__file__).resolve().parents[2]
 LEFT_OF = {"n": 4, "constraints": [{"template": "C4/pair_rel", "params": {

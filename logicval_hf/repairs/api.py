@@ -11,11 +11,11 @@ from logicval_hf.asp.solver import Solver, check_mode, default_solver
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec, as_spec
 from logicval_hf.errors import SceneError, SolverLimit
-from logicval_hf.repair.facts import Problem
-from logicval_hf.repair.instructions import describe
-from logicval_hf.repair.model import Edit, Repair, apply_edits, check_costs
-from logicval_hf.repair.realise import boxes
-from logicval_hf.repair.solve import Budget, Choice, search
+from logicval_hf.repairs.facts import Problem
+from logicval_hf.repairs.instructions import describe
+from logicval_hf.repairs.model import Edit, Repair, apply_edits, check_costs
+from logicval_hf.repairs.realise import boxes
+from logicval_hf.repairs.solve import Budget, Choice, search
 
 #: the budget of a repair when none is given (the entry points' default budget for labels)
 REPAIR_TIMEOUT = DEFAULT_TIMEOUT

@@ -17,8 +17,8 @@ from typing import Any
 from logicval_hf.asp.solver import default_solver
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
-from logicval_hf.repair.api import repair
-from logicval_hf.repair.model import Repair
+from logicval_hf.repairs.api import repair
+from logicval_hf.repairs.model import Repair
 
 #: the image editor: (item id, the repair) -> the edited image
 Editor = Callable[[str, Repair], Any]

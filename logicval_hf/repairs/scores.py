@@ -11,8 +11,8 @@ from typing import Any
 from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
-from logicval_hf.repair.api import repair
-from logicval_hf.repair.model import Repair
+from logicval_hf.repairs.api import repair
+from logicval_hf.repairs.model import Repair
 
 
 def repair_many(items: Iterable[tuple[Spec, Scene | None]], *, count: str = "strict",

@@ -1,8 +1,8 @@
 """A repair problem as ASP facts for ``asp/repair.lp``: the input scene, the pool of added objects, the positions
-of `logicval_hf.repair.lattice`, the cost of each edit kind.
+of `logicval_hf.repairs.lattice`, the cost of each edit kind.
 
-In a box-geometry domain (COCO) only specs that read no relation are repaired (`logicval_hf.repair.api`): there no
-object needs to move, and an added object needs only a free place (`logicval_hf.repair.realise.free_boxes`), so no
+In a box-geometry domain (COCO) only specs that read no relation are repaired (`logicval_hf.repairs.api`): there no
+object needs to move, and an added object needs only a free place (`logicval_hf.repairs.realise.free_boxes`), so no
 positions are written; confidence ranks the spec reads come from the detection scores (added objects last).
 """
 
@@ -15,7 +15,7 @@ from fractions import Fraction
 from logicval_hf.asp.encoding import asp_term
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import AttrLit, RelLit, Spec
-from logicval_hf.repair.lattice import Axis, BoxClass, Num, box_class, exact_box, units
+from logicval_hf.repairs.lattice import Axis, BoxClass, Num, box_class, exact_box, units
 
 #: the box class of added objects in the facts (input objects' classes are their indices)
 NEW = "new"

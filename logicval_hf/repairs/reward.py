@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from logicval_hf.repair.api import repair
+from logicval_hf.repairs.api import repair
 
 
 def repair_reward(spec: Any, scene: Any, label: str | None = None, solver: Any = None) -> float:

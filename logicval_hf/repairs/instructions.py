@@ -22,7 +22,7 @@ from logicval_hf.contract.verbalise import (
     noun_phrase,
     with_article,
 )
-from logicval_hf.repair.model import Edit
+from logicval_hf.repairs.model import Edit
 
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 ORDINAL_WORDS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")

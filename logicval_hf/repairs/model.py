@@ -70,7 +70,7 @@ class Edit:
 
 @dataclass(frozen=True)
 class Repair:
-    """The cheapest edits after which a scene satisfies a spec (`logicval_hf.repair.repair`).
+    """The cheapest edits after which a scene satisfies a spec (`logicval_hf.repairs.repair`).
 
     ``satisfiable``: the spec's label (for an UNSAT spec the right image is empty: every object is removed, and
     ``core`` is a minimal unsatisfiable core, as `solve` gives it). ``cost``: the edits' total cost under ``costs``;

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from logicval_hf.repair.facts import Problem
-from logicval_hf.repair.lattice import Box, Num, faces
-from logicval_hf.repair.solve import Choice
+from logicval_hf.repairs.facts import Problem
+from logicval_hf.repairs.lattice import Box, Num, faces
+from logicval_hf.repairs.solve import Choice
 
 #: placements tried per object when backtracking
 ALTERNATIVES = 6

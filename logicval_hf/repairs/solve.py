@@ -5,7 +5,7 @@ Added objects come from a pool of slots. A first solve offers ``deficit + 1`` of
 needs, and one more). A repair with ``a`` additions costs at least ``a * weight(add)``, and under a strict count also
 the removals that keep the count (`least_cost`); so when the best repair found is cheaper than any repair with one
 more addition than the pool holds, it is the optimum over every pool, and otherwise the solve is repeated with as
-many slots as its cost can pay for. A choice whose boxes cannot be realised (`logicval_hf.repair.realise`) is
+many slots as its cost can pay for. A choice whose boxes cannot be realised (`logicval_hf.repairs.realise`) is
 excluded by a nogood and the optimisation goes on. Core-guided optimisation (clasp's ``usc``) proves the optimum
 fastest here.
 """
@@ -22,7 +22,7 @@ import clingo
 from logicval_hf.asp.encoding import symbol_value
 from logicval_hf.asp.programs import constraint_rules, read_program, vocabulary
 from logicval_hf.errors import SolverTimeout
-from logicval_hf.repair.facts import Problem
+from logicval_hf.repairs.facts import Problem
 
 _ARGS = ["--warn=none", "--opt-mode=opt", "--opt-strategy=usc"]
 
