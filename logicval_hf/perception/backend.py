@@ -14,17 +14,15 @@ code (``BACKEND`` in `scene_parser`, `given`, `neural`)::
     register_backend("mine", PerceptionBackend("mine", extract, model_files=("weights.onnx",)))
     register_backend("mine", "my_package.perception:BACKEND", replace=True)     # the same, lazily
 
-A plain function still registers (`register_backend` wraps it with `PerceptionBackend.from_callable`, reading
-the attributes backends used to carry). Who reads which field: `extract_scene` (``extract``, ``raw_input``,
-the domain fields), `extract_scenes` (also ``extract_batch`` and ``init_worker``), the main job
-(``model_files`` and the code's source files in its cache fingerprint; `source_files`), a server (`check`,
-`info`).
+A plain function registers too (`register_backend` wraps it: `PerceptionBackend.from_callable`). Who reads which
+field: `extract_scene` (``extract``, ``raw_input``, the domain fields), `extract_scenes` (also ``extract_batch``
+and ``init_worker``), the main job (``model_files`` and the code's source files in its cache fingerprint;
+`source_files`), a server (`check`, `info`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import importlib.util
 import inspect
 import os
@@ -129,10 +127,6 @@ class PerceptionBackend:
             raise _fail(self.name, f"{field} must hold non-empty strings, got {list(value)!r}")
         return tuple(value)
 
-    def __call__(self, image: Any, **settings: Any) -> Scene:
-        """``extract(image, **settings)``: a backend object is still a callable, as registry entries were."""
-        return self.extract(image, **settings)
-
     # ---- what callers ask ------------------------------------------------------------------------
     def perceives(self, domain: Domain) -> bool:
         """Whether it perceives ``domain``. A domain that reuses a shipped domain's name (``"clevr"``) must be
@@ -183,33 +177,13 @@ class PerceptionBackend:
             "ready": not problems, "problems": problems,
         }
 
-    # ---- plain functions (the form backends had before this contract) --------------------------------------
     @classmethod
     def from_callable(cls, name: str, fn: Callable[..., Scene]) -> PerceptionBackend:
-        """The backend of a plain function ``fn(image, **settings) -> Scene``, read as before the contract:
-        attributes ``fn.takes_domain`` (then any domain), ``fn.raw_input``, ``fn.init_worker``, and beside
-        ``fn`` in its module ``extract_batch`` and ``MODEL_PATHS``. A function that a module's declared
-        ``BACKEND`` already describes (``"logicval_hf.perception.neural:extract"``) gets that declaration."""
+        """The backend of a plain function ``fn(image, **settings) -> Scene``: CLEVR images, one at a time."""
         if not callable(fn):
             raise _fail(name, f"must be a PerceptionBackend or a function fn(image, **settings) -> Scene, "
                               f"got {_type_name(fn)}")
-        module = None
-        module_name = getattr(fn, "__module__", None)
-        if isinstance(module_name, str):
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError:
-                module = None
-        declared = getattr(module, "BACKEND", None)
-        if isinstance(declared, PerceptionBackend) and declared.extract is fn:
-            return declared if declared.name == name else dataclasses.replace(declared, name=name)
-        batch = getattr(module, "extract_batch", None)
-        init = getattr(fn, "init_worker", None)
-        takes = bool(getattr(fn, "takes_domain", False))
-        return cls(name=name, extract=fn, extract_batch=batch if callable(batch) and batch is not fn else None,
-                   domains=None if takes else (DEFAULT_DOMAIN,), takes_domain=takes,
-                   raw_input=bool(getattr(fn, "raw_input", False)), init_worker=init if callable(init) else None,
-                   model_files=tuple(getattr(module, "MODEL_PATHS", ()) or ()))
+        return cls(name=name, extract=fn)
 
 
 def as_backend(name: str, obj: Any) -> PerceptionBackend:

@@ -38,10 +38,8 @@ def open_session(path: Path, threads: int | None, what: str, hint: str) -> tuple
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
     opts.inter_op_num_threads = 1
-    # A parse alternates between two sessions (detector, classifier, detector again for the second look) with
-    # Python work in between; a pool thread that spins after its run then competes for the same few cores with
-    # the next session's threads. Without spinning, one image at a time at 512x512 on 2 cores went from 20-24
-    # to 30-34 images/s; the results are bit for bit the same.
+    # a parse alternates between two sessions with Python work in between: a pool thread spinning after its run
+    # would compete with the next session's threads for the same few cores (results are the same either way)
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     try:

@@ -2,9 +2,8 @@
 
 Why: the classifier (`logicval_hf.perception.parser_models.AttributeClassifier`) was trained with white-balance
 gains drawn within a range per channel (``train_attribute_classifier --white-balance``), so it reads colours
-right under light whose cast stays in that range. Text-to-image models light their scenes in
-every colour temperature; under warm light CLEVR's grey objects were read as brown (real CLEVR with a warm tint:
-8 grey objects of 170 images, exact rate 0.906). Here the illuminant is estimated from the whole image with the
+right under light whose cast stays in that range. Text-to-image models light their scenes in every colour
+temperature (under warm light grey reads as brown). Here the illuminant is estimated from the whole image with the
 shades-of-grey method (Finlayson and Trezzi, 2004: the Minkowski ``norm``-mean of each channel in linear light,
 ``norm`` 6 as they recommend), and the crops are divided by it, at most ``limit`` per channel (in log): a
 strongly coloured floor, which fools any grey-world estimate, then moves the crops no further than the

@@ -202,26 +202,19 @@ def test_logicval_run_scores_with_a_registered_backend(squares, tmp_path, capsys
     capsys.readouterr()
 
 
-# ---- plain functions still register ------------------------------------------------------------------------
-def test_a_plain_function_is_wrapped_as_before():
-    def legacy(rgb, **settings):
+# ---- plain functions register too --------------------------------------------------------------------------
+def test_a_plain_function_is_wrapped_as_a_clevr_backend():
+    def plain(rgb, **settings):
         return squares_scene(rgb)
 
-    legacy.takes_domain = True
-    register_backend("legacy-test", legacy)
+    register_backend("plain-test", plain)
     try:
-        b = get_backend("legacy-test")
-        assert isinstance(b, PerceptionBackend) and b.extract is legacy and b.takes_domain and b.domains is None
-        assert extract_scene(IMAGES[0], backend="legacy-test") == WANT[0]
+        b = get_backend("plain-test")
+        assert isinstance(b, PerceptionBackend) and b.extract is plain and b.domains == ("clevr",)
+        assert not b.takes_domain and b.extract_batch is None
+        assert extract_scene(IMAGES[0], backend="plain-test") == WANT[0]
     finally:
-        BACKENDS.pop("legacy-test")
-    # a lazy reference to a built-in backend's function gets that backend's declaration, under the new name
-    register_backend("neural-by-function-test", "logicval_hf.perception.neural:extract")
-    try:
-        b = get_backend("neural-by-function-test")
-        assert b == dataclasses.replace(get_backend("neural"), name="neural-by-function-test")
-    finally:
-        BACKENDS.pop("neural-by-function-test")
+        BACKENDS.pop("plain-test")
 
 
 def test_built_in_backends_declare_themselves():
