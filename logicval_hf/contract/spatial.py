@@ -1,26 +1,9 @@
-"""Geometry of the spatial vocabulary (regions.md): which axis each relation orders and in which direction.
-
-Relations read ``rel(a, b)`` = "a is rel b". Image coordinates: x grows to the right, y grows downwards,
-so "behind" (farther from the camera) is a smaller y.
+"""Geometry of the spatial vocabulary (regions.md): regions of box centres and the box arithmetic the domains'
+relations read. Image coordinates: x grows to the right, y grows downwards, so "behind" (farther from the camera)
+is a smaller y.
 """
 
 from __future__ import annotations
-
-# relation -> (axis, sign): rel(a, b) iff sign * (coord(a) - coord(b)) > 0
-RELATION_GEOMETRY: dict[str, tuple[str, int]] = {
-    "left": ("x", -1),
-    "right": ("x", +1),
-    "behind": ("y", -1),
-    "front": ("y", +1),
-}
-
-# The canonical relation of each axis (the one the solver chooses; the other is its inverse).
-AXIS_RELATION = {"x": "left", "y": "behind"}
-INVERSE = {"left": "right", "right": "left", "behind": "front", "front": "behind"}
-
-
-def axis_of(rel: str) -> str:
-    return RELATION_GEOMETRY[rel][0]
 
 
 def region_of(cx: float, cy: float, width: float, height: float) -> str:
