@@ -44,30 +44,26 @@ from typing import Any
 
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, default_solver
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
-from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json, remove_stale_temps
+from logicval_hf.common.atomic import atomic_write_json, remove_stale_temps
 from logicval_hf.common.version import __version__
 from logicval_hf.contract.spec import as_spec
 from logicval_hf.job import cache
-from logicval_hf.job.analysis import LEAST_CERTAIN_SHOWN, WORST_SHOWN, analyse, known_truth, scene_diff
-from logicval_hf.job.cache import backend_fingerprint, generator_fingerprint, load_rows
+from logicval_hf.job.analysis import WORST_SHOWN, analyse, known_truth
 from logicval_hf.job.gallery import KEEP_IMAGES, pick_examples, prune_images, write_gallery
 from logicval_hf.job.generate import generate, render_settings
 from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, limit_rows, resolve_generators
 from logicval_hf.job.repairs import repair_records, repair_summary, self_correct
-from logicval_hf.job.score import SCORE_CHUNK, score
+from logicval_hf.job.score import score
 from logicval_hf.job.timer import StageTimer
 from logicval_hf.job.workers import Workers
 
 #: one line per stage (`logicval run` shows them on stderr; the progress bars show the rest)
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_GENERATORS", "BUILTIN_GENERATORS", "run", "atomic_write_bytes", "atomic_write_json",
-           "backend_fingerprint", "generator_fingerprint", "load_rows", "resolve_generators", "scene_diff"]
+__all__ = ["DEFAULT_GENERATORS", "DEFAULT_OUT", "MissingImagesWarning", "run"]
 
 DEFAULT_GENERATORS = BUILTIN_GENERATORS
 DEFAULT_OUT = "logicval_report"
-_limit_rows = limit_rows  # the name tests and scripts used before the job was split
-__all__ += ["DEFAULT_OUT", "LEAST_CERTAIN_SHOWN", "SCORE_CHUNK", "WORST_SHOWN", "MissingImagesWarning"]
 
 
 class MissingImagesWarning(UserWarning):

@@ -13,13 +13,18 @@ import pytest
 from PIL import Image
 
 import logicval_hf.job.run as run_mod
-from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
 from logicval_hf.cli.run import add_subcommands, main
+from logicval_hf.common.atomic import atomic_write_json
 from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.job import analysis as analysis_mod
 from logicval_hf.job import cache as cache_mod
 from logicval_hf.job import generate as generate_mod
+from logicval_hf.job.analysis import scene_diff
+from logicval_hf.job.cache import load_rows
+from logicval_hf.job.plan import limit_rows, resolve_generators
 from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS, _fmt
-from logicval_hf.job.run import _limit_rows, load_rows, resolve_generators, run, scene_diff
+from logicval_hf.job.run import run
 
 LIMIT = 2
 GENS = ("oracle", "naive", "perturbed")
@@ -43,12 +48,12 @@ def first(tmp_path_factory):
 
 def test_limit_rows_per_package():
     rows = load_rows()
-    picked = _limit_rows(rows, 3)
+    picked = limit_rows(rows, 3)
     assert [sum(r["package"] == p for r in picked) for p in PACKAGE_NAMES] == [3] * 6
     # evenly spaced through the package, not the first three (which share one template)
     assert len({r["templates"][0] for r in picked if r["package"] == "1SAT"}) == 3
     with pytest.raises(ValueError, match="limit"):
-        _limit_rows(rows, 0)
+        limit_rows(rows, 0)
 
 
 def test_outputs_exist_and_are_complete(first):
@@ -126,7 +131,7 @@ def test_report_tables_mention_everything(first):
                   "Timings"):
         assert f"## {title}" in md
     for g in GENS:
-        for d in json.loads((out / "disagreements.json").read_text())[g][:run_mod.WORST_SHOWN]:
+        for d in json.loads((out / "disagreements.json").read_text())[g][:analysis_mod.WORST_SHOWN]:
             assert d["id"] in md
 
     class Checker(HTMLParser):
@@ -159,8 +164,8 @@ def test_report_tables_mention_everything(first):
 
 def test_report_breaks_success_down_by_compositional_load(first):
     out, summary = first
-    rows = load_rows(run_mod.DEFAULT_SEED, out / "benchmark.json", reuse=True)
-    sat = [json.loads(r["spec_json"]) for r in _limit_rows(rows, LIMIT) if r["label"] == "SAT"]
+    rows = load_rows(DEFAULT_SEED, out / "benchmark.json", reuse=True)
+    sat = [json.loads(r["spec_json"]) for r in limit_rows(rows, LIMIT) if r["label"] == "SAT"]
     loads = sorted({s["n"] + len(s["constraints"]) for s in sat})
     for g in GENS:
         for who in ("metric", "truth"):
@@ -298,7 +303,7 @@ def test_changed_generator_code_regenerates_images(first, tmp_path, monkeypatch)
     out = tmp_path / "r"
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     rec = json.loads(next((out / "intended" / "oracle").glob("*.json")).read_text())
-    assert rec["generator_fingerprint"] == run_mod.generator_fingerprint()
+    assert rec["generator_fingerprint"] == cache_mod.generator_fingerprint()
     monkeypatch.setattr(cache_mod, "generator_fingerprint", lambda: "edited")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     assert again["work"]["oracle"]["generated"] == len(PACKAGE_NAMES)
@@ -338,7 +343,7 @@ def test_cli(tmp_path, capsys):
 
 def test_atomic_write_helpers(tmp_path):
     p = tmp_path / "a" / "b.json"
-    run_mod.atomic_write_json(p, {"x": 1})
+    atomic_write_json(p, {"x": 1})
     assert json.loads(p.read_text()) == {"x": 1}
     assert os.listdir(p.parent) == ["b.json"]
 
@@ -358,15 +363,15 @@ def test_backend_fingerprint_covers_every_model_file_of_the_backend(tmp_path):
     attrs.write_bytes(b"classifier v1")
     register_backend("clevr-retrained", dataclasses.replace(clevr, model_files=(det, attrs)))
     try:
-        first = run_mod.backend_fingerprint("clevr-retrained")
+        first = cache_mod.backend_fingerprint("clevr-retrained")
         attrs.write_bytes(b"classifier v2")
-        second = run_mod.backend_fingerprint("clevr-retrained")
+        second = cache_mod.backend_fingerprint("clevr-retrained")
         det.write_bytes(b"detector v2")
-        assert len({first, second, run_mod.backend_fingerprint("clevr-retrained")}) == 3
+        assert len({first, second, cache_mod.backend_fingerprint("clevr-retrained")}) == 3
     finally:
         BACKENDS.pop("clevr-retrained", None)
     with pytest.raises(ValueError, match="unknown perception backend 'clevr-retrained'"):
-        run_mod.backend_fingerprint("clevr-retrained")
+        cache_mod.backend_fingerprint("clevr-retrained")
 
 
 def test_stage_timer_adds_up_repeated_stages_and_books_the_total():
@@ -518,7 +523,7 @@ def test_the_report_lists_the_least_certain_images_first(first):
         assert c["mean"] == pytest.approx(sum(x for x, _ in rated) / len(rated))
         least = c["least_certain"]
         assert [(x["confidence"], x["id"]) for x in least] == rated[:len(least)]
-        assert len(least) == min(run_mod.LEAST_CERTAIN_SHOWN, len(rated))
+        assert len(least) == min(analysis_mod.LEAST_CERTAIN_SHOWN, len(rated))
         section = md[md.index(f"### Least certain images: {g}"):]
         rows = [line for line in section.splitlines() if line.startswith("| ")][1:1 + len(least)]
         assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [x["id"] for x in least]
