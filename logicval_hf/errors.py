@@ -15,7 +15,8 @@ class UnsafeProgramError(ValueError):
 
 class SolverLimit(SpecError):
     """A spec with an open scene size may need more objects than its domain's ``max_objects`` (the hard limit on
-    the universe the solver searches): no label is given, rather than an UNSAT that is the limit's, not the spec's."""
+    the universe the solver searches), or asks for box relations whose realisability the solver's placements do not
+    decide (`logicval_hf.asp.placement`): no label is given, rather than one that is the limit's, not the spec's."""
 
 
 class SolverTimeout(ValueError, RuntimeError):

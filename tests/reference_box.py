@@ -93,11 +93,17 @@ def size_bound(spec: Spec) -> int:
     """This module's bound on the objects a model needs (see the module docstring): one more than every count,
     sum or rank constant, one per variable of a block that asks for objects to exist (an ``exists``, or a
     ``forall`` that asks for one inside), two per such variable when a ``forall`` holds it (a witness for each of
-    the objects the rest needs), plus one."""
+    the objects the rest needs), plus one; then twice that, plus one, for every comparison of two counts (each can
+    ask for one more object than all the others need)."""
     total = 1
     for c in spec.constraints:
         for formula in (c.template.formula, c.template.anti_vacuity):
             total += _witnesses(formula, c.params, False)
+    for c in spec.constraints:
+        for formula in (c.template.formula, c.template.anti_vacuity):
+            for node in _walk(formula):
+                if node["op"] == "cmp" and all(node[s].get("op") in ("count", "sum") for s in ("lhs", "rhs")):
+                    total = 2 * total + 1
     return total
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from logicval_hf.asp.budget import Deadline
 from logicval_hf.asp.labelling import SolveResult, label_here
 from logicval_hf.contract.scene import Scene
-from logicval_hf.errors import SolverTimeout, SpecError
+from logicval_hf.errors import SolverLimit, SolverTimeout, SpecError
 
 #: seconds the child may take beyond the budget to start (interpreter and imports) before it is killed
 START_UP = 0.9
@@ -31,7 +31,7 @@ def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadlin
 
     Raises:
         SolverTimeout: the child did not answer within the budget (it is killed).
-        SpecError: the child refused the spec (the same errors as in-process).
+        SpecError: the child refused the spec (the same errors as in-process; `SolverLimit` stays one).
     """
     left = deadline.remaining()
     if left is None:
@@ -57,7 +57,7 @@ def solve_in_child(spec: Any, image_size: tuple[float, float], deadline: Deadlin
     if "timeout" in out:  # the child's own budget was what remained of ours: report ours
         raise deadline.expired("solving")
     if "error" in out:
-        raise SpecError(out["error"])
+        raise (SolverLimit if out.get("limit") else SpecError)(out["error"])
     witness = Scene.from_dict(out["witness"], spec.domain) if out["witness"] is not None else None
     return SolveResult(bool(out["satisfiable"]), witness=witness,
                        core=tuple(out["core"]) if out["core"] is not None else None)
@@ -78,7 +78,7 @@ def main() -> None:
     except SolverTimeout as e:
         json.dump({"timeout": str(e)}, sys.stdout)
     except SpecError as e:
-        json.dump({"error": str(e)}, sys.stdout)
+        json.dump({"error": str(e), "limit": isinstance(e, SolverLimit)}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ PLACING_ARGS = [*CLINGO_ARGS, "--heuristic=Domain"]
 _PLACED_BY_ORDERS = frozenset({"area"})
 #: placements tried, smallest first: (object slots at most, grid ranks, nesting depth); a small placement grounds and
 #: searches fast, and its boxes are drawn largest (None: as many as the spec's universe allows)
-_STEPS = ((4, 2, 1), (4, 3, 2), (8, 5, 3), (16, 8, 4), (None, MAX_RANKS, None))
+_STEPS = ((4, 2, 1), (4, 3, 2), (8, 5, 3), (16, 8, 4), (None, 3, 1), (None, 5, 2), (None, 8, 4),
+          (None, MAX_RANKS, None))
 #: seconds each placement step but the last may search (the last has what is left of the budget)
 STEP_SECONDS = 2.0
 

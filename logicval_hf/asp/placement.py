@@ -40,10 +40,16 @@ FloatBox = tuple[float, float, float, float]
 MAX_RANKS = 12
 #: family of each relation kind (an offset's family is its axis)
 _KIND_FAMILY = {"box_area": "area", "box_inside": "nest"}
-#: zone centres, as a fraction of the container's width or height: on an axis, and on a diagonal
-_TAU_AXIS, _TAU_DIAG = Fraction(42, 100), Fraction(46, 100)
-#: zone extents (the zone's contents fit in a square of this fraction of the container's shorter side)
-_EXTENT = {0: Fraction(18, 100), 1: Fraction(8, 100), 2: Fraction(4, 100)}
+#: zones by the steps from the middle (0 the middle, 1 an axis, 2 a diagonal): (centre offset as a fraction of the
+#: container's width or height, extent: the zone's contents fit in a square of that fraction of its shorter side).
+#: Small enough that boxes anywhere in two zones relate as the zones do, margins included (axis and diagonal zones
+#: at one offset, so that zones two apart on one axis and one on the other stay clear of the rule's 60-degree line)
+ZONES = {0: (Fraction(0), Fraction(12, 100)), 1: (Fraction(46, 100), Fraction(4, 100)),
+         2: (Fraction(46, 100), Fraction(2, 100))}
+#: the same for a container whose contents sit in one zone only: only the container itself must relate to them as
+#: the zone says, so the zone can be larger (tests/asp/test_box_geometry.py checks both)
+ALONE = {0: (Fraction(0), Fraction(20, 100)), 1: (Fraction(44, 100), Fraction(12, 100)),
+         2: (Fraction(48, 100), Fraction(4, 100))}
 #: a box's half-size against the spacing of its frame's grid, at the first attempt (halved at every retry)
 _BETA = Fraction(1, 5)
 _ATTEMPTS = 10
@@ -192,12 +198,16 @@ def _sqrt(v: Fraction) -> Fraction:
 
 
 class _Builder:
-    """Boxes of one placement for one attempt (``shrink`` scales every box and zone against its frame)."""
+    """Boxes of one placement for one attempt (``shrink`` scales every box against its frame's grid spacing)."""
 
     def __init__(self, domain: Domain, fams: Mapping[str, str], p: Placement, shrink: Fraction):
         self.domain, self.fams, self.p, self.shrink = domain, fams, p, shrink
         self.offsets = "x" in fams or "y" in fams
         self.originals = [o for o in p.objects if o not in p.copy]  # a copy takes its original's box
+        self.zones: dict[int, set[tuple[int, int]]] = {}  # container -> the zones its contents occupy
+        for o in self.originals:
+            if o in p.parent:
+                self.zones.setdefault(p.parent[o], set()).add(p.zone.get(o, (0, 0)))
         self.centre: dict[int, tuple[Fraction, Fraction]] = {}
         self.bound: dict[int, Fraction] = {}
         self.group: dict[int, tuple[Any, ...]] = {}  # coincident objects share a key
@@ -218,11 +228,10 @@ class _Builder:
             origin, extent = (Fraction(0), Fraction(0)), Fraction(max(span, 1))
         else:
             (cx, cy), (w, h) = self.centre[container], self.size[container]
-            steps = abs(zone[0]) + abs(zone[1])
-            tau = (Fraction(0), _TAU_AXIS, _TAU_DIAG)[steps]
+            alone = len(self.zones.get(container, ())) == 1
+            tau, share = (ALONE if alone else ZONES)[abs(zone[0]) + abs(zone[1])]
             origin = (_round(cx + zone[0] * tau * w), _round(cy + zone[1] * tau * h))
-            share = _EXTENT[steps] * self.shrink if self.offsets else Fraction(9, 10)
-            extent = _round(share * min(w, h))
+            extent = _round((share if self.offsets else Fraction(9, 10)) * min(w, h))
         if container is None:
             spacing = Fraction(1)
             bound = _BETA * self.shrink if span else Fraction(1, 2)

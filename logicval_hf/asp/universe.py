@@ -16,7 +16,9 @@ where no object can be dropped, every object is *needed* by some constraint:
   K most confident objects of the class may be needed;
 * a universal with a nested existential (``for every x ... there is a y``, C7) or a count compared with another
   count (C9) can need one more object for every object the spec needs otherwise (a witness each, or one more than
-  the other count), and one of its own: each such constraint adds that need once more, plus one.
+  the other count), and one of its own. Such constraints compound: the objects one of them adds can be what the
+  next one counts against (``more blue cats than blue birds`` and ``fewer cats than objects that are not blue``
+  beside ``more than two blue birds`` need 3 + 4 + 5 objects), so each one doubles the need, plus one.
 
 Universal constraints without nested existentials (``every A is left of every B``) need nothing: dropping an
 object keeps them true. A comparison whose counted objects are the objects of an ``= K`` count of a weaker
@@ -164,8 +166,8 @@ def objects_needed(spec: Spec) -> int:
         nested += is_nested
         if is_nested or not (i in counts and _covered(i, counts)):
             base += need
-    # each nested constraint can need one object more for every object the others need, and one of its own
-    return max(1, base + nested * (base + 1))
+    # each nested constraint can need one object more for every object needed so far, and one of its own
+    return max(1, (base + 1) * 2 ** nested - 1)
 
 
 def universe_bound(spec: Spec) -> int:
