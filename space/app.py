@@ -47,7 +47,7 @@ from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.generation.render import render_scene
-from logicval_hf.space import annotate as ann
+from logicval_hf.space import annotation_values as vals
 from logicval_hf.space import check as chk
 from logicval_hf.space import common, edits
 from logicval_hf.space import compose as cmp
@@ -195,7 +195,7 @@ def closed_menu(*args: Any, **kwargs: Any) -> gr.Dropdown:
 
 def annotator_input(comp: Any, max_bytes: int) -> Any:
     """The annotation widget with its input passed through the image gate (the widget would decode any image
-    it is sent, whatever its size) and its boxes handed over raw: `logicval_hf.space.annotate.check_boxes`
+    it is sent, whatever its size) and its boxes handed over raw: `logicval_hf.space.annotation_values.check_boxes`
     checks them when they are saved (the widget's own parsing turns a missing colour into black and rounds
     1e300 into a 301-digit integer)."""
     def preprocess(payload: Any) -> Any:
@@ -483,8 +483,8 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
 
     desk = AnnotationDesk(cfg.annotation_root, cfg.db_path, cfg.export_dir,  # type: ignore[arg-type]
                           cfg.max_file_bytes)
-    labels = ann.box_labels()
-    colors = [ann.label_color(lab) for lab in labels]
+    labels = vals.box_labels()
+    colors = [vals.label_color(lab) for lab in labels]
 
     gr.Markdown("Draw **one box per object** and pick its colour, material and shape from the list. Mark the scene "
                 "flags below. Every edit is saved immediately (who and when are recorded). The prompt is not shown.")
@@ -501,7 +501,7 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
         show_download_button=False, show_share_button=False, show_remove_button=True, label="Objects", height=560,
         interactive=True), cfg.max_file_bytes)
     with gr.Row():
-        flag_boxes = {f: gr.Checkbox(label=ann.FLAG_LABELS[f], value=False) for f in ann.FLAGS}
+        flag_boxes = {f: gr.Checkbox(label=vals.FLAG_LABELS[f], value=False) for f in vals.FLAGS}
     notes = gr.Textbox(label="Notes (optional)", lines=1)
     status = gr.Markdown()
     key = gr.Textbox(visible=False)  # JSON: which image the widgets show (+ digest of the boxes as loaded)
@@ -529,9 +529,9 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
     def load(m: str, i: str, request: gr.Request):
         _user(request)
         if not m or not i:
-            return (None, *[False] * len(ann.FLAGS), "", "", "_Choose an image._")
+            return (None, *[False] * len(vals.FLAGS), "", "", "_Choose an image._")
         shown = desk.load(m, i, annot.GRADIO_CACHE)  # served from gradio's cache, byte for byte
-        return ({"image": shown.image, "boxes": shown.boxes}, *[shown.flags[f] for f in ann.FLAGS], shown.notes,
+        return ({"image": shown.image, "boxes": shown.boxes}, *[shown.flags[f] for f in vals.FLAGS], shown.notes,
                 shown.key, shown.status)
 
     @user_errors

@@ -5,7 +5,7 @@ named by benchmark id (``3SAT-0007.png``). Folders starting with ``_`` or ``.`` 
 export folder is ``root/_export``).
 
 **Boxes** and every other value are checked before they are saved: `logicval_hf.space.annotation_values`
-(the closed vocabulary of box labels, `check_boxes`, `normalise`; its names are re-exported here).
+(the closed vocabulary of box labels, `check_boxes`, `normalise`).
 
 **Store.** One SQLite file in WAL mode. Every edit of one field of one image (``boxes``, ``rendering_error``,
 ``deformed``, ``empty_scene``, ``notes``) is one ``BEGIN IMMEDIATE`` transaction that appends the edit to
@@ -37,43 +37,18 @@ from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.scene import Scene
 from logicval_hf.space import images
 from logicval_hf.space.annotation_values import (
-    CLEVR_RGB,
-    CLIP_TOLERANCE,
-    COORDS,
     DEFAULTS,
-    FIELDS,
-    FLAG_LABELS,
     FLAGS,
-    INCOMPLETE_RGB,
-    MAX_BOXES,
-    MAX_KEY_CHARS,
-    MAX_LABEL_CHARS,
-    MAX_NOTES,
     AnnotationError,
-    CheckedBoxes,
-    box_labels,
-    box_signature,
     canonical,
-    check_boxes,
-    digest,
-    label_attributes,
-    label_color,
-    make_key,
     normalise,
-    normalise_boxes,
-    parse_key,
     parse_label,
-    rgb_string,
 )
 from logicval_hf.space.common import ROW_ID_RE, quote
 
-__all__ = [  # its own names, then the values' names it re-exports
+__all__ = [
     "IMAGE_EXTENSIONS", "AnnotationStore", "NOT_ANNOTATED", "export_model", "image_choices", "image_path",
     "image_size", "is_annotated", "list_images", "list_models", "now", "progress", "record_scene", "unannotated",
-    "AnnotationError", "CLEVR_RGB", "CLIP_TOLERANCE", "COORDS", "CheckedBoxes", "DEFAULTS", "FIELDS", "FLAGS",
-    "FLAG_LABELS", "INCOMPLETE_RGB", "MAX_BOXES", "MAX_KEY_CHARS", "MAX_LABEL_CHARS", "MAX_NOTES", "box_labels",
-    "box_signature", "canonical", "check_boxes", "digest", "label_attributes", "label_color", "make_key",
-    "normalise", "normalise_boxes", "parse_key", "parse_label", "rgb_string",
 ]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")

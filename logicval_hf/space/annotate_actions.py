@@ -19,6 +19,7 @@ from typing import Any
 
 from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.space import annotate as ann
+from logicval_hf.space import annotation_values as vals
 from logicval_hf.space.common import md_escape
 from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES
 
@@ -118,25 +119,25 @@ class AnnotationDesk:
         status = (f"Loaded **{image_id}** — last edit by {md_escape(last['by'])} at {last['at']}" if last
                   else f"Loaded **{image_id}** (no annotation yet)")
         return LoadedImage(image=cache_copy(path, cache_dir), boxes=rec["boxes"],
-                           flags={f: bool(rec[f]) for f in ann.FLAGS}, notes=rec["notes"],
-                           key=ann.make_key(model, image_id, rec["boxes"]), status=status)
+                           flags={f: bool(rec[f]) for f in vals.FLAGS}, notes=rec["notes"],
+                           key=vals.make_key(model, image_id, rec["boxes"]), status=status)
 
     def save_boxes(self, key: str, boxes: Any, user: str) -> BoxesSaved:
         """Save the boxes of the keyed image, unless the change is the widget echoing the boxes it was just
         loaded with (same signature while the key is *fresh*): that is not an annotator's edit."""
-        d = ann.parse_key(key)
-        settled = ann.make_key(d["model"], d["image_id"], None, fresh=False)
-        if d.get("fresh") and ann.box_signature(boxes) == d.get("boxes"):
+        d = vals.parse_key(key)
+        settled = vals.make_key(d["model"], d["image_id"], None, fresh=False)
+        if d.get("fresh") and vals.box_signature(boxes) == d.get("boxes"):
             return BoxesSaved(None, settled)
         path = ann.image_path(self.root, d["model"], d["image_id"])  # still a valid image of a known folder
-        checked = ann.check_boxes(boxes, ann.image_size(path, self.max_file_bytes))  # refusals write nothing
+        checked = vals.check_boxes(boxes, ann.image_size(path, self.max_file_bytes))  # refusals write nothing
         res = self.store.save(d["model"], d["image_id"], "boxes", checked.boxes, user)
         return BoxesSaved(saved_status(res, user, f"{len(checked.boxes)} box(es)", d["image_id"], checked.notes()),
                           settled)
 
     def save_field(self, key: str, field: str, value: Any, user: str) -> str:
         """Save a flag or the notes of the keyed image; the status line."""
-        d = ann.parse_key(key)
+        d = vals.parse_key(key)
         ann.image_path(self.root, d["model"], d["image_id"])
         res = self.store.save(d["model"], d["image_id"], field, value, user)
         return saved_status(res, user, field.replace("_", " "), d["image_id"])
@@ -146,7 +147,7 @@ class AnnotationDesk:
         """Export ``model`` (`annotate.export_model`) and pack it as ``<model>_scenes.zip`` in a fresh temporary
         folder; returns the message and the zip's path."""
         if not model:
-            raise ann.AnnotationError("choose a model folder first")
+            raise vals.AnnotationError("choose a model folder first")
         res = ann.export_model(self.store, self.root, model, self.export_dir)
         zpath = Path(tempfile.mkdtemp(prefix="logicval-export-")) / f"{model}_scenes.zip"
         with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:

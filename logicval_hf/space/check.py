@@ -21,7 +21,7 @@ from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import constraint_names, constraint_text
 from logicval_hf.space import images
 from logicval_hf.space.common import boxes_json, listed, object_label, parse_spec_input
-from logicval_hf.space.config import NEURAL_ENV_PREFIX, default_backend  # noqa: F401  (re-exported)
+from logicval_hf.space.config import default_backend
 from logicval_hf.space.edits import repair_of
 from logicval_hf.space.explain import explain_constraint
 from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES
@@ -49,24 +49,15 @@ def load_upload(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name:
 
 
 def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any]:
-    """The probabilistic score (``logicval_hf.scoring.probabilistic``), or ``p: None`` with the reason it is n/a."""
-    try:
-        from logicval_hf.scoring.probabilistic import probability  # lazy: optional module
-    except Exception as e:  # noqa: BLE001 - any import problem means "not available"
-        return {"p": None, "available": False, "note": f"n/a: logicval_hf.scoring.probabilistic is not available ({e})"}
+    """The probabilistic score (`logicval_hf.scoring.probabilistic`), or ``p: None`` with the reason it is n/a."""
+    from logicval_hf.scoring.probabilistic import probability
+
     try:
         r = probability(spec, scene, label=label)
     except Exception as e:  # noqa: BLE001 - shown to the user, the verdicts still stand
         return {"p": None, "available": True, "note": f"n/a: {type(e).__name__}: {e}"}
-    out: dict[str, Any] = dict(r.to_dict()) if hasattr(r, "to_dict") else {"p": float(r.p)}
-    out["p"] = float(out["p"])
-    out["available"] = True
-    exact = out.get("exact")
-    if exact is None:
-        out["note"] = ""
-    else:
-        out["note"] = "exact" if exact else f"Monte Carlo estimate ± {out.get('stderr', 0):.3f}"
-    return out
+    note = "exact" if r.exact else f"Monte Carlo estimate ± {r.stderr:.3f}"
+    return {**r.to_dict(), "available": True, "note": note}
 
 
 def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = None,
@@ -209,16 +200,6 @@ def violations_markdown(result: Mapping[str, Any]) -> str:
 def involved_objects(result: Mapping[str, Any]) -> set[int]:
     """The objects named by the violated constraints of a `check_image` answer (highlighted in the drawing)."""
     return {i for v in result["violated"] for i in v["objects"]}
-
-
-#: the columns of `violation_rows`
-VIOLATION_HEADERS = ["constraint", "template", "text", "why", "objects involved"]
-
-
-def violation_rows(result: Mapping[str, Any]) -> list[list[Any]]:
-    """One table row per failing constraint, named as the prompt numbers it (``Constraint 1``)."""
-    return [[constraint_names([v["index"]]), v["template"], v["text"], v["explanation"],
-             ", ".join(v["object_labels"])] for v in result["violated"]]
 
 
 #: box colours (dark enough for white label text; no red, which marks objects of failing constraints)

@@ -248,10 +248,6 @@ def object_label(scene: Scene, i: int) -> str:
     return f"#{i} {object_words(scene.objects[i].attributes, attribute_order(scene))}"
 
 
-def object_labels(scene: Scene, indices: Any) -> list[str]:
-    return [object_label(scene, i) for i in indices]
-
-
 def listed(labels: list[str], limit: int = MAX_LISTED) -> str:
     if len(labels) > limit:
         return ", ".join(labels[:limit]) + f", ... ({len(labels) - limit} more)"

@@ -75,14 +75,6 @@ def decode(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str 
         return perception.load_image(im, what=name)
 
 
-def label_font(size: int) -> Any:
-    """Pillow's default font at ``size`` pixels (its bitmap font on Pillow < 10.1)."""
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1
-        return ImageFont.load_default()
-
-
 def drawing_canvas(image: Any, scene_size: tuple[float, float], min_width: int = 800
                    ) -> tuple[Image.Image, ImageDraw.ImageDraw, float, float, Any]:
     """What the Check tab draws a scene's boxes or edits on: a copy of the image (upscaled to ``min_width`` so that
@@ -94,5 +86,5 @@ def drawing_canvas(image: Any, scene_size: tuple[float, float], min_width: int =
     else:
         im = im.copy()
     W, H = im.size
-    font = label_font(max(12, round(min(W, 1.5 * H) / 48)))
+    font = ImageFont.load_default(size=max(12, round(min(W, 1.5 * H) / 48)))
     return im, ImageDraw.Draw(im), W / float(scene_size[0]), H / float(scene_size[1]), font

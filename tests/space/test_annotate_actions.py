@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from logicval_hf.space import annotate as ann
+from logicval_hf.space import annotation_values as vals
 from logicval_hf.space.annotate_actions import AnnotationDesk
 
 IDS = ["3SAT-0001", "3SAT-0002", "3SAT-0003", "1SAT-0004"]
@@ -18,7 +18,7 @@ IDS = ["3SAT-0001", "3SAT-0002", "3SAT-0003", "1SAT-0004"]
 
 def _box(x: float, y: float, label: str, w: float = 40, h: float = 30) -> dict:
     return {"xmin": x, "ymin": y, "xmax": x + w, "ymax": y + h, "label": label,
-            "color": ann.rgb_string(ann.label_color(label))}
+            "color": vals.rgb_string(vals.label_color(label))}
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_load_then_its_echo_is_not_an_edit(desk, tmp_path):
 def test_fields_and_refusals(desk, tmp_path):
     key = desk.load("m", "3SAT-0002", tmp_path / "cache").key
     assert desk.save_field(key, "empty_scene", True, "bob").startswith("✔ Saved empty scene of **3SAT-0002**")
-    with pytest.raises(ann.AnnotationError, match="no image loaded"):
+    with pytest.raises(vals.AnnotationError, match="no image loaded"):
         desk.save_field("", "notes", "x", "bob")
     with pytest.raises(ValueError, match="box 1"):
         desk.save_boxes(json.dumps({"model": "m", "image_id": "3SAT-0002", "fresh": False}),
@@ -79,5 +79,5 @@ def test_export_zip_holds_the_exported_files(desk):
         scene = json.loads(z.read("m/3SAT-0001.json"))
     assert scene["objects"][0]["color"] == "red" and scene["image_size"] == [120, 80]
     assert (desk.export_dir / "m" / "3SAT-0001.json").is_file()
-    with pytest.raises(ann.AnnotationError, match="choose a model folder"):
+    with pytest.raises(vals.AnnotationError, match="choose a model folder"):
         desk.export_zip("")

@@ -23,7 +23,7 @@ RESERVED = frozenset({
     "package", "label", "prompt", "image", "path", "file", "split", "n", "m",
     "rendering_error", "deformed", "empty_scene", "notes", "n_boxes", "updated_by", "updated_at", "annotation",
 })
-#: the annotation flags of the Space's Annotate tab (`logicval_hf.space.annotate.FLAGS`)
+#: the annotation flags of the Space's Annotate tab (`logicval_hf.space.annotation_values.FLAGS`)
 FLAGS = ("rendering_error", "deformed", "empty_scene")
 #: flags that mark a defective image (an empty scene is an answer: correct for UNSAT specifications)
 DEFECT_FLAGS = ("rendering_error", "deformed")
