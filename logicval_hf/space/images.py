@@ -86,5 +86,8 @@ def drawing_canvas(image: Any, scene_size: tuple[float, float], min_width: int =
     else:
         im = im.copy()
     W, H = im.size
-    font = ImageFont.load_default(size=max(12, round(min(W, 1.5 * H) / 48)))
+    try:
+        font = ImageFont.load_default(size=max(12, round(min(W, 1.5 * H) / 48)))
+    except TypeError:  # Pillow 10.0 (the oldest the package takes) has only its bitmap font
+        font = ImageFont.load_default()
     return im, ImageDraw.Draw(im), W / float(scene_size[0]), H / float(scene_size[1]), font
