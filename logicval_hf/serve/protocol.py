@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logicval_hf.serve.health import without_paths
-from logicval_hf.serve.reward_modes import REWARD_MODES, check_reward_mode  # REWARD_MODES: kept importable here
+from logicval_hf.serve.reward_modes import check_reward_mode
 from logicval_hf.serve.unpickling import UnsafePickleError, restricted_loads
 
 __all__ = ["BadRequest", "GENEVAL_TAGS", "Limits", "RewardRequest", "SampleResult", "TooLarge", "ABSENT",
-           "REWARD_MODES", "check_image_headers", "grouped", "parse_json_request", "parse_pickle_request",
+           "check_image_headers", "grouped", "parse_json_request", "parse_pickle_request",
            "pickle_response", "json_response"]
 
 #: GenEval's six tags: always keys of ``group_rewards`` / ``group_strict_rewards`` (as the reference server)
