@@ -118,13 +118,6 @@ class Registry(Generic[T]):
                              f"(registered as {entry!r})") from None
         return self._adapt(name, obj) if self._adapt is not None else obj
 
-    def reference(self, name: str) -> T | str:
-        """The raw entry (a lazy reference stays a string): for code fingerprints without importing."""
-        with self._lock:
-            if name not in self._entries:
-                raise self.unknown(name)
-            return self._entries[name]
-
     def pop(self, name: str, default: Any = None) -> Any:
         """Remove ``name`` (tests and plugins that registered something temporary); returns its entry."""
         with self._lock:
