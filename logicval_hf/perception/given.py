@@ -3,11 +3,10 @@ output of an external detector, a solver witness).
 
 Usage::
 
-    from logicval_hf.perception.given import extract, load_scenes
+    from logicval_hf.perception.given import extract
     scene = extract({"image_size": [480, 320], "objects": [...]})   # dict, JSON string, Scene or .json path
     scene = extract({"image_size": [512, 512], "objects": [{"class": "dog", "color": "brown", ...}]},
                     domain="coco")                                 # a COCO scene graph
-    scenes = load_scenes("annotations.jsonl")                       # {id: Scene}
 
 A scene graph names its domain (``"domain": "coco"``; none: CLEVR). With ``domain`` (a name or a `Domain`) the
 scene is read in that domain: one that omits ``"domain"`` is taken to be in it, one that names another (or a
@@ -21,9 +20,7 @@ through as given; this module makes the same thing available as the named backen
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +31,7 @@ from logicval_hf.perception import resolve_domain
 from logicval_hf.perception.backend import PerceptionBackend
 from logicval_hf.perception.images import PerceptionError
 
-__all__ = ["BACKEND", "extract", "to_scene", "load_scenes"]
+__all__ = ["BACKEND", "extract", "to_scene"]
 
 #: JSON files larger than this are refused (a scene graph of 9 objects is well under 10 kB).
 MAX_SCENE_BYTES = 5_000_000
@@ -108,45 +105,3 @@ def extract(x: Any, domain: Domain | str | None = None, **settings: Any) -> Scen
 #: own, or the one asked for)
 BACKEND = PerceptionBackend("given", extract, domains=None, takes_domain=True, raw_input=True,
                             description="scene graphs as given (annotations, an external detector's output)")
-
-
-def load_scenes(path: str | Path, key: str = "id", scene_key: str | None = None,
-                domain: Domain | str | None = None) -> dict[str, Scene]:
-    """Read annotated scene graphs from a file, keyed by ``key`` (in ``domain`` when given, as `to_scene`).
-
-    Accepted layouts: JSON Lines with one object per line (``{"id": ..., "scene": {...}}``; the scene under
-    ``scene_key`` or the first of ``scene``, ``annotated_scene``, ``annotation``), a JSON list of such objects,
-    or a JSON object mapping id -> scene graph. Raises `ValueError` naming the line / key of a bad entry.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"annotations {str(path)!r}: no such file")
-    domain = _domain(domain, f"annotations {path}")
-    text = path.read_text(encoding="utf-8")
-    entries: list[tuple[str, Any]] = []
-    try:
-        data = None if path.suffix.lower() == ".jsonl" else json.loads(text)
-    except json.JSONDecodeError:
-        data = None  # not one JSON document: JSON Lines
-    if data is None:
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    entries.append((f"line {lineno}", json.loads(line)))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"annotations {path} line {lineno}: not valid JSON ({e})") from None
-    else:
-        if isinstance(data, Mapping) and "objects" not in data and key not in data:
-            return {str(k): to_scene(v, domain, f"annotations {path} [{k!r}]") for k, v in data.items()}
-        records = data if isinstance(data, list) else [data]
-        entries = [(f"item {i}", r) for i, r in enumerate(records)]
-    out: dict[str, Scene] = {}
-    for where, rec in entries:
-        if not isinstance(rec, Mapping) or key not in rec:
-            raise ValueError(f"annotations {path} {where}: expected an object with {key!r} and a scene graph")
-        sk = scene_key or next((k for k in ("scene", "annotated_scene", "annotation") if k in rec), None)
-        if sk is None or sk not in rec:
-            raise ValueError(f"annotations {path} {where}: no scene graph (expected a 'scene' field)")
-        out[str(rec[key])] = to_scene(rec[sk], domain, f"annotations {path} {where}")
-    return out
-

@@ -39,7 +39,7 @@ from logicval_hf.asp.solver import Solver, check_mode, default_solver
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import AttrLit, Spec
 
-__all__ = ["ProbResult", "probability", "probabilities", "relevant_values", "choices"]
+__all__ = ["ProbResult", "probability", "relevant_values", "choices"]
 
 #: default largest number of worlds enumerated exactly
 MAX_EXACT = 4096
@@ -203,16 +203,3 @@ def probability(
     p = float(hits.mean())
     stderr = float(math.sqrt(p * (1 - p) / samples))
     return ProbResult(p, False, stderr, samples)
-
-
-def probabilities(
-    pairs: Sequence[tuple[Any, Any]],
-    count: str = "strict",
-    labels: Sequence[str | None] | None = None,
-    **kwargs: Any,
-) -> list[ProbResult]:
-    """`probability` for many (spec, scene) pairs (same keyword arguments); results in input order."""
-    labels = list(labels) if labels is not None else [None] * len(pairs)
-    if len(labels) != len(pairs):
-        raise ValueError(f"labels has {len(labels)} entries for {len(pairs)} pairs")
-    return [probability(s, sc, count=count, label=lb, **kwargs) for (s, sc), lb in zip(pairs, labels, strict=True)]

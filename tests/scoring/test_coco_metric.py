@@ -110,7 +110,7 @@ def test_images_of_a_coco_spec_need_a_backend_that_perceives_it():
 
 def test_given_backend_reads_the_spec_domain(tmp_path):
     from logicval_hf.perception import PerceptionError, extract_scene
-    from logicval_hf.perception.given import extract, load_scenes, to_scene
+    from logicval_hf.perception.given import extract, to_scene
 
     r = compute([json.dumps(no_domain(GOOD))], [SPEC], backend="given")
     assert r["per_sample"][0]["ok"] is True
@@ -123,11 +123,6 @@ def test_given_backend_reads_the_spec_domain(tmp_path):
         extract(GOOD, domain="cocoa")
     with pytest.raises(PerceptionError, match="domain"):
         extract_scene(GOOD, backend="given", domain="cocoa")
-    jsonl = tmp_path / "ann.jsonl"
-    jsonl.write_text(json.dumps({"id": "a", "scene": no_domain(GOOD)}) + "\n")
-    assert load_scenes(jsonl, domain="coco") == {"a": Scene.from_dict(GOOD)}
-    with pytest.raises(ValueError, match="line 1"):
-        load_scenes(jsonl)  # read as CLEVR: 'class' is not a CLEVR attribute
 
 
 def test_probabilistic_score_on_coco_colours():

@@ -344,7 +344,7 @@ def test_a_third_party_raw_input_backend_gets_the_metric_s_predictions_as_they_a
 # ---- the `given` backend -----------------------------------------------------------------------
 def test_given_backend(tmp_path, images):
     from logicval_hf.perception import BACKENDS, extract_scene, extract_scenes
-    from logicval_hf.perception.given import BACKEND, extract, load_scenes, to_scene
+    from logicval_hf.perception.given import BACKEND, extract, to_scene
 
     assert BACKENDS["given"] is BACKEND and BACKEND.raw_input and BACKEND.extract is extract
     path = tmp_path / "scene.json"
@@ -367,14 +367,6 @@ def test_given_backend(tmp_path, images):
         extract(GOOD, threshold=0.5)
     with pytest.raises(ValueError, match=r"scene\.domain: the scene is in domain 'clevr', but domain 'coco'"):
         extract_scene({**GOOD, "domain": "clevr"}, backend="given", domain="coco")
-    jsonl = tmp_path / "ann.jsonl"
-    jsonl.write_text(json.dumps({"id": "a", "scene": GOOD}) + "\n" + json.dumps({"id": "b", "scene": EMPTY}) + "\n")
-    listed = tmp_path / "ann.json"
-    listed.write_text(json.dumps({"a": GOOD, "b": EMPTY}))
-    assert load_scenes(jsonl) == load_scenes(listed) == {"a": Scene.from_dict(GOOD), "b": Scene.from_dict(EMPTY)}
-    jsonl.write_text(json.dumps({"id": "a", "scene": {"objects": []}}) + "\n")
-    with pytest.raises(ValueError, match="line 1"):
-        load_scenes(jsonl)
 
 
 # ---- publishing --------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from helpers import DOMAIN, attr, obj, random_scene, random_spec
 from logicval_hf import Scene, SceneObject
 from logicval_hf.asp.solver import default_solver, verify
 from logicval_hf.contract.spec import as_spec
-from logicval_hf.scoring.probabilistic import ProbResult, choices, probabilities, probability
+from logicval_hf.scoring.probabilistic import ProbResult, choices, probability
 
 RED = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {"A1": attr("color", "red")}}]}
 ONE_RED = {"n": 3, "constraints": [{"template": "C8/1prop_exact", "params": {"A1": attr("color", "red"), "K": 1}}]}
@@ -167,9 +167,8 @@ def test_choices_lump_unnamed_values():
     assert cs[0].probs == pytest.approx((0.7, 0.3)) and not fixed
 
 
-def test_many_and_bad_inputs():
-    out = probabilities([(RED, uncertain_scene()), (UNSAT, uncertain_scene())], labels=["SAT", "UNSAT"])
-    assert [r.p for r in out] == [pytest.approx(0.82), 0.0]
+def test_bad_inputs():
+    assert probability(UNSAT, uncertain_scene(), label="UNSAT").p == 0.0
     with pytest.raises(ValueError, match="count"):
         probability(RED, uncertain_scene(), count="loose")
     with pytest.raises(ValueError, match="label"):
