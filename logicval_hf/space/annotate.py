@@ -234,13 +234,6 @@ class AnnotationStore:
         return [{"id": r[0], "model": r[1], "image_id": r[2], "field": r[3], "value": json.loads(r[4]),
                  "user": r[5], "at": r[6]} for r in rows]
 
-    def integrity(self) -> str:
-        con = self._connect()
-        try:
-            return con.execute("PRAGMA integrity_check").fetchone()[0]
-        finally:
-            con.close()
-
 
 # ---- export --------------------------------------------------------------------------------------------------
 def is_annotated(record: Mapping[str, Any] | None) -> bool:

@@ -63,15 +63,6 @@ class SelectionTracker:
             self.best = {k: v for k, v in rec.items() if k != "best_so_far"}
         return improved
 
-    def truncate(self, global_step: int) -> None:
-        """Forget evaluations after ``global_step`` (used when resuming from an earlier checkpoint)."""
-        self.history = [h for h in self.history if h["global_step"] <= global_step]
-        self.best = None
-        for h in self.history:
-            if math.isfinite(float(h["heldout_loss"])) and (self.best is None
-                                                           or h["heldout_loss"] < self.best["heldout_loss"]):
-                self.best = {k: v for k, v in h.items() if k not in ("best_so_far", "note")}
-
     def to_dict(self) -> dict[str, Any]:
         return {"criterion": self.CRITERION, **self.info, "best": self.best, "history": self.history}
 
