@@ -56,7 +56,7 @@ def open_session(path: Path, threads: int | None, what: str, hint: str) -> tuple
 class AttributeClassifier:
     """The second network: colour / shape / material / size of one object from a crop around it
     (`object_crops`), with calibrated probabilities. Why a second network: the detector reads attributes from
-    stride-8 features that also see the neighbours; an occluded object's few visible pixels were read as its
+    stride-8 features that also see the neighbours; an occluded object's few visible pixels are read as its
     occluder's."""
 
     def __init__(self, path: Path, threads: int | None = None):

@@ -247,7 +247,7 @@ def random_layout(rng: np.random.Generator, k: int, size: tuple[int, int], cls: 
 
 def numpy_render(seed: Sequence[int], min_objects: int = 1, max_objects: int = 9) -> Record:
     """One scene of the project's numpy renderer; truth = the drawn scene (box centres, as the main job scores
-    them). Every fourth is 320x240, as in ``train_clevr.rendered_scenes``."""
+    them). About one in four is 320x240 (drawn at random), the rest 480x320 (the main job's size)."""
     from logicval_hf.generation.render import render_scene
 
     cls = classes()

@@ -8,17 +8,12 @@ and its input activations in unsigned 8 bits, with ranges taken (min-max) from t
 calibration images: each image at the scale the parser reads it (its first look at 224 px and the read at the
 scale that look chooses, `SceneParser.scales`). The head stays in floating point, by name (`KEEP_FLOAT`):
 heat, offsets, log box sizes, visible-point offsets and attribute logits share one output convolution whose
-channels differ in range by orders of magnitude, so one 8-bit scale over its output drowns the heat map
-(quantised with the rest, real CLEVR's counts fell from 1.000 to 0.900).
+channels differ in range by orders of magnitude, so one 8-bit scale over its output would drown the heat map.
 
-Everything before the head is integer arithmetic, the stem included, so the read is the same on every CPU.
-Rounding to 8 bits turns the last-bit differences of a floating-point convolution (its sums are ordered
-differently by AVX-512 and AVX2 kernels) into whole steps of the next layer's input. With the stem kept in
-floating point, the heat of one of 12 renders differed by 0.005 between AVX-512 VNNI kernels and AVX2 ones (the
-same inputs natively and under ``qemu-x86_64 -cpu Haswell``), and exact rates differed by up to four images a
-set between two machines; with the image quantised on entry, outputs differ by the float head's own rounding
-alone (1.5e-7 in heat), which nothing after it amplifies. For the same reason, weights use 7 of the 8 bits
-(``reduce_range``): CPUs without VNNI multiply 8-bit pairs with an instruction whose 16-bit sums can saturate.
+Everything before the head is integer arithmetic, the stem included, so the read is the same on every CPU: a
+floating-point convolution's last-bit differences between CPU kernels (AVX-512 against AVX2) would otherwise
+become whole steps of the next layer's 8-bit input. Weights use 7 of the 8 bits (``reduce_range``): CPUs without
+VNNI multiply 8-bit pairs with an instruction whose 16-bit sums can saturate.
 
 Calibration images must be ones the parser trained on or any renders not used for evaluation: the first
 ``--images`` scenes by name of each ``--data`` folder (a training folder's first scenes lie in its training split;
@@ -50,7 +45,7 @@ from logicval_hf.training.refit_parser import write_metadata
 __all__ = ["KEEP_FLOAT", "calibration_inputs", "main", "quantize"]
 
 #: name fragments of the convolutions kept in floating point (`logicval_hf.training.parser_model`'s naming):
-#: the head, which nothing quantised follows (see the module docstring for why the stem is no longer kept)
+#: the head, which nothing quantised follows (module docstring)
 KEEP_FLOAT = ("head.",)
 
 

@@ -9,17 +9,16 @@ On a GPU add ``--device cuda --workers N`` (N CPU processes prepare the batches;
 The detector (``train_scene_parser``) finds every object, its centre, box and most visible point; this
 network then reads colour, shape, material and size from a crop around the object
 (`logicval_hf.perception.parser_decoding.object_crops`: the object's square resampled to 64 px, plus a channel
-marking the visible point). Why: the detector's stride-8 attribute features also see the neighbours, and on
-real CLEVR most of its remaining errors were occluded objects read with their occluder's colour or shape.
+marking the visible point). Why: the detector's stride-8 attribute features also see the neighbours, so an
+occluded object is read with its occluder's colour or shape.
 
 Training data are the detector's: Blender renders in the CLEVR layout with instance masks (the visible point
 is the most interior pixel of an object's mask, as the detector is trained to predict) and numpy-renderer
 scenes drawn on the fly (``--numpy-fraction``). Real CLEVR is never read here. Crops are jittered the way
 the detector errs (centre, size, visible point) and photometrically as the detector's images are.
 
-The network also regresses where the object's centre lies in its crop. That head trains as an auxiliary
-task; the exported metadata says ``refine_centre: false`` and the parser keeps the detector's centres (on
-held-out renders the refined ones were worse: median error 0.46 vs 0.39 px). ``validate`` reports the
+The network also regresses where the object's centre lies in its crop, an auxiliary task only: the exported
+metadata says ``refine_centre: false`` and the parser keeps the detector's centres. ``validate`` reports the
 refined centre error beside the jitter it corrects.
 
 Deterministic and resumable like the detector's script: every step's crops depend on ``(seed, step)`` only; the
