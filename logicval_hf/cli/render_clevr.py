@@ -43,7 +43,7 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
                           profile="randomise" if args.randomise else profile.name,
                           long_side=_long_side(args.long_side),
                           elevation=_elevation(args.elevation), empty=args.empty,
-                          worlds=parse_worlds(args.worlds)).validate()
+                          worlds=parse_worlds(args.worlds), sky_in_frame=args.sky_in_frame).validate()
     assets = load_assets(args.assets)  # both checks before any work
     if args.blender_python or not bpy_in_process():
         # bpy needs numpy<2: it usually lives in an environment of its own (see generation/blender_process.py)
@@ -94,7 +94,7 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
         if value is not None:
             argv += [flag, str(value)]
     return (argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
-            + ["--empty"] * bool(args.empty))
+            + ["--empty"] * bool(args.empty) + ["--sky-in-frame"] * bool(args.sky_in_frame))
 
 
 def add_subcommands(subparsers: Any) -> None:
@@ -137,6 +137,9 @@ def add_subcommands(subparsers: Any) -> None:
                    help="world kinds to draw, for profiles that draw one per image (t2i_world; default: all its "
                         "kinds at its weights): " + ", ".join(WORLD_KINDS.names()) + "; e.g. a held-out set of "
                         "a kind never trained on")
+    p.add_argument("--sky-in-frame", action="store_true",
+                   help="every camera shows the horizon and the world above it (profiles that draw the camera: "
+                        "elevation and focal length redrawn so the horizon is in the frame's upper half)")
     p.add_argument("--empty", action="store_true",
                    help="render every image without its objects: the profile's stage (camera framed on a scene "
                         "drawn as usual, floor, lights) with nothing on it, the right image for an UNSAT prompt; "

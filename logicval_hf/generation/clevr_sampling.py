@@ -40,7 +40,7 @@ import numpy as np
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.generation.clevr_assets import ClevrAssets
-from logicval_hf.generation.clevr_worlds import draw_world, parse_worlds
+from logicval_hf.generation.clevr_worlds import draw_world, hsv_rgb, parse_worlds, sky_in_frame
 
 __all__ = [
     "RENDER_PROFILES", "RenderProfile", "RenderConfig", "ImagePlan", "plan_image", "min_pixels_for",
@@ -178,7 +178,8 @@ class RenderConfig:
     ``empty``: every image shows its stage without objects (the right image for an unsatisfiable prompt). The
     scene is drawn as usual and frames the camera, so the empty frames have the profile's cameras, floors and
     lights, then its objects are removed before the render. ``worlds`` narrows the world kinds a profile that
-    draws them (``t2i_world``) draws per image (`clevr_worlds.parse_worlds` reads ``--worlds``).
+    draws them (``t2i_world``) draws per image (`clevr_worlds.parse_worlds` reads ``--worlds``). ``sky_in_frame``:
+    every camera shows the horizon and the world above it (`clevr_worlds.sky_in_frame`).
     """
 
     seed: int = 0
@@ -195,6 +196,7 @@ class RenderConfig:
     elevation: tuple[float, float] | None = None
     empty: bool = False
     worlds: tuple[str, ...] | None = None
+    sky_in_frame: bool = False
 
     @property
     def profile_name(self) -> str:
@@ -225,10 +227,10 @@ class RenderConfig:
             lo, hi = self.long_side
             if not (32 <= lo <= hi <= 4096):
                 raise ValueError(f"--long-side must be MIN:MAX with 32 <= MIN <= MAX <= 4096, got {lo}:{hi}")
+        if (self.elevation is not None or self.sky_in_frame) and self.look.t2i is None:
+            flag = "--elevation" if self.elevation is not None else "--sky-in-frame"
+            raise ValueError(f"{flag} applies to profiles that draw the camera (t2i), not {self.profile_name}")
         if self.elevation is not None:
-            if self.look.t2i is None:
-                raise ValueError(f"--elevation applies to profiles that draw the camera (t2i), not "
-                                 f"{self.profile_name}")
             elo, ehi = self.elevation
             if not (5 <= elo <= ehi <= 89):
                 raise ValueError(f"--elevation must be MIN:MAX in degrees with 5 <= MIN <= MAX <= 89, "
@@ -266,6 +268,8 @@ class RenderConfig:
                 out["elevation"] = [float(v) for v in self.elevation]
             if self.worlds is not None:
                 out["worlds"] = list(parse_worlds(self.worlds) or ())
+            if self.sky_in_frame:
+                out["sky_in_frame"] = 1
         if self.empty:  # absent when off, so folders rendered before the option keep their manifests
             out["empty"] = 1
         return out
@@ -346,17 +350,14 @@ def plan_image(config: RenderConfig, index: int) -> ImagePlan:
             extra["world"] = world = draw_world(config.seed, index, look.worlds, config.worlds)
             if world["kind"] == "studio":  # the backdrop stands where a horizon would show: no floor edge
                 extra["floor"]["half_side"] = look.open_floor
+        if config.sky_in_frame:
+            extra["camera"] = sky_in_frame(config.seed, index, extra["camera"], width, height, look.elevation_deg,
+                                           look.lens_mm)
     return ImagePlan(index, n, width, height, cam, lamps, cycles_seed, object_seed, extra)
 
 
 def _r(v: float, nd: int = 4) -> float:
     return round(float(v), nd)
-
-
-def _hsv_to_rgb(h: float, s: float, v: float) -> list[float]:
-    import colorsys
-
-    return [_r(c) for c in colorsys.hsv_to_rgb(h, s, v)]
 
 
 def kelvin_to_rgb(kelvin: float) -> list[float]:
@@ -409,7 +410,7 @@ def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int,
             floor["rgb"] = [_r(rng.uniform(*look.white_value))] * 3
             floor["glow"] = _r(rng.uniform(*look.white_glow))
         else:
-            floor["rgb"] = _hsv_to_rgb(float(rng.random()), float(rng.uniform(*look.plain_saturation)),
+            floor["rgb"] = hsv_rgb(float(rng.random()), float(rng.uniform(*look.plain_saturation)),
                                        float(rng.uniform(*look.plain_value)))
         if kind == "texture":
             floor["texture"] = {"pattern": ["noise", "wave", "checker"][int(rng.integers(3))],
@@ -420,7 +421,7 @@ def _plan_t2i(look: T2ILook, rng: np.random.Generator, n: int, sides: tuple[int,
     horizon = None
     floor["half_side"] = look.open_floor
     if rng.random() < look.horizon_p:
-        horizon = {"world_rgb": _hsv_to_rgb(float(rng.random()), float(rng.uniform(0.0, 0.5)),
+        horizon = {"world_rgb": hsv_rgb(float(rng.random()), float(rng.uniform(0.0, 0.5)),
                                             float(rng.uniform(0.4, 1.0))),
                    "strength": _r(rng.uniform(*look.world_strength))}
         floor["half_side"] = _r(rng.uniform(*look.horizon_floor), 2)
@@ -461,9 +462,9 @@ def _draw_sky(look: T2ILook, rng: np.random.Generator) -> dict[str, Any] | None:
     blend's height and a strength; the world lights the scene as much as it shows in metals."""
     if rng.random() >= look.sky_p:
         return None
-    return {"zenith_rgb": _hsv_to_rgb(float(rng.random()), float(rng.uniform(0.0, 0.65)),
+    return {"zenith_rgb": hsv_rgb(float(rng.random()), float(rng.uniform(0.0, 0.65)),
                                       float(rng.uniform(0.45, 1.0))),
-            "horizon_rgb": _hsv_to_rgb(float(rng.random()), float(rng.uniform(0.0, 0.2)),
+            "horizon_rgb": hsv_rgb(float(rng.random()), float(rng.uniform(0.0, 0.2)),
                                        float(rng.uniform(0.6, 1.0))),
             "softness": _r(rng.uniform(*look.sky_softness)), "strength": _r(rng.uniform(*look.sky_strength))}
 

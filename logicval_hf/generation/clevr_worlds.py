@@ -23,6 +23,10 @@ Draws are a pure function of ``(seed, image index, kinds allowed)``: the kind is
 weights on a stream of its own, and each kind's parameters come from that kind's own stream, so narrowing the
 kinds (``--worlds``) changes which kind an image gets and nothing else: an image that gets the same kind gets the
 same world, and every other draw of the profile stays as it was.
+
+`sky_in_frame` (``logicval render-clevr --sky-in-frame``, any profile that draws the camera) redraws an image's
+camera elevation and focal length, on a stream of their own, so that the horizon, and the world above it, is in
+the frame: the camera sees what the metals reflect in every image, as in a T2I model's picture of objects outdoors.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import colorsys
 import math
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,20 +42,24 @@ import numpy as np
 
 from logicval_hf.common.registry import Registry
 
-__all__ = ["WORLD_KINDS", "WorldKind", "draw_world", "parse_worlds"]
+__all__ = ["WORLD_KINDS", "WorldKind", "draw_world", "hsv_rgb", "parse_worlds", "sky_in_frame"]
 
 # the world's stream sits beside the plan's three (CLEVR's two, the t2i look's): spawn key 3 picks the kind,
 # (3, crc32 of a kind's name) holds its parameters (a kind added later moves no other kind's draws)
 _WORLD_STREAM = 3
+_SKY_IN_FRAME_STREAM = zlib.crc32(b"sky_in_frame")
 SKY_PALETTES = ("day", "overcast", "sunset", "tinted")
 SKY_MODELS = ("MULTIPLE_SCATTERING", "SINGLE_SCATTERING")
+#: with `sky_in_frame`, the horizon lies at most this share of the way from the frame's centre up to its top edge
+SKY_HORIZON_MAX = 0.75
 
 
 def _r(v: float, nd: int = 4) -> float:
     return round(float(v), nd)
 
 
-def _hsv(h: float, s: float, v: float) -> list[float]:
+def hsv_rgb(h: float, s: float, v: float) -> list[float]:
+    """HSV (hue wrapped, saturation and value clipped to [0, 1]) as RGB rounded to 4 decimals."""
     return [_r(c) for c in colorsys.hsv_to_rgb(float(h) % 1.0, min(1.0, max(0.0, float(s))),
                                                min(1.0, max(0.0, float(v))))]
 
@@ -67,27 +75,27 @@ def _sky_gradient(rng: np.random.Generator) -> dict[str, Any]:
     u = rng.uniform(0.0, 1.0, 9)  # every palette reads the same nine numbers: the stream stays aligned
     if palette == "day":
         hue = 0.55 + 0.11 * u[0]
-        zenith = _hsv(hue, 0.35 + 0.45 * u[1], 0.5 + 0.45 * u[2])
-        middle = _hsv(hue + 0.02 * (u[3] - 0.5), 0.2 + 0.3 * u[4], 0.7 + 0.3 * u[5])
-        horizon = _hsv(hue, 0.15 * u[6], 0.8 + 0.2 * u[7])
+        zenith = hsv_rgb(hue, 0.35 + 0.45 * u[1], 0.5 + 0.45 * u[2])
+        middle = hsv_rgb(hue + 0.02 * (u[3] - 0.5), 0.2 + 0.3 * u[4], 0.7 + 0.3 * u[5])
+        horizon = hsv_rgb(hue, 0.15 * u[6], 0.8 + 0.2 * u[7])
     elif palette == "overcast":
         hue = u[0]
-        zenith = _hsv(hue, 0.06 * u[1], 0.5 + 0.35 * u[2])
-        middle = _hsv(hue, 0.06 * u[4], 0.6 + 0.35 * u[5])
-        horizon = _hsv(hue, 0.06 * u[6], 0.75 + 0.25 * u[7])
+        zenith = hsv_rgb(hue, 0.06 * u[1], 0.5 + 0.35 * u[2])
+        middle = hsv_rgb(hue, 0.06 * u[4], 0.6 + 0.35 * u[5])
+        horizon = hsv_rgb(hue, 0.06 * u[6], 0.75 + 0.25 * u[7])
     elif palette == "sunset":
-        zenith = _hsv(0.6 + 0.15 * u[0], 0.3 + 0.5 * u[1], 0.25 + 0.4 * u[2])
-        middle = _hsv(0.88 + 0.17 * u[3], 0.3 + 0.4 * u[4], 0.55 + 0.4 * u[5])
-        horizon = _hsv(0.12 * u[6], 0.4 + 0.5 * u[7], 0.8 + 0.2 * u[8])
+        zenith = hsv_rgb(0.6 + 0.15 * u[0], 0.3 + 0.5 * u[1], 0.25 + 0.4 * u[2])
+        middle = hsv_rgb(0.88 + 0.17 * u[3], 0.3 + 0.4 * u[4], 0.55 + 0.4 * u[5])
+        horizon = hsv_rgb(0.12 * u[6], 0.4 + 0.5 * u[7], 0.8 + 0.2 * u[8])
     else:  # any tint, as the t2i_wide profile's graded environment
-        zenith = _hsv(u[0], 0.65 * u[1], 0.45 + 0.55 * u[2])
-        middle = _hsv(u[3], 0.4 * u[4], 0.55 + 0.45 * u[5])
-        horizon = _hsv(u[6], 0.2 * u[7], 0.6 + 0.4 * u[8])
+        zenith = hsv_rgb(u[0], 0.65 * u[1], 0.45 + 0.55 * u[2])
+        middle = hsv_rgb(u[3], 0.4 * u[4], 0.55 + 0.45 * u[5])
+        horizon = hsv_rgb(u[6], 0.2 * u[7], 0.6 + 0.4 * u[8])
     middle_z = float(rng.uniform(0.06, 0.35))
     zenith_z = float(rng.uniform(middle_z + 0.15, 0.95))
     return {"palette": palette,
             "stops": [[0.0, horizon], [_r(middle_z), middle], [_r(zenith_z), zenith]],
-            "ground_rgb": _hsv(float(rng.random()), float(rng.uniform(0.0, 0.4)), float(rng.uniform(0.15, 0.6))),
+            "ground_rgb": hsv_rgb(float(rng.random()), float(rng.uniform(0.0, 0.4)), float(rng.uniform(0.15, 0.6))),
             "strength": _r(_log_uniform(rng, 0.3, 1.2))}
 
 
@@ -115,8 +123,8 @@ def _studio(rng: np.random.Generator) -> dict[str, Any]:
     hue = float(rng.random())
     sat = float(rng.uniform(0.0, 0.08)) if neutral else float(rng.uniform(0.15, 0.7))
     value = float(rng.uniform(0.35, 1.0))
-    backdrop = _hsv(hue, sat, value)
-    top = _hsv(hue + float(rng.uniform(-0.05, 0.05)), sat * float(rng.uniform(0.6, 1.3)),
+    backdrop = hsv_rgb(hue, sat, value)
+    top = hsv_rgb(hue + float(rng.uniform(-0.05, 0.05)), sat * float(rng.uniform(0.6, 1.3)),
                value * float(rng.uniform(0.35, 1.1)))
     boxes = []
     for _ in range(int(rng.integers(1, 4))):
@@ -131,12 +139,12 @@ def _studio(rng: np.random.Generator) -> dict[str, Any]:
 def _distant_shapes(rng: np.random.Generator) -> dict[str, Any]:
     """A sky gradient, a band of land of a second tone at the horizon, and two to seven walls or blocks."""
     sky = _sky_gradient(rng)
-    land = {"rgb": _hsv(float(rng.random()), float(rng.uniform(0.05, 0.6)), float(rng.uniform(0.15, 0.7))),
+    land = {"rgb": hsv_rgb(float(rng.random()), float(rng.uniform(0.05, 0.6)), float(rng.uniform(0.15, 0.7))),
             "high_deg": _r(rng.uniform(1.0, 8.0), 3)}
     shapes = []
     for _ in range(int(rng.integers(2, 8))):
         shape = _patch(rng, (8.0, 70.0), (0.0, 0.0), (3.0, 30.0))
-        shape["rgb"] = _hsv(float(rng.random()), float(rng.uniform(0.0, 0.5)), float(rng.uniform(0.1, 0.8)))
+        shape["rgb"] = hsv_rgb(float(rng.random()), float(rng.uniform(0.0, 0.5)), float(rng.uniform(0.1, 0.8)))
         shapes.append(shape)
     return {"sky": sky, "land": land, "shapes": shapes}
 
@@ -208,3 +216,25 @@ def draw_world(seed: int, index: int, weights: Sequence[tuple[str, float]],
     pick = min(int(np.searchsorted(np.cumsum(p / p.sum()), u, side="right")), len(pairs) - 1)
     kind = WORLD_KINDS.get(pairs[pick][0])
     return {"kind": kind.name, **kind.draw(_stream(seed, index, zlib.crc32(kind.name.encode())))}
+
+
+def sky_in_frame(seed: int, index: int, camera: Mapping[str, Any], width: int, height: int,
+                 elevation_deg: tuple[float, float], lens_mm: tuple[float, float]) -> dict[str, Any]:
+    """Image ``index``'s ``camera`` (a t2i plan's) with its elevation and focal length redrawn so that the horizon
+    shows in a ``width`` x ``height`` frame, at ``horizon_height`` (recorded) of the way from the centre up to the
+    top edge, at most `SKY_HORIZON_MAX`.
+
+    The camera looks down at its target at the elevation, so the horizon stands that angle above the frame's
+    centre; the sensor (32 mm) spans the frame's longer side. The elevation is uniform in ``elevation_deg``
+    capped where the widest lens still shows the horizon, then the focal length log-uniform in ``lens_mm`` up to
+    the longest that shows it. Every other draw stays.
+    """
+    rng = _stream(seed, index, _SKY_IN_FRAME_STREAM)
+    half = 16.0 * height / max(width, height)  # the vertical half field's tangent times the focal length
+    highest = math.degrees(math.atan(SKY_HORIZON_MAX * half / float(lens_mm[0])))
+    top = min(float(elevation_deg[1]), highest)
+    elevation = float(rng.uniform(min(float(elevation_deg[0]), top), top))
+    longest = min(float(lens_mm[1]), SKY_HORIZON_MAX * half / math.tan(math.radians(elevation)))
+    lens = _log_uniform(rng, float(lens_mm[0]), max(float(lens_mm[0]), longest))
+    return {**camera, "elevation_deg": _r(elevation, 3), "lens_mm": _r(lens, 3),
+            "horizon_height": _r(math.tan(math.radians(elevation)) * lens / half)}

@@ -169,3 +169,28 @@ def test_the_command_passes_worlds_on_and_refuses_a_bad_one(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert rc == 2 and len(err.splitlines()) == 1 and needle in err, err
         assert not (tmp_path / "o").exists()
+
+
+def test_sky_in_frame_redraws_only_the_cameras_elevation_and_lens_so_the_horizon_shows():
+    """The horizon stands the camera's elevation above the frame's centre; the sensor spans the longer side."""
+    import math
+
+    sky = dataclasses.replace(WORLD, sky_in_frame=True, elevation=(8.0, 75.0)).validate()
+    assert sky.fingerprint()["sky_in_frame"] == 1 and "sky_in_frame" not in WORLD.fingerprint()
+    for i in range(examples(120)):
+        a, b = S.plan_image(WORLD, i), S.plan_image(sky, i)
+        x, y = a.randomised, b.randomised
+        assert {k: v for k, v in x.items() if k != "camera"} == {k: v for k, v in y.items() if k != "camera"}
+        cam = y["camera"]
+        assert {k: v for k, v in cam.items() if k not in ("elevation_deg", "lens_mm", "horizon_height")} == \
+            {k: v for k, v in x["camera"].items() if k not in ("elevation_deg", "lens_mm")}
+        assert 8.0 - 1e-3 <= cam["elevation_deg"] <= 75.0 and 24.0 - 1e-3 <= cam["lens_mm"] <= 85.0 + 1e-3
+        half_field = 16.0 * b.height / max(b.width, b.height) / cam["lens_mm"]
+        height = math.tan(math.radians(cam["elevation_deg"])) / half_field
+        assert 0.0 < height <= 0.75 + 1e-3 and height == pytest.approx(cam["horizon_height"], abs=1e-3)
+    assert S.plan_image(sky, 4) == S.plan_image(sky, 4)
+
+
+def test_sky_in_frame_needs_a_profile_that_draws_the_camera():
+    with pytest.raises(ValueError, match="--sky-in-frame applies to profiles that draw the camera"):
+        S.RenderConfig(profile="clevr", sky_in_frame=True).validate()
