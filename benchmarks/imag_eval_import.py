@@ -1,13 +1,12 @@
 """Import every Imag-Eval prompt file with ``skip_unsupported`` and tabulate the labels.
 
-    python benchmarks/imag_eval_import.py [--path /work/cache/imag_eval/prompts] [--out DIR]
+    python benchmarks/imag_eval_import.py FOLDER [--out DIR]
 
-Prints, per file group (plain ``<skills>.json`` vs ``<skills>_robust.json``) and level: prompts, prompts left out
-as a whole (no label: past the solver's object limit or the time budget; none since issue 24), imported rows, SAT, UNSAT, the rules left out
-by kind, then every UNSAT core in words. A diagnostic of the shared solver's box placements follows (it concerns
-the solver, not the import): the SAT rows whose witness meets a larger/smaller rule only through boxes of one
-nominal size (must be 0: areas are compared with a relative tolerance), and the SAT rows whose size rules chain
-three classes (their witnesses use three of the lattice's four box sizes).
+FOLDER is Imag-Eval's ``outputs/prompts`` (github.com/Justsecret123/Imag-Eval; not in this repository, CC BY-NC).
+Prints, per file group (plain ``<skills>.json`` vs ``<skills>_robust.json``) and level: prompts, prompts left out as
+a whole (no label: past the solver's object limit, a placement it cannot decide, or the time budget), imported rows,
+SAT, UNSAT, the rules left out by kind, then every UNSAT core in words. With ``--out`` naming a folder that holds an
+earlier import, the labels that changed are listed too (the import's ``relabelled``).
 """
 
 from __future__ import annotations
@@ -30,41 +29,9 @@ def group_of(file: str) -> str:
     return "robust" if Path(file).stem.endswith("_robust") else "plain"
 
 
-def rounding_only(row: dict) -> bool:
-    """Whether the witness meets a larger/smaller X4 rule only with a pair of equal nominal size."""
-    spec, witness = json.loads(row["spec_json"]), json.loads(row["witness"])
-    objs = witness["objects"]
-
-    def area(o):
-        x0, y0, x1, y1 = o["bbox"]
-        return (x1 - x0) * (y1 - y0)
-
-    for c in spec["constraints"]:
-        p = c["params"]
-        if c["template"] != "X4/group_rel_all" or p["R1"]["rel"] not in ("larger", "smaller"):
-            continue
-        a = [o for o in objs if o["class"] == p["A1"]["value"]]
-        b = [o for o in objs if o["class"] == p["B1"]["value"]]
-        if any(x is not y and abs(area(x) - area(y)) <= 1e-6 * max(area(x), area(y)) for x in a for y in b):
-            return True
-    return False
-
-
-def size_chain(scene: dict) -> int:
-    """The longest strict chain of classes the prompt's size rules order (3: A > B > C needs three box areas)."""
-    smaller: dict[str, set[str]] = collections.defaultdict(set)
-    for a, r, b in scene.get("size_relations") or ():
-        (smaller[a].add(b) if r == "larger" else smaller[b].add(a))
-
-    def longest(x: str, seen: frozenset) -> int:
-        return 1 + max((longest(y, seen | {y}) for y in smaller[x] if y not in seen), default=0)
-
-    return max((longest(x, frozenset([x])) for x in list(smaller)), default=0)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--path", default="/work/cache/imag_eval/prompts", help="Imag-Eval's outputs/prompts folder")
+    ap.add_argument("path", metavar="FOLDER", help="Imag-Eval's outputs/prompts folder")
     ap.add_argument("--out", help="dataset folder to write (default: a temporary one)")
     args = ap.parse_args(argv)
 
@@ -105,12 +72,12 @@ def main(argv=None) -> int:
         if r["label"] == "UNSAT":
             print(f"- {r['source']} ({r['level']}): {r['core_text']}")
 
-    noisy = [r for r in rows if r["label"] == "SAT" and rounding_only(r)]
-    chains = [r for r in rows if r["label"] == "SAT" and size_chain(json.loads(r["scene"])) >= 3]
-    print(f"\nSAT rows whose witness meets a larger/smaller rule only through float rounding between placement boxes "
-          f"of one nominal size: {len(noisy)} of {summary['labels'].get('SAT', 0)}")
-    print(f"SAT rows whose size rules chain three classes (A > B > C: three of the lattice's four box sizes): "
-          f"{len(chains)}, {sum(r in noisy for r in chains)} of them among the above")
+    changes = summary.get("relabelled")
+    if changes is not None:
+        print(f"\nRelabelled against the import {args.out} held: {len(changes['sources'])} of {changes['compared']} "
+              f"labels changed {changes['changed'] or ''}")
+        for source in changes["sources"]:
+            print(f"- {source}")
     return 0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import clingo
 
@@ -25,31 +25,35 @@ from logicval_hf.contract.catalog import Catalog, load_catalog
 from logicval_hf.contract.layout import layout_scene
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec, as_spec
-from logicval_hf.errors import SolverLimit, SolverTimeout
+from logicval_hf.errors import SolverLimit
 
 CLINGO_ARGS = ["--warn=none"]
 #: placement programs decide where the boxes are first (the #heuristic directives of box_placement.lp)
 PLACING_ARGS = [*CLINGO_ARGS, "--heuristic=Domain"]
 #: families whose order atoms are already placements (areas: a weak order is a ranking of areas)
 _PLACED_BY_ORDERS = frozenset({"area"})
-#: placements tried, smallest first: (object slots at most, grid ranks, nesting depth); a small placement grounds and
-#: searches fast, and its boxes are drawn largest (None: as many as the spec's universe allows)
-_STEPS = ((4, 2, 1), (4, 3, 2), (8, 5, 3), (16, 8, 4), (None, 3, 1), (None, 5, 2), (None, 8, 4),
-          (None, MAX_RANKS, None))
-#: seconds each placement step but the last may search (the last has what is left of the budget)
-STEP_SECONDS = 2.0
+#: placements tried, smallest first: (object slots at most, grid ranks, nesting depth, uniform); a small placement
+#: grounds and searches fast, and its boxes are drawn largest (None: as many as the spec's universe allows). Uniform
+#: placements (every object of one kind in one place) come first: they are found fastest where counts are large.
+_STEPS = ((4, 2, 1, True), (8, 3, 2, True), (None, 5, 3, True),
+          (4, 2, 1, False), (4, 3, 2, False), (8, 5, 3, False), (16, 8, 4, False),
+          (None, 3, 1, False), (None, 5, 2, False), (None, 8, 4, False), (None, MAX_RANKS, None, False))
+#: conflicts each placement step but the last may meet before the next one is tried (searches for placements have
+#: heavy tails: another grid or depth is often found at once where one step stalls; a count, not seconds, so that the
+#: answer does not depend on the machine's load)
+STEP_CONFLICTS = 1000
 
 
-def placement_steps(limit: int, families: set[str], fixed: bool) -> list[tuple[int, tuple[int, int]]]:
-    """(slots, (ranks, depth)) to try in turn for a spec of at most ``limit`` objects (``fixed``: a spec that gives
-    its number of objects, so the slots are that number)."""
-    out: list[tuple[int, tuple[int, int]]] = []
-    for slots, ranks, depth in _STEPS:
+def placement_steps(limit: int, families: set[str], fixed: bool) -> list[tuple[int, tuple[int, int, bool]]]:
+    """(slots, (ranks, depth, uniform)) to try in turn for a spec of at most ``limit`` objects (``fixed``: a spec that
+    gives its number of objects, so the slots are that number)."""
+    out: list[tuple[int, tuple[int, int, bool]]] = []
+    for slots, ranks, depth, uniform in _STEPS:
         s = limit if fixed or slots is None else min(slots, limit)
         r = max(1, min(ranks, s, MAX_RANKS)) if families & {"x", "y"} else 1
         d = min(depth if depth is not None else s, s) if "nest" in families else 0
-        if (s, (r, d)) not in out:
-            out.append((s, (r, d)))
+        if (s, (r, d, uniform)) not in out:
+            out.append((s, (r, d, uniform)))
     return out
 
 
@@ -155,10 +159,12 @@ class _Grounded:
             raise RuntimeError(f"internal error: the solve program lacks {symbol}")
         return atom.literal
 
-    def check(self, subset: Sequence[int], deadline: Deadline | None = None
+    def check(self, subset: Sequence[int], conflicts: int | None = None
               ) -> tuple[bool, list[Atom] | None, list[int] | None]:
-        """Solve with exactly the constraints in ``subset`` active: (satisfiable, a model, a core), within
-        ``deadline`` (default the program's)."""
+        """Solve with exactly the constraints in ``subset`` active: (satisfiable, a model, a core); with
+        ``conflicts``, a search stopped after that many conflicts answers (False, None, None)."""
+        solving = cast(clingo.Configuration, self.ctl.configuration.solve)
+        solving.solve_limit = "umax" if conflicts is None else str(conflicts)
         on = set(subset)
         assumptions = [lit if i in on else -lit for i, lit in enumerate(self.active)]
         model: list[Atom] = []
@@ -168,7 +174,7 @@ class _Grounded:
             model.extend(parse_atoms(str(m)))
             return False
 
-        res = (deadline or self.deadline).solve(self.ctl, assumptions, on_model, core.extend)
+        res = self.deadline.solve(self.ctl, assumptions, on_model, core.extend)
         if res.satisfiable:
             return True, model, None
         return False, None, sorted({self._index[lit] for lit in core if lit in self._index})
@@ -185,7 +191,7 @@ class SpecSolver:
         self.orders = _Grounded(solve_program(spec, catalog) + extra, spec.m, self.deadline)
         self.families = relation_families(spec)
         self.placing = bool(set(self.families) - _PLACED_BY_ORDERS)  # whether orders need the placement part
-        self._placers: dict[tuple[int, tuple[int, int]], _Grounded] = {}
+        self._placers: dict[tuple[int, tuple[int, int, bool]], _Grounded] = {}
 
     def check(self, subset: Sequence[int]) -> tuple[bool, list[Atom] | None, list[int] | None]:
         """Solve the (order) program with exactly the constraints in ``subset`` active."""
@@ -210,22 +216,13 @@ class SpecSolver:
             if placer is None:
                 program = solve_program(self.spec, self.catalog, slots=slots, grid=grid) + self.extra
                 placer = self._placers[(slots, grid)] = _Grounded(program, self.spec.m, self.deadline, PLACING_ARGS)
-            try:
-                found = placer.check(subset, self.deadline if k == len(steps) - 1 else self._step_deadline())[1]
-            except SolverTimeout:
-                self.deadline.check("solving")  # the spec's budget is spent: say so; else only this step's
-                continue
+            found = placer.check(subset, None if k == len(steps) - 1 else STEP_CONFLICTS)[1]
             if found is not None:
                 try:
                     return found, realise(dom, self.families, _placement(found), dom.image_size)
                 except SolverLimit as e:  # too deep to draw: a larger step may place it otherwise
                     failure = e
         raise failure
-
-    def _step_deadline(self) -> Deadline:
-        """`STEP_SECONDS`, or what is left of the spec's budget if that is less."""
-        left = self.deadline.remaining()
-        return Deadline(STEP_SECONDS if left is None else max(min(STEP_SECONDS, left), 1e-6))
 
     def satisfiable(self, subset: Sequence[int]) -> bool:
         """Whether the constraints in ``subset`` have a model (decided exactly, or `SolverLimit`)."""
@@ -242,14 +239,26 @@ class SpecSolver:
                 return SolveResult(True, witness=self._witness(model, image_size))
             return SolveResult(True, witness=self._placed_witness(*self.placed_check(everything, model)))
         minimal, needed = self._shrink(core if core else everything)
-        for i, order_model in needed:  # each stays because the core without it has an order model: prove it boxes
-            self.placed_check([j for j in minimal if j != i], order_model)
+        for i in needed:  # each stays because the core without it has an order model: prove it with boxes
+            self._prove_sat([j for j in minimal if j != i])
         return SolveResult(False, core=tuple(minimal))
 
-    def _shrink(self, core: list[int]) -> tuple[list[int], list[tuple[int, list[Atom]]]]:
+    def _prove_sat(self, subset: Sequence[int]) -> None:
+        """Show with boxes that the constraints in ``subset``, a spec of their own, are SAT (they have an order
+        model): a placement of the relations they read, over their own universe.
+
+        Raises:
+            SolverLimit: none found (`logicval_hf.asp.placement.undecided`).
+        """
+        spec = self.spec
+        sub = Spec(spec.n, tuple(spec.constraints[j] for j in subset), spec.domain, spec.score_threshold)
+        if set(relation_families(sub)) - _PLACED_BY_ORDERS:
+            SpecSolver(sub, self.catalog, self.deadline, self.extra).placed_check(list(range(sub.m)), [])
+
+    def _shrink(self, core: list[int]) -> tuple[list[int], list[int]]:
         """Deletion-based minimisation: drop each constraint whose removal keeps the set unsatisfiable. Returns the
-        core and, for each constraint kept because dropping it gave an order model, that model (the placement is
-        still to realise it)."""
+        core and the constraints kept because dropping them gave an order model (the placement is still to realise
+        it)."""
         core = sorted(core)
         needed = []
         for i in list(core):
@@ -260,8 +269,8 @@ class SpecSolver:
             if model is None:
                 core = sorted(set(sub)) if sub else trial
             else:
-                needed.append((i, model))
-        return core, [(i, m) for i, m in needed if i in core] if self.placing else []
+                needed.append(i)
+        return core, [i for i in needed if i in core] if self.placing else []
 
     # -- witnesses ---------------------------------------------------------------------------------------------------
     def _witness(self, model: list[Atom], image_size: tuple[float, float]) -> Scene:

@@ -85,16 +85,17 @@ def _threshold(rule: Relation) -> tuple[int, int]:
     return t.numerator, t.denominator
 
 
-def placement_facts(domain: Domain, fams: Mapping[str, str], grid: tuple[int, int] | None = None) -> str:
+def placement_facts(domain: Domain, fams: Mapping[str, str], grid: tuple[int, int, bool] | None = None) -> str:
     """Facts for ``box_orders.lp`` and ``box_placement.lp``: the families, their canonical relations, the offset
-    thresholds, and for a placement ``grid = (ranks, depth)`` its grid size and deepest nesting."""
+    thresholds, and for a placement ``grid = (ranks, depth, uniform)`` its grid size, its deepest nesting and whether
+    objects of one kind take one place."""
     lines = [" ".join(f"family({f}). canonical({r},{f})." for f, r in fams.items())]
     for f, r in fams.items():
         if f in ("x", "y"):
             p, q = _threshold(domain.rules[r])
             lines.append(f"offset_threshold({f},{p},{q}).")
     if grid is not None:
-        lines.append(f"grid_size({grid[0]}). max_depth({grid[1]}).")
+        lines.append(f"grid_size({grid[0]}). max_depth({grid[1]}).{' uniform.' if grid[2] else ''}")
     return "\n".join(lines) + "\n"
 
 

@@ -121,7 +121,7 @@ def _ranked(spec: Spec) -> bool:
     return any(node["op"] == "value" for node, _ in formula_nodes(spec))
 
 
-def _box_program(spec: Spec, symmetry: bool = True, grid: tuple[int, int] | None = None) -> str:
+def _box_program(spec: Spec, symmetry: bool = True, grid: tuple[int, int, bool] | None = None) -> str:
     """The generative part for a box-geometry domain: each object takes one of the values `solving_values` keeps
     per attribute; the relations the spec tests are order atoms (box_orders.lp); confidence ranks follow object
     numbers (ranks.lp); objects are numbered in a canonical order (box_symmetry.lp)."""
@@ -147,7 +147,7 @@ def _box_program(spec: Spec, symmetry: bool = True, grid: tuple[int, int] | None
 
 
 def _generative_parts(spec: Spec, symmetry: bool = True, slots: int | None = None,
-                      grid: tuple[int, int] | None = None) -> list[str]:
+                      grid: tuple[int, int, bool] | None = None) -> list[str]:
     if not spec.domain.ordered:
         return [vocabulary(spec.domain), _box_program(spec, symmetry, grid), _objects_program(spec, slots),
                 constraint_rules(spec)]
@@ -162,10 +162,11 @@ def _generative_parts(spec: Spec, symmetry: bool = True, slots: int | None = Non
 
 
 def solve_program(spec: Spec, catalog: Catalog | None = None, symmetry: bool = True, slots: int | None = None,
-                  grid: tuple[int, int] | None = None) -> str:
+                  grid: tuple[int, int, bool] | None = None) -> str:
     """The solving program; ``slots``: the universe of an open-size spec (default `universe_bound`, any smaller
-    number searches fewer scenes); ``grid = (ranks, depth)``: with the placement part (box_placement.lp), whose
-    models are boxes, on a grid of that many ranks per axis and with nestings at most that deep."""
+    number searches fewer scenes); ``grid = (ranks, depth, uniform)``: with the placement part (box_placement.lp),
+    whose models are boxes, on a grid of that many ranks per axis, with nestings at most that deep, and if
+    ``uniform`` each kind of object in one place."""
     parts = [
         *_generative_parts(spec, symmetry, slots, grid),
         f"constraint_index(0..{spec.m - 1}).\n",
