@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,8 @@ class Record:
     #: (H, W) int16 object index per pixel (-1: floor), from the instance mask; None when the folder has none
     #: (numpy renders). With it, attributes are supervised on the pixels each object really shows.
     mask: np.ndarray | None = None
+    #: the world kind the render drew (``render_settings.world.kind``, profile ``t2i_world``); None: no such draw
+    world: str | None = None
 
 
 def _bbox_from_mask(mask: np.ndarray, index: int) -> list[int] | None:
@@ -162,8 +165,9 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
         objmap = np.full(mask.shape, -1, np.int16)
         for i, o in enumerate(objs):
             objmap[mask == int(o.get("mask_index", i + 1))] = i
+    world = (s.get("render_settings") or {}).get("world") or {}
     return Record(name, rgb, np.array(centres, float).reshape(-1, 2), np.array(sizes, float).reshape(-1, 2),
-                  np.array(labels, int).reshape(-1, 4), objmap)
+                  np.array(labels, int).reshape(-1, 4), objmap, world.get("kind") if isinstance(world, dict) else None)
 
 
 def load_folder(folder: Path, report: list[str] | None = None, first: int | None = None,
@@ -320,9 +324,12 @@ class FolderSplit:
     held_out: list[Record]
 
     def provenance(self) -> dict[str, Any]:
-        """What a model file records about the folder (its name relative to a stated root, `dataset_name`)."""
-        return {"folder": dataset_name(self.folder.path), "first": self.folder.first, "weight": self.folder.weight,
-                "scenes": len(self.scenes), "train": len(self.train), "held_out": len(self.held_out)}
+        """What a model file records about the folder (its name relative to a stated root, `dataset_name`), and
+        where its scenes record a world kind, the training scenes per kind (``worlds``)."""
+        out = {"folder": dataset_name(self.folder.path), "first": self.folder.first, "weight": self.folder.weight,
+               "scenes": len(self.scenes), "train": len(self.train), "held_out": len(self.held_out)}
+        worlds = Counter(r.world for r in self.train if r.world is not None)
+        return {**out, "worlds": dict(sorted(worlds.items()))} if worlds else out
 
 
 def split_folders(folders: Sequence[DataFolder] | None, who: str, report: list[str] | None = None
