@@ -152,7 +152,7 @@ def clevr_tables(args: argparse.Namespace) -> None:
     print(f"  naive (fresh Control per call, {len(sample)} timed, extrapolated): {t_verify_naive:7.3f} s   "
           f"ratio {t_verify_naive / t_verify:5.1f}x")
 
-    # the shipped benchmark's specs, labelled as building the dataset does (the encoding issue 24 left unchanged)
+    # the shipped benchmark's specs, labelled as building the dataset does
     from logicval_hf.benchmark.sampler import build_benchmark
 
     bm = build_benchmark(seed=0, chance_scenes=1)

@@ -23,16 +23,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib.util
 import json
 import random
 import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "benchmark"))
-
-from geneval_rule import geneval_correct, random_detections
 
 from logicval_hf.asp.solver import Solver
 from logicval_hf.benchmark.importers.geneval import read_specs
@@ -40,6 +36,12 @@ from logicval_hf.common.markdown import md_table
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.scene import Scene
 
+ROOT = Path(__file__).resolve().parents[1]
+_RULE = importlib.util.spec_from_file_location("geneval_rule", ROOT / "tests" / "benchmark" / "geneval_rule.py")
+assert _RULE is not None and _RULE.loader is not None
+_geneval_rule = importlib.util.module_from_spec(_RULE)
+_RULE.loader.exec_module(_geneval_rule)  # GenEval's rule as published, written out independently of the package
+geneval_correct, random_detections = _geneval_rule.geneval_correct, _geneval_rule.random_detections
 DEFAULT = ROOT.parent / "shared" / "peers" / "geneval" / "evaluation_metadata.jsonl"
 
 
@@ -62,7 +64,7 @@ def main() -> int:
     coco = load_domain("coco")
     rng = random.Random(args.seed)
     tags, ref, pairs, plain_pairs = [], [], [], []
-    for (_, meta, spec), (_, _, pspec) in zip(ranked, plain):
+    for (_, meta, spec), (_, _, pspec) in zip(ranked, plain, strict=False):
         for _ in range(args.per_line):
             detections = random_detections(meta, rng)
             scene = Scene.from_dict({"image_size": [512, 512], "domain": "coco", "objects": detections}, coco)
@@ -80,14 +82,14 @@ def main() -> int:
     t_verify = time.perf_counter() - t
 
     by = collections.defaultdict(lambda: [0, 0, 0, 0])  # cases, GenEval true, agree, plain disagrees
-    for tag, r, g, p in zip(tags, ref, got, got_plain):
+    for tag, r, g, p in zip(tags, ref, got, got_plain, strict=False):
         for key in (tag, "all"):
             c = by[key]
             c[0] += 1
             c[1] += r
             c[2] += g == r
             c[3] += p != r
-    order = sorted(k for k in by if k != "all") + ["all"]
+    order = [*sorted(k for k in by if k != "all"), "all"]
     print(f"GenEval faithfulness: {len(ranked)} lines of {args.metadata}, {args.per_line} detection sets per line, "
           f"seed {args.seed}")
     print()

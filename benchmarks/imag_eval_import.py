@@ -47,7 +47,7 @@ def main(argv=None) -> int:
         rows = pq.read_table(out / "data" / "test.parquet").to_pylist()
 
     kinds = sorted({u["kind"] for r in rows for u in json.loads(r["unsupported"])})
-    cells: dict[tuple[str, str], dict] = collections.defaultdict(lambda: collections.Counter())
+    cells: dict[tuple[str, str], dict] = collections.defaultdict(collections.Counter)
     for source in skipped:
         cells[(group_of(source.split(":")[1]), level_of[source])]["left out"] += 1
     for r in rows:
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
             c["u:" + u["kind"]] += 1
     table = []
     keys = [(g, lv) for g in ("plain", "robust") for lv in LEVELS]
-    for g, lv in keys + [("all", "all")]:
+    for g, lv in [*keys, ("all", "all")]:
         c = sum((cells[k] for k in keys), collections.Counter()) if g == "all" else cells[(g, lv)]
         table.append([g, lv, c["rows"] + c["left out"], c["left out"], c["rows"], c["SAT"], c["UNSAT"],
                       *(c["u:" + k] for k in kinds)])

@@ -103,6 +103,16 @@ def _term(text: str) -> Any:
 def parse_atoms(text: str) -> list[Atom]:
     """``name(arg,...)`` atoms of a model's text (``str(model)``): numbers as ints, strings unquoted, constants as
     their names (no atom shown here nests a function term)."""
+    if '"' not in text:  # no quoted string: atoms are separated by spaces, arguments by commas
+        out = []
+        for atom in text.split():
+            name, _, rest = atom.partition("(")
+            out.append((name, tuple(_term(a) for a in rest[:-1].split(",")) if rest else ()))
+        return out
+    return _parse_quoted(text)
+
+
+def _parse_quoted(text: str) -> list[Atom]:
     out: list[Atom] = []
     i, n = 0, len(text)
     while i < n:
@@ -159,10 +169,11 @@ class _Grounded:
             raise RuntimeError(f"internal error: the solve program lacks {symbol}")
         return atom.literal
 
-    def check(self, subset: Sequence[int], conflicts: int | None = None
+    def check(self, subset: Sequence[int], conflicts: int | None = None, read: bool = True
               ) -> tuple[bool, list[Atom] | None, list[int] | None]:
         """Solve with exactly the constraints in ``subset`` active: (satisfiable, a model, a core); with
-        ``conflicts``, a search stopped after that many conflicts answers (False, None, None)."""
+        ``conflicts``, a search stopped after that many conflicts answers (False, None, None); without ``read``, a
+        model comes back empty (reading it costs more than finding it, where only the label matters)."""
         solving = cast(clingo.Configuration, self.ctl.configuration.solve)
         solving.solve_limit = "umax" if conflicts is None else str(conflicts)
         on = set(subset)
@@ -171,7 +182,8 @@ class _Grounded:
         core: list[int] = []
 
         def on_model(m: clingo.Model) -> bool:
-            model.extend(parse_atoms(str(m)))
+            if read:
+                model.extend(parse_atoms(str(m)))
             return False
 
         res = self.deadline.solve(self.ctl, assumptions, on_model, core.extend)
@@ -193,9 +205,9 @@ class SpecSolver:
         self.placing = bool(set(self.families) - _PLACED_BY_ORDERS)  # whether orders need the placement part
         self._placers: dict[tuple[int, tuple[int, int, bool]], _Grounded] = {}
 
-    def check(self, subset: Sequence[int]) -> tuple[bool, list[Atom] | None, list[int] | None]:
+    def check(self, subset: Sequence[int], read: bool = True) -> tuple[bool, list[Atom] | None, list[int] | None]:
         """Solve the (order) program with exactly the constraints in ``subset`` active."""
-        return self.orders.check(subset)
+        return self.orders.check(subset, read=read)
 
     def placed_check(self, subset: Sequence[int], model: list[Atom]) -> tuple[list[Atom], dict[int, FloatBox]]:
         """A model with the constraints in ``subset`` active and its boxes, given an order model of them
@@ -226,9 +238,12 @@ class SpecSolver:
 
     def satisfiable(self, subset: Sequence[int]) -> bool:
         """Whether the constraints in ``subset`` have a model (decided exactly, or `SolverLimit`)."""
-        sat, model, _ = self.check(subset)
-        if model is not None and not self.spec.domain.ordered:
-            self.placed_check(subset, model)
+        sat, model, _ = self.check(subset, read=not self.placing)
+        if model is not None and self.placing:
+            if sorted(subset) == list(range(self.spec.m)):
+                self.placed_check(subset, model)
+            else:
+                self._prove_sat(subset)
         return sat
 
     def result(self, image_size: tuple[float, float]) -> SolveResult:
@@ -265,7 +280,7 @@ class SpecSolver:
             if i not in core:
                 continue
             trial = [j for j in core if j != i]
-            _, model, sub = self.check(trial)
+            _, model, sub = self.check(trial, read=False)
             if model is None:
                 core = sorted(set(sub)) if sub else trial
             else:
