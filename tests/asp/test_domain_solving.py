@@ -49,7 +49,8 @@ def test_geneval_style_spec_is_sat_and_its_witness_verifies(solver):
         count("potted plant", ">=", 2),
         {"template": "X2/ranked_prop", "params": {"A1": cls("potted plant"), "K": 2, "B1": lit("color", "red")}},
         count("dog", ">=", 1),
-        {"template": "X3/ranked_rel", "params": {"A1": cls("dog"), "K1": 1, "R1": rel("left"), "B1": cls("potted plant"),
+        {"template": "X3/ranked_rel", "params": {"A1": cls("dog"), "K1": 1, "R1": rel("left"),
+                                                 "B1": cls("potted plant"),
                                                  "K2": 2}},
         threshold=0.3)
     r = solver.solve(spec)
@@ -130,8 +131,8 @@ def random_coco_scene(rng: random.Random, n: int) -> Scene:
     for _ in range(n):
         x, y = rng.uniform(0, 400), rng.uniform(0, 400)
         w, h = rng.uniform(5, 110), rng.uniform(5, 110)
-        objs.append(SceneObject({"class": rng.choice(["dog", "cat", "potted plant"]), "color": rng.choice(["red", "blue"])},
-                                (x, y, x + w, y + h), round(rng.uniform(0.2, 1.0), 3)))
+        values = {"class": rng.choice(["dog", "cat", "potted plant"]), "color": rng.choice(["red", "blue"])}
+        objs.append(SceneObject(values, (x, y, x + w, y + h), round(rng.uniform(0.2, 1.0), 3)))
     return Scene((512, 512), tuple(objs), COCO)
 
 

@@ -16,12 +16,12 @@ from logicval_hf.asp.safety import check_program, run_program
     "p(X) :- q(X), X = @ f(2).",
 ])
 def test_forbidden_constructs_are_refused(text):
-    with pytest.raises(UnsafeProgramError, match="not allowed|forbidden"):
+    with pytest.raises(UnsafeProgramError, match=r"not allowed|forbidden"):
         check_program(text)
 
 
 def test_syntax_errors_are_reported_clearly():
-    with pytest.raises(UnsafeProgramError, match="does not parse: .*syntax error"):
+    with pytest.raises(UnsafeProgramError, match=r"does not parse: .*syntax error"):
         check_program("p(X :- q(X).")
 
 

@@ -1,4 +1,5 @@
 import random
+from typing import ClassVar
 
 import pytest
 from helpers import attr, examples, obj, random_spec, rel
@@ -94,7 +95,7 @@ class TestLabel:
 
 
 class TestVerify:
-    SPEC = {"n": 3, "constraints": [c("C1/1prop", A1=attr("color", "red"))]}
+    SPEC: ClassVar[dict] = {"n": 3, "constraints": [c("C1/1prop", A1=attr("color", "red"))]}
 
     def scene(self, *objs):
         return {"image_size": [480, 320], "objects": list(objs)}

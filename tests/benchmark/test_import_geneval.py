@@ -160,7 +160,8 @@ def differential(lines, per_line: int, seed: int, solver: Solver, labels=None):
     ref = [geneval_correct(lines[k], d) for k, d in cases]
     lab = [labels[k] if labels else "SAT" for k, _ in cases]
     got = solver.verify_many([(specs[k], s) for (k, _), s in zip(cases, scenes, strict=False)], labels=lab)
-    plain = solver.verify_many([(plains[k], s) for (k, _), s in zip(cases, scenes, strict=False)], labels=["SAT"] * len(cases))
+    plain = solver.verify_many([(plains[k], s) for (k, _), s in zip(cases, scenes, strict=False)],
+                               labels=["SAT"] * len(cases))
     return [k for k, _ in cases], ref, got, plain
 
 
@@ -169,7 +170,8 @@ def test_sample_agrees_with_genevals_rule(solver, dataset):
     labels = list(dataset["label"])
     idx, ref, got, plain = differential(lines, 40, seed=1, solver=solver, labels=labels)
     assert len(ref) == 600
-    bad = [(lines[k]["prompt"], r, v.constraints_ok) for k, r, v in zip(idx, ref, got, strict=False) if r != v.constraints_ok]
+    bad = [(lines[k]["prompt"], r, v.constraints_ok) for k, r, v in zip(idx, ref, got, strict=False)
+           if r != v.constraints_ok]
     assert not bad, bad[:5]
     for k, r, v in zip(idx, ref, got, strict=False):
         if labels[k] == "SAT":

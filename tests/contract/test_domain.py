@@ -142,5 +142,5 @@ def test_bad_coco_scenes(mutate, match):
 
 
 def test_scene_of_another_domain_is_refused():
-    with pytest.raises(SceneError, match="domain 'coco'.*'clevr' is expected"):
+    with pytest.raises(SceneError, match=r"domain 'coco'.*'clevr' is expected"):
         Scene.from_dict(COCO_SCENE, load_domain("clevr"))

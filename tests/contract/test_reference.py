@@ -103,7 +103,7 @@ def test_c1_exists_and_negated_literal():
 def test_c1_4prop_region_and_midline_rule():
     def one(x, y):
         return scene(("red", "cube", "metal", x, y), ("blue", "sphere", "rubber", 90, 10))
-    args = dict(A1="red", A2="cube", A3="metal")
+    args = {"A1": "red", "A2": "cube", "A3": "metal"}
     assert holds("C1/4prop", one(10, 80), **args, A4="r2")  # front-left
     assert not holds("C1/4prop", one(10, 20), **args, A4="r2")  # back-left is r0
     assert holds("C1/4prop", one(10, 20), **args, A4="r0")
@@ -128,7 +128,8 @@ def test_c2_universal_and_anti_vacuity_on_empty_scene():
 def test_c2_or_and_none():
     s = scene(("red", "sphere", "metal", 10, 10), ("blue", "cube", "metal", 80, 80))
     assert holds("C2/2prop_or", s, A1="red", A2="cube")
-    s3 = scene(("red", "sphere", "metal", 10, 10), ("blue", "cube", "metal", 80, 80), ("blue", "sphere", "metal", 40, 40))
+    s3 = scene(("red", "sphere", "metal", 10, 10), ("blue", "cube", "metal", 80, 80),
+               ("blue", "sphere", "metal", 40, 40))
     assert not holds("C2/2prop_or", s3, A1="red", A2="cube")
     assert holds("C2/2prop_none", s3, A1="red", A2="cube")  # there is no red cube
     assert not holds("C2/2prop_none", s3, A1="blue", A2="cube")
@@ -149,7 +150,8 @@ def test_c3_conditional_with_anti_vacuity():
 
 
 def test_c3_region_consequent():
-    s = scene(("red", "sphere", "metal", 70, 20), ("blue", "sphere", "rubber", 90, 40), ("red", "cube", "metal", 10, 90))
+    s = scene(("red", "sphere", "metal", 70, 20), ("blue", "sphere", "rubber", 90, 40),
+              ("red", "cube", "metal", 10, 90))
     assert holds("C3/1prop_region", s, A1="sphere", C1="r1")  # both spheres are back-right
     assert not holds("C3/1prop_region", s, A1="red", C1="r1")  # the red cube is in r2
     assert not holds("C3/1prop_region", s, A1="cylinder", C1="r1")  # no cylinder: anti-vacuity fails
@@ -194,7 +196,8 @@ def test_c4_triples():
 # ---- C5 conditional subgraph ------------------------------------------------------------------------------------
 
 def test_c5_conditional_pair_and_anti_vacuity():
-    s = scene(("red", "cube", "metal", 10, 10), ("blue", "sphere", "rubber", 50, 10), ("blue", "cube", "rubber", 90, 10))
+    s = scene(("red", "cube", "metal", 10, 10), ("blue", "sphere", "rubber", 50, 10),
+              ("blue", "cube", "rubber", 90, 10))
     assert holds("C5/pair_propA_relC", s, A1="red", B1="blue", R1="left")
     assert not holds("C5/pair_propA_relC", s, A1="red", B1="sphere", R1="right")
     # no green object: every pair satisfies the implication, but the anti-vacuity clause fails
@@ -206,7 +209,8 @@ def test_c5_conditional_pair_and_anti_vacuity():
 
 
 def test_c5_rel_implies_rel_is_a_diagonal():
-    diagonal = scene(("red", "cube", "metal", 10, 10), ("red", "cube", "metal", 50, 50), ("red", "cube", "metal", 90, 90))
+    diagonal = scene(("red", "cube", "metal", 10, 10), ("red", "cube", "metal", 50, 50),
+                     ("red", "cube", "metal", 90, 90))
     assert holds("C5/pair_relA_relC", diagonal, R1="left", R2="behind")
     assert not holds("C5/pair_relA_relC", diagonal, R1="left", R2="front")
     kink = scene(("red", "cube", "metal", 10, 10), ("red", "cube", "metal", 50, 90), ("red", "cube", "metal", 90, 50))
@@ -237,7 +241,8 @@ def test_c6_scoped_clause():
 
 
 def test_c6_extreme_object():
-    s = scene(("red", "cube", "metal", 10, 10), ("blue", "sphere", "metal", 50, 60), ("blue", "sphere", "metal", 90, 30))
+    s = scene(("red", "cube", "metal", 10, 10), ("blue", "sphere", "metal", 50, 60),
+              ("blue", "sphere", "metal", 90, 30))
     assert holds("C6/1prop", s, A1="red", R1="left")
     assert holds("C6/1prop", s, A1="red", R1="behind")
     assert holds("C6/1prop", s, A1="blue", R1="right")
@@ -268,11 +273,13 @@ def test_c7_exact_count_and_ties():
     assert not holds("C7/1prop_exact", s, A1="red", R1="left", K=2)
     assert holds("C7/1prop_exact", s, A1="red", R1="right", K=1)
     assert not holds("C7/1prop_exact", s, A1="green", R1="left", K=1)  # no green object: anti-vacuity
-    two_red = scene(("blue", "cube", "metal", 10, 10), ("red", "cube", "metal", 50, 10), ("red", "sphere", "metal", 90, 10))
+    two_red = scene(("blue", "cube", "metal", 10, 10), ("red", "cube", "metal", 50, 10),
+                    ("red", "sphere", "metal", 90, 10))
     assert not holds("C7/1prop_exact", two_red, A1="red", R1="left", K=1)  # the second red has two to its left
     # The catalog note (only one A1 object possible) relies on total orders; with a tie in x two red objects
     # can both have exactly one object to their left.
-    tied = scene(("blue", "cube", "metal", 10, 10), ("red", "cube", "metal", 50, 10), ("red", "sphere", "metal", 50, 90))
+    tied = scene(("blue", "cube", "metal", 10, 10), ("red", "cube", "metal", 50, 10),
+                 ("red", "sphere", "metal", 50, 90))
     assert holds("C7/1prop_exact", tied, A1="red", R1="left", K=1)
 
 
@@ -297,7 +304,8 @@ def test_c8_negated_existential():
     assert holds("C8/rel_exact_neg", s, A1="red", B1="blue", R1="left", K=1)
     assert not holds("C8/rel_exact_neg", s, A1="red", B1="blue", R1="left", K=2)
     # with no blue object at all, no red object is left of one: both count
-    s2 = scene(("red", "cube", "metal", 10, 10), ("green", "sphere", "rubber", 50, 10), ("red", "cube", "metal", 90, 10))
+    s2 = scene(("red", "cube", "metal", 10, 10), ("green", "sphere", "rubber", 50, 10),
+               ("red", "cube", "metal", 90, 10))
     assert holds("C8/rel_exact_neg", s2, A1="red", B1="blue", R1="left", K=2)
     assert holds("C8/rel_atleast_neg", s2, A1="red", B1="blue", R1="left", K=2)
     # a tie: the red object at the blue one's x is not left of it, so it counts as well
@@ -319,7 +327,8 @@ def test_c9_empty_sets_are_equal():
     ("!=", True, True), ("<", True, False), ("<=", True, False), (">", False, True), (">=", False, True)])
 def test_c9_comparators(theta, red_vs_cube, cube_vs_red):
     # 1 red object, 2 cubes
-    s = scene(("red", "sphere", "metal", 10, 10), ("blue", "cube", "rubber", 50, 10), ("green", "cube", "metal", 90, 10))
+    s = scene(("red", "sphere", "metal", 10, 10), ("blue", "cube", "rubber", 50, 10),
+              ("green", "cube", "metal", 90, 10))
     assert holds("C9/1prop_cmp", s, A1="red", B1="cube", T=theta) is red_vs_cube
     assert holds("C9/1prop_cmp", s, A1="cube", B1="red", T=theta) is cube_vs_red
 
@@ -434,7 +443,7 @@ def admissible_worlds(draw, min_n=1, max_n=4):
     xr = {o: i for i, o in enumerate(xo)}
     yr = {o: i for i, o in enumerate(yo)}
     for i, o in enumerate(objs):
-        o["region"] = "r%d" % (2 * int(yr[i] >= r) + int(xr[i] >= c))
+        o["region"] = f"r{2 * int(yr[i] >= r) + int(xr[i] >= c)}"
     return AbstractWorld.from_orders(objs, xo, yo)
 
 
@@ -471,7 +480,8 @@ def test_to_scene_realises_the_world(w):
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(sorted(CAT.templates)), st.integers(0, 10**6), st.one_of(arbitrary_worlds(), admissible_worlds()))
+@given(st.sampled_from(sorted(CAT.templates)), st.integers(0, 10**6),
+       st.one_of(arbitrary_worlds(), admissible_worlds()))
 def test_compiled_evaluator_agrees_with_interpreter(tid, seed, w):
     c = random_constraint(tid, 4, random.Random(seed))
     g = _Grid.from_world(w, ALL_ATTRS)
