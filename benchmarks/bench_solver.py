@@ -331,14 +331,15 @@ def open_tables(args: argparse.Namespace) -> None:
     for name, specs in _peer_specs(args):
         labels: list[str | None] = []
         times: list[float] = []
+        cpu = time.process_time()
         for spec in specs:
             label, took = new_label(solver, spec, budget)
             labels.append(label)
             times.append(took)
         done = [t for t, lab in zip(times, labels, strict=True) if lab is not None]
         print(f"\n{name}: {len(specs)} prompts, {labels.count('SAT')} SAT, {labels.count('UNSAT')} UNSAT, "
-              f"{labels.count(None)} past the {budget:g} s budget or a solver limit; {sum(times):.2f} s in all, "
-              f"slowest {max(done, default=0.0):.3f} s")
+              f"{labels.count(None)} past the {budget:g} s budget or a solver limit; {sum(times):.2f} s in all "
+              f"({time.process_time() - cpu:.2f} s of CPU), slowest {max(done, default=0.0):.3f} s")
 
 
 def _peer_specs(args: argparse.Namespace) -> list[tuple[str, list[Spec]]]:

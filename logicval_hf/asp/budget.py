@@ -6,6 +6,7 @@ core-shrinking step). Past it the answer is `SolverTimeout`, never a label the s
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -54,14 +55,69 @@ class Deadline:
 
     def solve(self, ctl: clingo.Control, assumptions: Sequence[int], on_model: Callable[[clingo.Model], bool],
               on_core: Callable[[Sequence[int]], None]) -> clingo.SolveResult:
-        """``ctl.solve`` under the deadline: interrupted (and `SolverTimeout` raised) when the budget runs out."""
-        left = self.remaining()
-        if left is None:
+        """``ctl.solve`` under the deadline: interrupted (and `SolverTimeout` raised) when the budget runs out.
+
+        The solve runs in the calling thread; one watchdog thread per process interrupts it at the deadline (an
+        asynchronous solve per call would hand over between threads every time, which a loaded machine makes slow).
+        """
+        if self.end is None:
             return ctl.solve(assumptions=list(assumptions), on_model=on_model, on_core=on_core)
-        if left <= 0:
+        if self.end - time.monotonic() <= 0:
             raise self.expired("solving")
-        with ctl.solve(assumptions=list(assumptions), on_model=on_model, on_core=on_core, async_=True) as handle:
-            if not handle.wait(left):
-                handle.cancel()
+        ticket = _WATCHDOG.watch(ctl, self.end)
+        try:
+            result = ctl.solve(assumptions=list(assumptions), on_model=on_model, on_core=on_core)
+        finally:
+            interrupted = _WATCHDOG.release(ticket)
+        if interrupted or result.interrupted:
+            if time.monotonic() >= self.end:
                 raise self.expired("solving")
-            return handle.get()
+            # interrupted by a watch released too late for an earlier solve of this Control: solve again
+            return ctl.solve(assumptions=list(assumptions), on_model=on_model, on_core=on_core)
+        return result
+
+
+class _Watchdog:
+    """One thread that interrupts each watched solve at its deadline (`Deadline.solve`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._watched: dict[int, tuple[float, clingo.Control]] = {}
+        self._fired: set[int] = set()
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    def watch(self, ctl: clingo.Control, end: float) -> int:
+        with self._lock:
+            self._next += 1
+            self._watched[self._next] = (end, ctl)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="logicval-deadlines", daemon=True)
+                self._thread.start()
+            self._lock.notify()
+            return self._next
+
+    def release(self, ticket: int) -> bool:
+        """Stop watching; whether the solve was interrupted at its deadline."""
+        with self._lock:
+            self._watched.pop(ticket, None)
+            fired = ticket in self._fired
+            self._fired.discard(ticket)
+            return fired
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._watched:
+                    self._lock.wait()
+                now = time.monotonic()
+                due = [t for t, (end, _) in self._watched.items() if end <= now]
+                for t in due:
+                    _, ctl = self._watched.pop(t)
+                    ctl.interrupt()
+                    self._fired.add(t)
+                if not due:
+                    self._lock.wait(min(end for end, _ in self._watched.values()) - now)
+
+
+_WATCHDOG = _Watchdog()

@@ -200,10 +200,18 @@ class SpecSolver:
         self.catalog = catalog
         self.deadline = deadline or Deadline(None)
         self.extra = extra
-        self.orders = _Grounded(solve_program(spec, catalog) + extra, spec.m, self.deadline)
+        self._orders: _Grounded | None = None
         self.families = relation_families(spec)
         self.placing = bool(set(self.families) - _PLACED_BY_ORDERS)  # whether orders need the placement part
         self._placers: dict[tuple[int, tuple[int, int, bool]], _Grounded] = {}
+
+    @property
+    def orders(self) -> _Grounded:
+        """The program of the spec (its relations as order atoms in a box-geometry domain), grounded when first used
+        (a small placement found first needs none)."""
+        if self._orders is None:
+            self._orders = _Grounded(solve_program(self.spec, self.catalog) + self.extra, self.spec.m, self.deadline)
+        return self._orders
 
     def check(self, subset: Sequence[int], read: bool = True) -> tuple[bool, list[Atom] | None, list[int] | None]:
         """Solve the (order) program with exactly the constraints in ``subset`` active."""
@@ -221,9 +229,17 @@ class SpecSolver:
         dom = self.spec.domain
         if not self.placing:
             return model, realise(dom, self.families, _placement(model), dom.image_size)
+        found = self._placements(subset, first_only=False)
+        assert found is not None  # the last step raises rather than give up
+        return found
+
+    def _placements(self, subset: Sequence[int], first_only: bool) -> tuple[list[Atom], dict[int, FloatBox]] | None:
+        """The first placement (in `placement_steps` order, or of the first step only) whose boxes can be drawn;
+        None after the first step; `SolverLimit` after the last."""
+        dom = self.spec.domain
         failure = undecided(self.families)
         steps = placement_steps(universe(self.spec), set(self.families), self.spec.n is not None)
-        for k, (slots, grid) in enumerate(steps):
+        for k, (slots, grid) in enumerate(steps[:1] if first_only else steps):
             placer = self._placers.get((slots, grid))
             if placer is None:
                 program = solve_program(self.spec, self.catalog, slots=slots, grid=grid) + self.extra
@@ -234,6 +250,8 @@ class SpecSolver:
                     return found, realise(dom, self.families, _placement(found), dom.image_size)
                 except SolverLimit as e:  # too deep to draw: a larger step may place it otherwise
                     failure = e
+        if first_only:
+            return None
         raise failure
 
     def satisfiable(self, subset: Sequence[int]) -> bool:
@@ -248,6 +266,10 @@ class SpecSolver:
 
     def result(self, image_size: tuple[float, float]) -> SolveResult:
         everything = list(range(self.spec.m))
+        if self.placing:  # most specs with relations have a small placement: found first, it proves SAT by itself
+            found = self._placements(everything, first_only=True)
+            if found is not None:
+                return SolveResult(True, witness=self._placed_witness(*found))
         _, model, core = self.check(everything)
         if model is not None:
             if self.spec.domain.ordered:

@@ -15,9 +15,9 @@ to the later one). Solving a spec that reads relations takes two programs over t
   those boxes as its witness.
 
 The two can differ: atoms that obey every order rule but that no placement of ``box_placement.lp`` gives (a
-containment that is not a forest, two identical boxes, an arrangement the rank grid of `MAX_RANKS` ranks per axis
-cannot draw). Then the spec is neither: `undecided` names the limit and the solver raises `SolverLimit`, never a
-label. `logicval_hf.asp.box_layout.place_boxes` answers the same question for given relations (what a repair needs).
+containment that is not a forest, an arrangement the rank grid of `MAX_RANKS` ranks per axis cannot draw). Then
+the spec is neither: `undecided` names the limit and the solver raises `SolverLimit`, never a label.
+`logicval_hf.asp.box_layout.place_boxes` answers the same question for given relations (what a repair needs).
 """
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ def undecided(spec_families: Mapping[str, str]) -> SolverLimit:
     names = ", ".join(f"{r} ({f})" for f, r in spec_families.items())
     return SolverLimit(
         f"spec: the box relations it asks for ({names}) obey every rule of box geometry, but no placement the solver "
-        f"builds realises them (containment as a forest, no two identical boxes, at most {MAX_RANKS} grid ranks per "
-        "axis and frame); whether boxes exist is not decided, so no label is given")
+        f"builds realises them (containment as a forest, at most {MAX_RANKS} grid ranks per axis and frame); whether "
+        "boxes exist is not decided, so no label is given")
 
 
 # ---------------------------------------------------------------------------------------------------------------

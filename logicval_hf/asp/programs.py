@@ -31,7 +31,7 @@ from logicval_hf.asp.encoding import (
     vocabulary_program,
 )
 from logicval_hf.asp.placement import MAX_RANKS, families, placement_facts
-from logicval_hf.asp.universe import formula_nodes, solving_values, universe_bound
+from logicval_hf.asp.universe import formula_nodes, solving_values, universe_bound, weight_tables
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import AttrLit, RelLit, Spec
@@ -146,10 +146,18 @@ def _box_program(spec: Spec, symmetry: bool = True, grid: tuple[int, int, bool] 
     return "\n".join(parts) + "\n"
 
 
+def _box_vocabulary(spec: Spec) -> str:
+    """What solving a box-domain spec reads of its domain's vocabulary: the inverse pairs of relations, and the
+    per-value constants when the spec sums one (the values themselves come with `_box_program`)."""
+    dom = spec.domain
+    pairs = " ".join(f"relation_pair({r},{inv})." for r, inv in dom.canonical_relations())
+    return pairs + "\n" + (constants_program(dom) if weight_tables(spec) else "")
+
+
 def _generative_parts(spec: Spec, symmetry: bool = True, slots: int | None = None,
                       grid: tuple[int, int, bool] | None = None) -> list[str]:
     if not spec.domain.ordered:
-        return [vocabulary(spec.domain), _box_program(spec, symmetry, grid), _objects_program(spec, slots),
+        return [_box_vocabulary(spec), _box_program(spec, symmetry, grid), _objects_program(spec, slots),
                 constraint_rules(spec)]
     geometry = [read_program("background.lp"), read_program("symmetry.lp") if symmetry else ""]
     return [
