@@ -38,6 +38,7 @@ from logicval_hf.asp.encoding import scene_facts
 from logicval_hf.asp.programs import constraint_rules, solve_program, vocabulary
 from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec
@@ -290,7 +291,8 @@ def box_tables(args: argparse.Namespace) -> None:
             if rel in GENEVAL_WORDS:
                 ok &= all(GENEVAL_WORDS[rel] in _geneval_position(boxes[a], boxes[b])
                           for a, b in itertools.pairwise(CHAIN_CLASSES[:k]))
-        rows.append([f"chains of 2..8, each {rel} the next", "SAT" if ok else "WRONG", f"{max(times):.3f} s",
+        phrase = load_domain("coco").rules[rel].phrase
+        rows.append([f"chains of 2..8, each {phrase} the next", "SAT" if ok else "WRONG", f"{max(times):.3f} s",
                      f"{sum(times):.3f} s"])
     one = tuple({"template": "X1/count_cmp", "params": {"A1": _lit("class", c), "T": "=", "K": 1}}
                 for c in ("dog", "cat"))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 THRESHOLD, COUNTING_THRESHOLD = 0.3, 0.9
 MAX_OBJECTS = 16  # detections kept per class
@@ -25,7 +26,7 @@ def relative_position(a: Sequence[float], b: Sequence[float]) -> set[str]:
     offset = [(a[0] + a[2]) / 2 - (b[0] + b[2]) / 2, (a[1] + a[3]) / 2 - (b[1] + b[3]) / 2]
     dims = [(a[2] - a[0]) + (b[2] - b[0]), (a[3] - a[1]) + (b[3] - b[1])]
     revised = [math.copysign(max(abs(o) - POSITION_THRESHOLD * d, 0.0), o) if o else 0.0
-               for o, d in zip(offset, dims)]
+               for o, d in zip(offset, dims, strict=True)]
     if all(abs(r) < 1e-3 for r in revised):
         return set()
     norm = math.hypot(*offset)
