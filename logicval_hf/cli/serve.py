@@ -51,9 +51,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from logicval_hf.common.extras import require, require_backend
     from logicval_hf.perception import get_backend
 
-    get_backend(args.backend)  # an unknown name is one line with a suggestion, before anything starts
+    backend = get_backend(args.backend)  # an unknown name is one line with a suggestion, before anything starts
     require_backend(args.backend)
     config = _config(args)
+    if backend.check_settings is not None:  # a setting the backend refuses is one line here, not a server that
+        backend.check_settings(config.backend_settings)  # answers 503 for ever
     prompts = ""
     if config.prompts:  # a bad file is one line before anything starts; the app reuses what is read here
         from logicval_hf.serve.prompts import load_prompts

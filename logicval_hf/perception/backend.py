@@ -26,7 +26,7 @@ import dataclasses
 import importlib.util
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,8 @@ class PerceptionBackend:
             ones without importing anything.
         extra: the ``logicval-hf[EXTRA]`` extra that installs ``requires`` (for the install hint).
         description: one line for listings and a server's health page.
+        check_settings: optional ``check_settings(settings)``: raises ValueError (one line) for settings the
+            backend does not take, so that a server or a job refuses them before it starts a worker.
 
     Raises:
         ValueError: a field of the wrong kind (the message names the backend and the field).
@@ -86,6 +88,7 @@ class PerceptionBackend:
     requires: tuple[str, ...] = ()
     extra: str | None = None
     description: str = ""
+    check_settings: Callable[[Mapping[str, Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         name = self.name
@@ -94,7 +97,7 @@ class PerceptionBackend:
         if not callable(self.extract):
             raise _fail(name, f"extract must be a function extract(image, **settings) -> Scene, "
                               f"got {_type_name(self.extract)}")
-        for field in ("extract_batch", "init_worker"):
+        for field in ("extract_batch", "init_worker", "check_settings"):
             value = getattr(self, field)
             if value is not None and not callable(value):
                 raise _fail(name, f"{field} must be a function or None, got {_type_name(value)}")

@@ -269,5 +269,5 @@ def extract(rgb: np.ndarray, **settings: Any) -> Scene:
 #: the ``clevr`` perception backend (`logicval_hf.perception.BACKENDS`): CLEVR images, batched, two model files
 BACKEND = PerceptionBackend(
     "clevr", extract, extract_batch, domains=("clevr",), model_files=MODEL_PATHS, requires=("onnxruntime",),
-    description="the shipped CLEVR scene parser (ONNX, CPU)")
+    description="the shipped CLEVR scene parser (ONNX, CPU)", check_settings=split_settings)
 

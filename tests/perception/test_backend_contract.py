@@ -229,6 +229,7 @@ def test_built_in_backends_declare_themselves():
 @pytest.mark.parametrize("fields, message", [
     ({"extract": 42}, "perception backend 'bad': extract must be a function"),
     ({"extract_batch": "batch"}, "extract_batch must be a function or None, got str"),
+    ({"check_settings": {"threshold"}}, "check_settings must be a function or None, got set"),
     ({"domains": "clevr"}, "domains must be a tuple of names, got 'clevr'"),
     ({"domains": ()}, "domains must name at least one"),
     ({"domains": None}, r"must take the domain it is asked for \(takes_domain=True\)"),

@@ -1,5 +1,5 @@
-"""``logicval serve``'s command line: a missing extra, an unknown backend and flags that need ``--ray`` are one
-line each (exit 2), before anything starts."""
+"""``logicval serve``'s command line: a missing extra, an unknown backend, a setting the backend does not take and
+flags that need ``--ray`` are one line each (exit 2), before anything starts."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ def _serve(hidden: list[str], *argv: str) -> str:
     ([], ["--backend", "clevre"], "did you mean 'clevr'"),
     ([], ["--replicas", "2"], "--replicas and --gpus-per-replica scale out on Ray Serve: add --ray"),
     ([], ["--prompts", "no/such/prompts.jsonl"], "--prompts: no/such/prompts.jsonl: no such file or folder"),
+    # a removed experiment setting and a bad value: refused before a worker starts (not a server answering 503)
+    ([], ["--setting", "visible_peaks=true"], "unsupported setting 'visible_peaks' (supported: threshold,"),
+    ([], ["--setting", "threshold=2"], "threshold must be a number in (0, 1], not 2"),
 ])
 def test_serve_refuses_in_one_line(hidden, argv, line):
     assert line in _serve(hidden, *argv)
