@@ -11,6 +11,8 @@ import copy
 import random
 
 import pytest
+from clevr_brute_force import BruteForceLimit, _naive_search, _search, brute_force_satisfiable, is_tautology
+from clevr_compiled import _compile_constraint, _Grid
 from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,17 +21,12 @@ from logicval_hf import Constraint, Scene, Spec, load_catalog
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.reference import (
     AbstractWorld,
-    BruteForceLimit,
     FormulaError,
-    brute_force_satisfiable,
     constraint_holds,
     formula_holds,
-    is_tautology,
     spec_holds,
     violated,
 )
-from logicval_hf.contract.reference.compiled import _compile_constraint, _Grid
-from logicval_hf.contract.reference.search import _naive_search, _search
 from logicval_hf.contract.scene import SceneObject
 
 CAT = load_catalog()

@@ -94,7 +94,7 @@ def random_scene(spec: Spec, rng: random.Random) -> dict[str, Any]:
 
 def random_pair(rng: random.Random) -> tuple[Spec, dict[str, Any], str]:
     """A spec, a scene and the spec's label (by the clingo-free exhaustive search)."""
-    from logicval_hf.contract.reference import BruteForceLimit, brute_force_satisfiable
+    from clevr_brute_force import BruteForceLimit, brute_force_satisfiable
 
     while True:  # a spec whose exhaustive search stays small
         spec = random_spec(rng)

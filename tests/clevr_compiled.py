@@ -1,5 +1,5 @@
 """The interpreter's semantics compiled into closures over a flat CLEVR world (`_Grid`), exact or three-valued,
-for the exhaustive search (`logicval_hf.contract.reference.search`); tested against the interpreter.
+for the exhaustive search (`clevr_brute_force`); tested against the interpreter.
 """
 
 from __future__ import annotations

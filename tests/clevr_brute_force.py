@@ -1,5 +1,6 @@
 """SAT/UNSAT of a CLEVR spec by enumerating *all* admissible scenes of exactly n objects (regions.md §5), made
-feasible by exact reductions (symmetry breaking, attribute abstraction), with the compiled semantics.
+feasible by exact reductions (symmetry breaking, attribute abstraction), with the compiled semantics: the tests'
+clingo-free labels (`logicval_hf.contract.reference` is the interpreter these build on).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clevr_compiled import _compile_constraint, _Grid
+
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
-from logicval_hf.contract.reference.compiled import _compile_constraint, _Grid
 from logicval_hf.contract.reference.interpreter import (
     FormulaError,
     _attr_lit,
