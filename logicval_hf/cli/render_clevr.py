@@ -144,13 +144,13 @@ def add_subcommands(subparsers: Any) -> None:
                    help="render every image without its objects: the profile's stage (camera framed on a scene "
                         "drawn as usual, floor, lights) with nothing on it, the right image for an UNSAT prompt; "
                         "measures objects a parser sees where there are none")
+    p.add_argument("--blender-python", default=None, metavar="PYTHON",
+                   help="interpreter of an environment with bpy (default: this one if bpy imports here, else "
+                        "$LOGICVAL_BLENDER_PYTHON); bpy needs numpy<2, so it usually has an environment of its own")
     p.add_argument("--start-index", type=int, default=0, help="index of the first image (default 0)")
     p.add_argument("--chunk", type=int, default=20, help="images per chunk; scenes.json is refreshed after each")
     p.add_argument("--threads", type=int, default=2, help="Cycles render threads (default 2)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--blender-python", default=None, metavar="PYTHON",
-                   help="interpreter of an environment with bpy (default: this one if bpy imports here, else "
-                        "$LOGICVAL_BLENDER_PYTHON); bpy needs numpy<2, so it usually has an environment of its own")
     p.set_defaults(func=cmd_render_clevr)
 
 

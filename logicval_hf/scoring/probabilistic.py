@@ -31,7 +31,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -76,8 +76,7 @@ def relevant_values(spec: Spec, attributes: Sequence[str]) -> dict[str, set[str]
     return out
 
 
-@dataclass(frozen=True)
-class _Choice:
+class _Choice(NamedTuple):
     """One uncertain (object, attribute): representative values and their probabilities."""
 
     obj: int
