@@ -11,6 +11,7 @@ from logicval_hf.asp.solver import Solver, check_mode, default_solver
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec, as_spec
 from logicval_hf.errors import SceneError, SolverLimit
+from logicval_hf.repairs.boxes import room_for
 from logicval_hf.repairs.facts import Problem
 from logicval_hf.repairs.instructions import describe
 from logicval_hf.repairs.model import Edit, Repair, apply_edits, check_costs
@@ -102,24 +103,24 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
     index = [i for i, o in enumerate(scene.objects) if threshold is None or o.score is None or o.score > threshold]
     counted = Scene(scene.image_size, tuple(scene.objects[i] for i in index), scene.domain)
 
+    read: set[str] = set()  # the relations the spec reads (anchors of the sentences in a box domain)
+
     def finish(edits: list[Edit], optimal: bool) -> Repair:
         repaired = apply_edits(scene, edits)
         return Repair(label.satisfiable, _cost(edits, weights), optimal, tuple(edits), repaired,
-                      tuple(describe(scene, edits, repaired)), label.core, count, weights)
+                      tuple(describe(scene, edits, repaired, read)), label.core, count, weights)
 
     if not label.satisfiable:  # the right image is empty
         return finish([Edit("remove", i) for i in index], True)
     if solver.verify(spec, counted, count=count, label="SAT").ok:
         return finish([], True)
     problem = Problem(spec, counted, count, weights)
-    if not spec.domain.ordered and problem.tested()[1]:
-        raise SolverLimit(f"repair in domain {spec.domain.name!r}: this spec reads relations between boxes "
-                          f"({', '.join(sorted(problem.tested()[1]))}), which repair does not place yet; specs of "
-                          "counts, values and confidence ranks are repaired")
+    room = room_for(problem, [o.bbox for i, o in enumerate(scene.objects) if i not in set(index)])
+    read.update(problem.tested()[1])
     results: dict[int, tuple[Choice, list[Edit]]] = {}  # the choice is kept so that its id stays its own
 
     def realisable(choice: Choice) -> bool:
-        placed = boxes(problem, choice)
+        placed = boxes(problem, choice) if room is None else room.realise(choice)
         if placed is None:
             return False
         edits = _edits(problem, choice, placed, index)
@@ -129,6 +130,10 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
         return True
 
     best = search(problem, budget, realisable)
+    left = budget.left()
+    if best is None and room is not None and (left is None or left > 0):
+        raise SolverLimit(f"repair in domain {spec.domain.name!r}: no repair places its moved and added objects "
+                          f"among the candidate boxes ({len(room.classes)} classes; docs/repair.md, Domains)")
     if best is None:  # no repair found (the budget ended first): replace every object by the solver's witness
         witness = solver.solve(spec, image_size=scene.image_size).witness
         if witness is None:
@@ -138,4 +143,4 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
     edits = results[id(best)][1]
     if _cost(edits, weights) != best.cost:
         raise RuntimeError(f"internal error: the edits cost {_cost(edits, weights)}, the solver's choice {best.cost}")
-    return finish(edits, best.optimal)
+    return finish(edits, best.optimal and (room is None or not room.capped))

@@ -31,6 +31,8 @@ class Problem:
     scene: Scene
     count: str
     costs: Mapping[str, int]
+    #: facts of the candidate boxes of a box domain whose spec reads relations (`logicval_hf.repairs.boxes`)
+    geometry: str = ""
     unit: int = field(init=False)
     centres: list[tuple[int, int]] = field(init=False)
     sizes: list[tuple[int, int]] = field(init=False)

@@ -10,11 +10,12 @@ plurals and the relations' phrases.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
+from logicval_hf.contract.spatial import area
 from logicval_hf.contract.spec import AttrLit
 from logicval_hf.contract.verbalise import (
     REGION_COLUMN_WORDS,
@@ -122,11 +123,14 @@ def _sentence(verb_phrase: str, name: Name, rest: str = "") -> str:
     return f"{text}: {name.which}." if name.which else f"{text}."
 
 
-def describe(scene: Scene, edits: Sequence[Edit], repaired: Scene) -> list[str]:
-    """One sentence per edit, objects named as they appear in ``scene`` (the input)."""
+def describe(scene: Scene, edits: Sequence[Edit], repaired: Scene, read: Collection[str] = ()) -> list[str]:
+    """One sentence per edit, objects named as they appear in ``scene`` (the input); a moved or added object is
+    placed by its relations to objects left as they were (on both axes, and in a box domain in the other families
+    of the relations ``read``: "larger than the dog", "inside the cat")."""
     namer = Namer(scene)
     noun = namer.noun
     dom = scene.domain
+    pairs = _pairs(dom, read)
     # indices of the repaired scene's objects in the input (None: added), in the order `apply` builds them
     gone = {e.object for e in edits if e.kind == "remove"}
     kept = [i for i in range(len(scene)) if i not in gone]
@@ -142,27 +146,44 @@ def describe(scene: Scene, edits: Sequence[Edit], repaired: Scene) -> list[str]:
             out.append(_sentence("Make {name} {rest}", namer.name(e.object), words))  # type: ignore[arg-type]
         elif e.kind == "move":
             k = kept.index(e.object)  # type: ignore[arg-type]
-            where = _move_anchors(scene, repaired, e.object, k, untouched_after, kept, names_after)  # type: ignore
+            where = _move_anchors(scene, repaired, e.object, k, untouched_after, kept, names_after,  # type: ignore
+                                  pairs)
             new_place = place_words(dom, repaired.objects[k].center, repaired.image_size)
             old_place = place_words(dom, scene.objects[e.object].center, scene.image_size)  # type: ignore[index]
-            parts = ([f"to {new_place}"] if new_place != old_place or not where else []) + where
+            # a box domain names the place always: its anchors may be containment ("containing the dog")
+            parts = ([f"to {new_place}"] if new_place != old_place or not where or not dom.ordered else []) + where
             out.append(_sentence("Move {name} {rest}", namer.name(e.object), ", ".join(parts)))  # type: ignore
         else:
             k = len(kept) + sum(1 for f in edits[: edits.index(e)] if f.kind == "add")
             values = e.new if isinstance(e.new, Mapping) else {}
             np = noun_phrase([AttrLit(a, values[a]) for a in (*namer.adjectives, noun) if a in values])
             where = [f"at {place_words(dom, repaired.objects[k].center, repaired.image_size)}"]
-            where += _add_anchors(repaired, k, untouched_after, names_after)
+            where += _add_anchors(repaired, k, untouched_after, names_after, pairs)
             out.append(_sentence("Add {name} {rest}", Name(with_article(np)), ", ".join(where)))
     return out
 
 
+def _pairs(domain: Domain, read: Collection[str]) -> list[tuple[str, str]]:
+    """The relation pairs a sentence may anchor on: the two axes, and in a box domain every other family the spec
+    reads (areas, containment)."""
+    pairs = domain.canonical_relations()
+    return pairs[:2] + [p for p in pairs[2:] if set(p) & set(read)]
+
+
+def _gap(after: Scene, rel: str, a: int, b: int) -> float:
+    """How far apart two objects are for a relation's anchor: their centres on its axis, else their areas."""
+    axis = after.domain.rules[rel].axis
+    if axis is not None:
+        k = 0 if axis == "x" else 1
+        return abs(after.objects[a].center[k] - after.objects[b].center[k])
+    return abs(area(after.objects[a].bbox) - area(after.objects[b].bbox))
+
+
 def _nearest(after: Scene, index: int, among: Sequence[int], names: Mapping[int, Name],
-             changed: Mapping[int, Sequence[bool]] | None) -> list[str]:
+             changed: Mapping[int, Sequence[bool]] | None, pairs: Sequence[tuple[str, str]]) -> list[str]:
     dom = after.domain
-    here = after.objects[index].center
     out = []
-    for k, pair in enumerate(dom.canonical_relations()[:2]):
+    for k, pair in enumerate(pairs):
         best: tuple[float, int, str] | None = None
         for j in among:
             if not names[j].unique or (changed is not None and not changed[j][k]):
@@ -170,7 +191,7 @@ def _nearest(after: Scene, index: int, among: Sequence[int], names: Mapping[int,
             now = [r for r in pair if after.holds(r, index, j)]
             if not now:
                 continue
-            dist = abs(after.objects[j].center[k] - here[k])
+            dist = _gap(after, now[0], index, j)
             if best is None or (dist, j) < best[:2]:
                 best = (dist, j, f"{dom.rules[now[0]].phrase} {names[j].phrase}")
         if best is not None:
@@ -178,22 +199,23 @@ def _nearest(after: Scene, index: int, among: Sequence[int], names: Mapping[int,
     return out
 
 
-def _add_anchors(after: Scene, index: int, among: Sequence[int], names: Mapping[int, Name]) -> list[str]:
-    return _nearest(after, index, among, names, None)
+def _add_anchors(after: Scene, index: int, among: Sequence[int], names: Mapping[int, Name],
+                 pairs: Sequence[tuple[str, str]]) -> list[str]:
+    return _nearest(after, index, among, names, None, pairs)
 
 
 def _move_anchors(before: Scene, after: Scene, old: int, index: int, among: Sequence[int], kept: Sequence[int],
-                  names: Mapping[int, Name]) -> list[str]:
+                  names: Mapping[int, Name], pairs: Sequence[tuple[str, str]]) -> list[str]:
     """Relations of the moved object to unedited objects that the move changed, nearest first on each axis."""
     changed = {}
     for j in among:
         flags = []
-        for pair in before.domain.canonical_relations()[:2]:
+        for pair in pairs:
             was = [r for r in pair if before.holds(r, old, kept[j])]
             now = [r for r in pair if after.holds(r, index, j)]
             flags.append(was != now)
         changed[j] = flags
-    return _nearest(after, index, among, names, changed)
+    return _nearest(after, index, among, names, changed, pairs)
 
 
 __all__ = ["Name", "Namer", "describe", "place_words"]

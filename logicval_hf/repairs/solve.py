@@ -39,6 +39,9 @@ class Choice:
     values: dict[int, dict[str, str]] = field(default_factory=dict)
     at: dict[tuple[str, int], int] = field(default_factory=dict)  # (axis, object) -> position
     before: set[tuple[str, int, int]] = field(default_factory=set)
+    place: dict[int, int] = field(default_factory=dict)  # box domains: object -> class of candidate boxes
+    mm: set[tuple[int, str, int]] = field(default_factory=set)  # box domains: relations between moved/added objects
+    exclusion: str | None = None  # the realiser's own nogood for this choice (box domains)
 
     @classmethod
     def of(cls, symbols: list[clingo.Symbol], optimal: bool) -> Choice:
@@ -59,11 +62,17 @@ class Choice:
                 c.moved.add(a[0].number)
             elif s.name == "added":
                 c.added.append(a[0].number)
+            elif s.name == "place":
+                c.place[a[0].number] = a[1].number
+            elif s.name == "mm":
+                c.mm.add((a[0].number, a[1].name, a[2].number))
         c.added.sort()
         return c
 
     def nogood(self) -> str:
         """A constraint that excludes this choice's placement of its moved and added objects."""
+        if self.exclusion is not None:
+            return self.exclusion
         body = [f"mover({x})" for x in sorted(self.moved) + self.added]
         body += [f"at({ax},{x},{p})" for (ax, x), p in sorted(self.at.items()) if x in self.moved or x in self.added]
         body += [f"before({ax},{x},{y})" for ax, x, y in sorted(self.before)
@@ -88,8 +97,11 @@ class Budget:
 
 def _program(problem: Problem, pool: int, floor: tuple[int, int] | None = None) -> str:
     extra = f"bound({floor[0]}). floor({floor[1]}).\n" if floor else ""
-    return "\n".join([vocabulary(problem.scene.domain), read_program("repair.lp"), constraint_rules(problem.spec),
-                      problem.facts(pool), extra])
+    parts = [vocabulary(problem.scene.domain), read_program("repair.lp"), constraint_rules(problem.spec),
+             problem.facts(pool), extra]
+    if problem.geometry:  # a box domain's candidate boxes (logicval_hf.repairs.boxes)
+        parts += [read_program("repair_boxes.lp"), problem.geometry]
+    return "\n".join(parts)
 
 
 def _optimise(ctl: clingo.Control, budget: Budget) -> tuple[Choice | None, bool]:

@@ -1,24 +1,22 @@
 """Repairs in a box-geometry domain (COCO): specs of counts, values and confidence ranks, against a clingo-free
 brute force over every set of at most two edits (values the spec names and one other, removals, additions), the
-repaired scene checked by the reference interpreter; a spec that reads relations is refused in one line."""
+repaired scene checked by the reference interpreter (specs that read relations: test_box_relations.py)."""
 
 from __future__ import annotations
 
 import itertools
 import random
 
-import pytest
 from coco_specs import CATALOG, COCO, TEMPLATES, random_scene, random_spec
 
 from logicval_hf.contract.reference import spec_holds
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import AttrLit, Spec
-from logicval_hf.errors import SolverLimit
 from logicval_hf.repairs import repair
 
 #: how the interpreter checks an open-size spec (any number of objects)
 OPEN = "relaxed"
-#: the templates without a relation slot (a box domain's relations are not repaired yet)
+#: the templates without a relation slot (nothing moves: an added object goes to the first free place)
 PLAIN = [t for t in TEMPLATES if all(s.type != "rel" for s in CATALOG.template(t).slots)]
 
 
@@ -104,13 +102,3 @@ def test_confidence_ranks_follow_the_scores_and_added_objects_come_last():
     # the brown dog is among the two most confident dogs: recolour it; a third dog: the white cat becomes one (its
     # score 0.95 makes it the most confident dog, and it is white)
     assert r.cost == 2 and r.instructions == ("Make the brown dog white.", "Make the cat a dog.")
-
-
-def test_a_box_spec_that_reads_relations_is_refused_in_one_line():
-    spec = {"domain": "coco", "constraints": [{"template": "C4/pair_rel", "params": {
-        "A1": {"prop": "class", "value": "dog", "negated": False},
-        "B1": {"prop": "class", "value": "cat", "negated": False}, "R1": {"rel": "left", "negated": False}}}]}
-    scene = {"image_size": [512, 512], "domain": "coco", "objects": []}
-    with pytest.raises(SolverLimit, match=r"^repair in domain 'coco': this spec reads relations between boxes"):
-        repair(spec, scene)
-
