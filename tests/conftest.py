@@ -33,7 +33,7 @@ XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 # Handed out in this order, then the other files, most tests first (a file missing here only costs balance): the
 # ML-stack group first (below), then the Space, whose worker builds the benchmark at once; then work that does not
 # need the benchmark, longest first; last the job and the dataset, which by then read that build instead of waiting.
-# Single-process seconds of the inner loop's part of each (measured 2026-12-01, quiet 2-core machine).
+# Single-process seconds of the inner loop's part of each (measured on a quiet 2-core machine).
 _ML_STACK = "tests/scoring/test_metric_module.py"
 _ORDER = [
     _ML_STACK,  # ~33 s with the files grouped with it
@@ -42,7 +42,7 @@ _ORDER = [
     "tests/generation/test_render.py",  # ~6
     "tests/benchmark/test_import_imag_eval.py",  # ~6
     "tests/contract/test_reference.py",  # ~4
-    "tests/asp/test_differential.py",  # ~4
+    "tests/asp/test_clevr_differential.py",  # ~4
     "tests/job/test_run.py",  # ~8
     "tests/benchmark/test_benchmark.py",  # ~6
 ]
