@@ -16,7 +16,7 @@ generated (114 files of three prompts, hard ones with four classes of four or fi
     python benchmarks/bench_solver.py [--specs 509] [--scenes 10000] [--seed 0]
         [--geneval METADATA] [--imag-eval FOLDER] [--repair-job DIR] [--only clevr|open|repair]
 
-Repairs (issue 52): every perceived scene of the main job's naive and perturbed images (the job runs in
+Repairs: every perceived scene of the main job's naive and perturbed images (the job runs in
 ``--repair-job`` first, resumed) repaired end to end (label included), next to a baseline that verifies every single
 edit one by one (which finds only repairs of one edit) on a sample; median, p99 and max time per repair.
 """
@@ -365,7 +365,7 @@ def _peer_specs(args: argparse.Namespace) -> list[tuple[str, list[Spec]]]:
     return out
 
 
-# ---- repairs (issue 52) ---------------------------------------------------------------------------
+# ---- repairs --------------------------------------------------------------------------------------
 def job_scenes(job: Path, seed: int) -> list[tuple[str, Spec, Scene]]:
     """(generator/id, spec, perceived scene) of the main job's naive and perturbed images (the job runs first,
     resumed)."""

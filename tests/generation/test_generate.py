@@ -165,7 +165,7 @@ def test_openai_ok_refusal_retry_timeout_failure(api, tmp_path):
 
 
 def test_an_answer_claiming_too_many_pixels_is_a_failure_in_one_line(api, tmp_path):
-    """Issue 23, point 7: a returned PNG whose header claims 100000x100000 pixels is refused before decoding."""
+    """A returned PNG whose header claims 100000x100000 pixels is refused before decoding."""
     gen = OpenAIImageGenerator("gpt-image-2", base_url=api.url + "/v1", api_key="ok", client=_client())
     counts = run_generation(gen, [("a", "BOMB please")], tmp_path, progress=False)
     assert counts["failed"] == 1 and not list(tmp_path.glob("*.png"))

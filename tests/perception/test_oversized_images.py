@@ -1,4 +1,4 @@
-"""Issue 23, point 7: every image entry point refuses a header that claims too many pixels in one line.
+"""Every image entry point refuses a header that claims too many pixels in one line.
 
 A PNG header can claim 100000x100000 pixels in 60 bytes. PIL refuses such a header itself when it opens it
 (``DecompressionBombError``, before any size check of ours could run), so each entry point must turn that

@@ -236,7 +236,7 @@ def test_train_script_trains_selects_and_saves(model_type, tiny_data, tiny_model
 
 
 def test_the_script_is_a_shell_over_the_package():
-    """Issue 23, point 4: lora_training/train_lora.py keeps no loop of its own."""
+    """lora_training/train_lora.py keeps no loop of its own."""
     shell, tl = _shell_module(), _train_module()
     assert shell.main is tl.main and shell.parse_args is tl.parse_args
     code = (ROOT / "lora_training" / "train_lora.py").read_text(encoding="utf-8")

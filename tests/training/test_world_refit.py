@@ -1,4 +1,4 @@
-"""The attribute classifier's refit on world renders (issue 53): from the shipped classifier file, two steps on a folder
+"""The attribute classifier's refit on world renders: from the shipped classifier file, two steps on a folder
 whose scenes carry ``render_settings.world`` (``tests/data/metal_under_sky``), exported where the parser reads it, with
 the world kinds it trained on in its provenance."""
 
