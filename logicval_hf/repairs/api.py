@@ -129,7 +129,7 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
         results[id(choice)] = (choice, edits)
         return True
 
-    best = search(problem, budget, realisable)
+    best = search(problem, budget, realisable, None if room is None else room.checker)
     left = budget.left()
     if best is None and room is not None and (left is None or left > 0):
         raise SolverLimit(f"repair in domain {spec.domain.name!r}: no repair places its moved and added objects "

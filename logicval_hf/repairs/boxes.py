@@ -32,6 +32,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import clingo
+
 from logicval_hf.asp.encoding import asp_term
 from logicval_hf.contract.domain import Domain, Relation
 from logicval_hf.contract.scene import Scene
@@ -40,6 +42,9 @@ from logicval_hf.repairs.facts import Problem
 from logicval_hf.repairs.solve import Choice
 
 Box = tuple[float, float, float, float]
+#: a literal of a nogood: (true or false, predicate, arguments; "X" and "Y" stand for any two distinct movers)
+Lit = tuple[bool, str, tuple]
+Nogood = tuple[Lit, ...]
 
 #: centres per side of the image on which candidate boxes are laid
 GRID = 12
@@ -106,6 +111,8 @@ class BoxRoom:
         self.classes: list[BoxClass] = []
         self._offered: dict[int | str, list[Box]] = {}
         self._pairs: dict[tuple[int, int], tuple[set[tuple[int, ...]], bool]] = {}
+        self._realised: dict[tuple, dict[int, Box]] = {}
+        self.nogoods: list[Nogood] = []  # those of the last choice that could not be realised
         blocked = [centre(b) for b in others]
         for o in range(len(self.boxes)):
             self._candidates(o, o, self.sizes[o], blocked)
@@ -296,46 +303,131 @@ class BoxRoom:
     def _chosen_state(self, x: int, y: int, mm: set[tuple[int, str, int]]) -> tuple[int, ...]:
         return tuple(1 if (x, r, y) in mm else -1 if (y, r, x) in mm else 0 for r in self.canonical)
 
-    def _exclude(self, s: int, t: int, seen: set[tuple[int, ...]]) -> str:
-        """Nogoods: any two movers in classes ``s`` and ``t`` stand in none of the states their boxes never give."""
+    def _exclude(self, s: int, t: int, seen: set[tuple[int, ...]]) -> list[Nogood]:
+        """Nogoods: any two movers in classes ``s`` and ``t`` stand in none of the states their boxes never give
+        (when no two boxes of them fit at all, the classes alone)."""
+        classes: list[Lit] = [(True, "place", ("X", s)), (True, "place", ("Y", t))]
+        if not seen:
+            return [tuple(classes)]
         out = []
         for state in itertools.product((1, -1, 0), repeat=len(self.canonical)):
             if state in seen:
                 continue
-            body = [f"place(X,{s})", f"place(Y,{t})", "X != Y"]
+            body = list(classes)
             for r, v in zip(self.canonical, state, strict=True):
-                body += ([f"mm(X,{r},Y)"] if v == 1 else [f"mm(Y,{r},X)"] if v == -1
-                         else [f"not mm(X,{r},Y)", f"not mm(Y,{r},X)"])
-            out.append(f":- {', '.join(body)}.\n")
-            if not seen:  # no two boxes fit: the classes alone
-                return f":- place(X,{s}), place(Y,{t}), X != Y.\n"
-        return "".join(out)
+                body += ([(True, "mm", ("X", r, "Y"))] if v == 1 else [(True, "mm", ("Y", r, "X"))] if v == -1
+                         else [(False, "mm", ("X", r, "Y")), (False, "mm", ("Y", r, "X"))])
+            out.append(tuple(body))
+        return out
+
+    def checker(self) -> _Checker:
+        """A clingo propagator that realises every total assignment's choice and adds the nogoods of a choice it
+        cannot realise, so that the solver never reports it (one per grounding)."""
+        return _Checker(self)
 
     def realise(self, choice: Choice) -> dict[int, Box] | None:
-        """Boxes for the moved and added objects of ``choice``, or None; then ``choice.exclusion`` is the nogood:
-        for two movers whose classes' boxes never stand in the relations chosen between them, every state those
-        two classes never give (for any two movers: the classes alone decide it); else the whole choice."""
+        """Boxes for the moved and added objects of ``choice``, or None; then `nogoods` (and ``choice.exclusion``,
+        the same as ASP) exclude it: for two movers whose classes' boxes never stand in the relations chosen between
+        them, every state those two classes never give (for any two movers: the classes alone decide it); else the
+        whole choice."""
         movers = sorted(choice.moved) + list(choice.added)
         place = choice.place
+        key = (tuple(sorted(place.items())), frozenset(choice.mm))
+        if key in self._realised:
+            return self._realised[key]
         for i, x in enumerate(movers):
             for y in movers[i + 1:]:
                 seen, capped = self._patterns(place[x], place[y])
                 if capped:
                     self.capped = True  # not proven: the repair found is then not proven optimal
                 elif self._chosen_state(x, y, choice.mm) not in seen:
-                    choice.exclusion = self._exclude(place[x], place[y], seen)
+                    self._fail(choice, self._exclude(place[x], place[y], seen))
                     return None
         pools = [self.classes[place[x]].members for x in movers]
         checks = [0]
         found = self._search(movers, pools, choice.mm, checks)
         if found is not None:
-            return dict(zip(movers, found, strict=True))
+            self._realised[key] = dict(zip(movers, found, strict=True))
+            return self._realised[key]
         self.capped |= checks[0] > MAX_CHECKS
-        body = [f"place({x},{place[x]})" for x in movers]
-        body += [("" if (x, r, y) in choice.mm else "not ") + f"mm({x},{r},{y})"
-                 for x in movers for y in movers if x != y for r in self.read]
-        choice.exclusion = f":- {', '.join(body)}.\n"
+        body: list[Lit] = [(True, "place", (x, place[x])) for x in movers]
+        body += [((x, r, y) in choice.mm, "mm", (x, r, y)) for x in movers for y in movers if x != y for r in self.read]
+        self._fail(choice, [tuple(body)])
         return None
+
+    def _fail(self, choice: Choice, nogoods: list[Nogood]) -> None:
+        """Keeps the nogoods of a choice that cannot be realised (for the propagator), and sets them on the choice as
+        ASP constraints (``X``, ``Y``: any two distinct movers)."""
+        self.nogoods = nogoods
+        rules = []
+        for body in nogoods:
+            lits = [("" if sign else "not ") + f"{name}({','.join(str(a) for a in args)})" for sign, name, args in body]
+            general = any("X" in args for _, _, args in body)
+            rules.append(f":- {', '.join(lits + (['X != Y'] if general else []))}.\n")
+        choice.exclusion = "".join(rules)
+
+
+class _Checker:
+    """The propagator of `BoxRoom.checker`: on a total assignment, the choice its ``place/2`` and ``mm/3`` atoms
+    make is realised; if it cannot be, the realiser's nogoods (ground over every two movers for a pair of classes)
+    are added and the assignment is refused."""
+
+    def __init__(self, room: BoxRoom):
+        self.room = room
+        self.place: list[tuple[int, int, int]] = []  # (literal, object, class)
+        self.mm: list[tuple[int, int, str, int]] = []
+        self.lits: dict[tuple[str, tuple], int] = {}  # (predicate, arguments) -> solver literal
+
+    def init(self, init: clingo.PropagateInit) -> None:
+        for sig, arity in (("place", 2), ("mm", 3)):
+            for atom in init.symbolic_atoms.by_signature(sig, arity):
+                lit = init.solver_literal(atom.literal)
+                a = atom.symbol.arguments
+                if sig == "place":
+                    self.place.append((lit, a[0].number, a[1].number))
+                    self.lits[(sig, (a[0].number, a[1].number))] = lit
+                else:
+                    self.mm.append((lit, a[0].number, a[1].name, a[2].number))
+                    self.lits[(sig, (a[0].number, a[1].name, a[2].number))] = lit
+        self.movers = sorted({x for _, x, _ in self.place})
+
+    def _ground(self, nogoods: list[Nogood]) -> list[list[int]]:
+        """Nogoods as solver literals (``X``, ``Y``: every two distinct movers); one with an atom that is never true
+        is left out, a negated atom that is never true dropped from its nogood."""
+        out = []
+        for body in nogoods:
+            general = any("X" in args for _, _, args in body)
+            pairs = [(x, y) for x in self.movers for y in self.movers if x != y] if general else [(0, 0)]
+            for x, y in pairs:
+                lits: list[int] = []
+                for sign, name, args in body:
+                    lit = self.lits.get((name, tuple(x if v == "X" else y if v == "Y" else v for v in args)))
+                    if lit is None and sign:
+                        break
+                    if lit is not None:
+                        lits.append(lit if sign else -lit)
+                else:
+                    out.append(lits)
+        return out
+
+    def check(self, control: clingo.PropagateControl) -> None:
+        a = control.assignment
+        n = len(self.room.boxes)
+        choice = Choice(0, False)
+        for lit, x, s in self.place:
+            if a.is_true(lit):
+                choice.place[x] = s
+                if x < n:
+                    choice.moved.add(x)
+                else:
+                    choice.added.append(x)
+        choice.added.sort()
+        choice.mm = {(x, r, y) for lit, x, r, y in self.mm if a.is_true(lit)}
+        if self.room.realise(choice) is not None or choice.exclusion is None:
+            return
+        for nogood in self._ground(self.room.nogoods):
+            if not control.add_nogood(nogood) or not control.propagate():
+                return
 
 
 def room_for(problem: Problem, others: Sequence[Box]) -> BoxRoom | None:

@@ -1,9 +1,10 @@
 """A repair problem as ASP facts for ``asp/repair.lp``: the input scene, the pool of added objects, the positions
 of `logicval_hf.repairs.lattice`, the cost of each edit kind.
 
-In a box-geometry domain (COCO) only specs that read no relation are repaired (`logicval_hf.repairs.api`): there no
-object needs to move, and an added object needs only a free place (`logicval_hf.repairs.realise.free_boxes`), so no
-positions are written; confidence ranks the spec reads come from the detection scores (added objects last).
+In a box-geometry domain (COCO) no centre-order positions are written: for a spec that reads no relation no object
+needs to move and an added object needs only a free place (`logicval_hf.repairs.realise.free_boxes`); for one that
+reads relations the candidate boxes of `logicval_hf.repairs.boxes` are the positions (``geometry``). Confidence ranks
+the spec reads come from the detection scores (added objects last).
 """
 
 from __future__ import annotations

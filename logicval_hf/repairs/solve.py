@@ -139,8 +139,11 @@ def least_cost(problem: Problem, additions: int) -> int:
 class _Pool:
     """A grounded repair program with ``size`` slots for added objects; realisation failures become nogoods."""
 
-    def __init__(self, problem: Problem, size: int, floor: tuple[int, int] | None = None):
+    def __init__(self, problem: Problem, size: int, floor: tuple[int, int] | None = None,
+                 checker: Callable[[], Any] | None = None):
         self.ctl = clingo.Control(_ARGS, logger=lambda code, msg: None)
+        if checker is not None:  # a propagator that refuses, during the search, choices it cannot realise
+            self.ctl.register_propagator(checker())
         self.ctl.add("base", [], _program(problem, size, floor))
         self.ctl.ground([("base", [])])
         self.floor = floor
@@ -164,9 +167,11 @@ class _Pool:
             self.ctl.ground([(f"nogood{self.rounds}", [])])
 
 
-def search(problem: Problem, budget: Budget, realisable: Callable[[Choice], bool]) -> Choice | None:
+def search(problem: Problem, budget: Budget, realisable: Callable[[Choice], bool],
+           checker: Callable[[], Any] | None = None) -> Choice | None:
     """The cheapest repair whose boxes `realisable` can place (optimal unless the budget ended first), or None when
-    the budget ended before any was found.
+    the budget ended before any was found. ``checker`` makes a clingo propagator for each grounding (box domains:
+    `logicval_hf.repairs.boxes.BoxRoom.checker`).
 
     The pool holds ``deficit + 1`` added objects first. Its optimum is the optimum over every pool unless a cheaper
     repair adds more (repairs as cheap that add more come later in the documented order): the slots such a repair
@@ -175,14 +180,14 @@ def search(problem: Problem, budget: Budget, realisable: Callable[[Choice], bool
     strict = problem.count == "strict" and problem.spec.n is not None
     cap = problem.spec.n if strict and problem.spec.n is not None else problem.scene.domain.n_max
     pool = min(problem.deficit() + 1, cap)
-    best, finished = _Pool(problem, pool).best(budget, realisable)
+    best, finished = _Pool(problem, pool, checker=checker).best(budget, realisable)
     if not finished:
         return best
     while best is None:  # no repair with so few additions: offer twice as many, up to what the count allows
         if pool >= cap:
             return None
         pool = min(cap, 2 * pool + 1)
-        best, finished = _Pool(problem, pool).best(budget, realisable)
+        best, finished = _Pool(problem, pool, checker=checker).best(budget, realisable)
         if not finished:
             return best
     wider = pool
@@ -190,7 +195,7 @@ def search(problem: Problem, budget: Budget, realisable: Callable[[Choice], bool
         wider += 1
     if wider == pool:
         return best
-    bigger = _Pool(problem, wider, (best.cost, pool))
+    bigger = _Pool(problem, wider, (best.cost, pool), checker)
     cheaper, finished = bigger.best(budget, realisable, cheaper=True)
     if cheaper is None:
         best.optimal = finished

@@ -4,11 +4,11 @@ added object may go).
 
 Written from the cost model of docs/repair.md alone: every set of at most two edits is tried (new values: the ones
 the spec names and one other; removals; moves and additions to every candidate box), except that two moves or
-additions together take every other candidate only; an edit set is legal when every moved or added box covers no
-other object's centre, but where the spec reads containment the centre of an object inside it and smaller. The
-edited scene is a `Scene` evaluated by the clingo-free interpreter (`logicval_hf.contract.reference.spec_holds`);
-scenes that look alike to the spec (the values it names, the relations it reads between every two objects, the
-confidence ranks) are evaluated once.
+additions together take every other one of the moves and of the additions of the first size only; an edit set is
+legal when every moved or added box covers no other object's centre, but where the spec reads containment the
+centre of an object inside it and smaller. The edited scene is a `Scene` evaluated by the clingo-free interpreter
+(`logicval_hf.contract.reference.spec_holds`); scenes that look alike to the spec (the values it names, the
+relations it reads between every two objects, the confidence ranks) are evaluated once.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ def _centre(b: Sequence[float]) -> tuple[float, float]:
     return (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
 
 
+def _size(b: Sequence[float] | None) -> tuple[float, float] | None:
+    return None if b is None else (round(b[2] - b[0], 6), round(b[3] - b[1], 6))
+
+
 def legal(scene: Scene, placed: Sequence[int], nest: bool) -> bool:
     """Every placed box covers no other object's centre (edges included), but with ``nest`` the centre of an object
     that lies inside it and is smaller."""
@@ -72,7 +76,8 @@ class BoxReference:
         self.offered = offered
         values, rels = reads(spec)
         self.nest = bool(rels & {"inside", "contains"})
-        self.rels = sorted(scene.domain.relations)
+        dom = scene.domain
+        self.rels = sorted(set(rels) | {dom.rules[r].inverse for r in rels})
         self.values = values
         self.attrs = scene.domain.perceived_attributes
         self.seen: dict[tuple, bool] = {}
@@ -157,8 +162,10 @@ class BoxReference:
             return None
         plain = [e for e in singles if e[0] in ("set", "remove")]
         placed = [e for e in singles if e[0] in ("move", "add")]
+        size = self.offered("new")[0] if self.offered("new") else None
+        coarse = [e for e in placed if e[0] == "move" or _size(e[2]) == _size(size)][::2]
         pairs = itertools.chain(itertools.combinations(plain, 2), itertools.product(plain, placed),
-                                itertools.combinations_with_replacement(placed[::2], 2))
+                                itertools.combinations_with_replacement(coarse, 2))
         for a, b in pairs:
             if self.compatible(a, b) and self.good([a, b]):
                 return 2

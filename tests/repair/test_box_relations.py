@@ -20,9 +20,11 @@ from logicval_hf.repairs.facts import Problem
 RELATIONAL = [t for t in TEMPLATES if any(s.type == "rel" for s in CATALOG.template(t).slots)]
 #: the fast loop's sample and the slow test's; the candidate lattice both run on (small, so that the brute force
 #: over every candidate stays quick; the repair reads the same module constant)
-FAST_PAIRS = 40
+FAST_PAIRS = 60
 SLOW_PAIRS = 2000
-SMALL_GRID = 4
+SMALL_GRID = 3
+#: the budget of one repair here (a few random specs need more: they are checked, not compared)
+BUDGET = 5.0
 
 
 def _lit(p: str, v: str) -> dict:
@@ -99,14 +101,17 @@ def test_a_mover_keeps_clear_of_every_other_centre():
     assert placed
 
 
-def _check(spec, sc: Scene, rng: random.Random) -> tuple[int | None, int]:
-    r = repair(spec, sc)
-    assert r.optimal
+def _check(spec, sc: Scene, rng: random.Random) -> tuple[int | None, int] | None:
+    """Checks one pair; None when the repair was not proven optimal within `BUDGET` (then it is only checked)."""
+    r = repair(spec, sc, timeout=BUDGET)
     if not r.satisfiable:
         assert len(r.scene) == 0 and r.cost == len(sc)
         return None, r.cost
     assert spec_holds(spec, r.scene, "relaxed"), (spec.to_json(), sc.to_json(), r.to_dict()["edits"])
     assert verify(spec, r.scene).ok
+    assert (r.cost == 0) == spec_holds(spec, sc, "relaxed")
+    if not r.optimal:  # the best repair found, or past the budget with none the solver's witness (docs/repair.md)
+        return None
     problem = Problem(spec, sc, "strict", DEFAULT_COSTS)
     room = boxes.room_for(problem, [])
     assert room is not None
@@ -122,8 +127,7 @@ def _check(spec, sc: Scene, rng: random.Random) -> tuple[int | None, int]:
     kept = [i for i in range(len(sc)) if ("remove", i) not in {(e.kind, e.object) for e in r.edits}]
     placed = [k for k, i in enumerate(kept) if i in moved] + list(range(len(kept), len(r.scene)))
     assert legal(r.scene, placed, ref.nest)
-    assert (r.cost == 0) == spec_holds(spec, sc, "relaxed")
-    least = ref.least(2)
+    least = ref.least(min(2, r.cost))  # past 2: that no single edit does (the pairs are the slow part)
     if least is not None:
         assert r.cost <= least, (spec.to_json(), sc.to_json(), r.to_dict()["edits"])
     geometric = sum(k in ("move", "add") for k in kinds)
@@ -132,28 +136,29 @@ def _check(spec, sc: Scene, rng: random.Random) -> tuple[int | None, int]:
     return least, r.cost
 
 
-def _run(k: int, seed: int, monkeypatch) -> dict[str, int]:
+def _run(k: int, seed: int, monkeypatch, objects: int) -> dict[str, int]:
     monkeypatch.setattr(boxes, "GRID", SMALL_GRID)
     rng = random.Random(seed)
-    seen = {"pairs": 0, "compared": 0, "moves": 0}
+    seen = {"pairs": 0, "optimal": 0, "compared": 0}
     while seen["pairs"] < k:
         spec = random_spec(rng, RELATIONAL, rng.choice((1, 1, 2)))
-        sc = random_scene(rng, rng.randint(0, 4), lattice=rng.random() < 0.5)
-        least, _ = _check(spec, sc, rng)
+        sc = random_scene(rng, rng.randint(0, objects), lattice=rng.random() < 0.5)
+        out = _check(spec, sc, rng)
         seen["pairs"] += 1
-        seen["compared"] += least is not None
+        seen["optimal"] += out is not None
+        seen["compared"] += out is not None and out[0] is not None
     return seen
 
 
 def test_box_repairs_agree_with_the_brute_force_on_a_sample(monkeypatch):
-    seen = _run(FAST_PAIRS, 3, monkeypatch)
-    assert seen["compared"] >= FAST_PAIRS // 2
+    seen = _run(FAST_PAIRS, 3, monkeypatch, objects=3)
+    assert seen["optimal"] >= 0.9 * FAST_PAIRS and seen["compared"] >= FAST_PAIRS // 2
 
 
 @pytest.mark.slow
 def test_box_repairs_agree_with_the_brute_force_on_2000_pairs(monkeypatch):
-    seen = _run(SLOW_PAIRS, 4, monkeypatch)
-    assert seen["compared"] >= SLOW_PAIRS // 2
+    seen = _run(SLOW_PAIRS, 4, monkeypatch, objects=4)
+    assert seen["optimal"] >= 0.9 * SLOW_PAIRS and seen["compared"] >= SLOW_PAIRS // 2
 
 
 def test_the_candidate_boxes_lie_in_the_image_and_keep_the_size():
@@ -167,3 +172,24 @@ def test_the_candidate_boxes_lie_in_the_image_and_keep_the_size():
         assert min(b[0], b[1]) >= 0 and max(b[2], b[3]) <= 512
         assert (b[2] - b[0], b[3] - b[1]) == pytest.approx((100, 130))
     assert room.offered(0) and room.offered("new")
+
+
+def test_the_cli_and_the_metric_repair_a_coco_spec(tmp_path, capsys):
+    import json
+
+    from logicval_hf.cli.main import main
+    from logicval_hf.scoring.evaluation import compute
+
+    spec = pair_spec("dog", "left", "cat")
+    wrong = scene(("dog", (300, 200, 400, 300)), ("cat", (50, 200, 150, 300)))
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "scene.json").write_text(json.dumps(wrong))
+    assert main(["repair", str(tmp_path / "spec.json"), str(tmp_path / "scene.json")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["cost"], out["optimal"], [e["kind"] for e in out["edits"]]) == (1, True, ["move"])
+    assert out["scene"]["domain"] == "coco" and len(out["edits"][0]["bbox"]) == 4
+    rows = [{"id": "a", "package": "coco", "spec_json": json.dumps(spec)}] * 2
+    right = scene(("dog", (50, 200, 150, 300)), ("cat", (300, 200, 400, 300)))
+    got = compute([json.dumps(wrong), json.dumps(right)], rows, backend="given", repair=True)
+    assert [s["repair_cost"] for s in got["per_sample"]] == [1, 0]
+    assert got["per_sample"][0]["edits"][0]["kind"] == "move" and got["mean_repair_cost"] == 0.5
