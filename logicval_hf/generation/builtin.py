@@ -43,7 +43,7 @@ import abc
 import hashlib
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
@@ -498,8 +498,3 @@ def make_generator(name: str, seed: int = 0, image_size: tuple[int, int] = DEFAU
     cls = GENERATORS.get(name)
     return cls(seed=seed, image_size=image_size, solver=solver, vary_witness=vary_witness, renderer=renderer,
                assets=assets, blender=blender)
-
-
-def generate_all(generator: Generator, refs: Iterable[Any]) -> list[Generation]:
-    """``[generator.generate(r) for r in refs]`` (convenience)."""
-    return [generator.generate(r) for r in refs]
