@@ -99,7 +99,9 @@ class BoxRoom:
         self.canonical = [r for r, _ in dom.canonical_relations() if r in self.read]
         kinds = {dom.rules[r].kind for r in self.read}
         self.nest = "box_inside" in kinds
-        self.area = "box_area" in kinds
+        inside, smaller = self._rule("box_inside", -1), self._rule("box_area", -1)
+        self._inside = inside if self.nest and smaller is not None else None
+        self._smaller: Relation = smaller  # type: ignore[assignment]  # read only with _inside
         self.capped = False
         w, h = scene.image_size
         self.image = (float(w), float(h))
@@ -131,9 +133,7 @@ class BoxRoom:
     def excused(self, placed: Box, other: Box) -> bool:
         """Whether a placed box may cover the other's centre: the spec reads containment and the other lies inside
         it and is smaller."""
-        inside, smaller = self._rule("box_inside", -1), self._rule("box_area", -1)
-        return (self.nest and inside is not None and smaller is not None and inside.holds(other, placed)
-                and smaller.holds(other, placed))
+        return self._inside is not None and self._inside.holds(other, placed) and self._smaller.holds(other, placed)
 
     def _candidates(self, kind: int | str, size_id: int, size: tuple[float, float], blocked: list) -> None:
         """The candidates of one mover kind and size, grouped into classes."""
