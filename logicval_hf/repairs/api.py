@@ -89,8 +89,9 @@ def repair(spec: Any, scene: Any, *, count: str = "strict", costs: Mapping[str, 
         A `Repair`; ``verify(spec, repair.scene, count).ok`` always holds.
     Raises:
         SpecError, SceneError: a malformed spec or scene; `SolverLimit` (a SpecError): a scene larger than
-            `scene_limit`, or in a box domain relations that no choice of candidate boxes meets (`boxes`). ValueError: an unknown cost key, a weight that is not a positive integer, a bad count or
-            timeout. SolverTimeout: the budget ended before the spec was labelled or any repair was found.
+            `scene_limit`, or in a box domain relations that no choice of candidate boxes meets (`boxes`).
+            ValueError: an unknown cost key, a weight that is not a positive integer, a bad count or timeout.
+            SolverTimeout: the budget ended before the spec was labelled or any repair was found.
     """
     solver = solver or default_solver()
     check_mode(count)
