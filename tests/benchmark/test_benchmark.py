@@ -1,6 +1,6 @@
 """The benchmark dataset: sampler invariants, solver labels, the Hub folder, the builder, push and stats.
 
-The benchmark is built once per session (in-process, shared with `LogicValBuilder` through
+The benchmark is built once per test run (in-process, shared with `LogicValBuilder` through
 `cached_benchmark`); one more build runs in a fresh process to check that the files are byte-identical.
 """
 

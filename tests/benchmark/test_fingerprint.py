@@ -100,7 +100,7 @@ def test_the_user_cache_folder_follows_the_environment(tmp_path):
 
 
 def test_a_stored_benchmark_is_read_back_instead_of_built(tmp_path, monkeypatch):
-    built = sampler.cached_benchmark()  # this session's build (tests/conftest.py builds it once)
+    built = sampler.cached_benchmark()  # this test run's build (tests/conftest.py builds it once)
     calls = []
 
     def counting_build(seed, progress=False):
