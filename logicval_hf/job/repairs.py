@@ -33,25 +33,22 @@ def repair_records(out: Path, name: str, records: Mapping[str, Record], progress
     where there is none to give (a scene past the repair's limit, a spec not labelled within the budget)."""
     from tqdm import tqdm
 
-    from logicval_hf.repairs import repair
+    from logicval_hf.repairs.api import REPAIR_TIMEOUT
+    from logicval_hf.repairs.model import Repair
+    from logicval_hf.repairs.scores import repair_many
 
     path = out / "repairs" / f"{name}.json"
     try:
         cached = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (OSError, json.JSONDecodeError):
         cached = {}
-    done: dict[str, dict] = {}
-    todo = [(i, rec) for i, rec in records.items() if rec.scene is not None]
-    for i, rec in tqdm(todo, desc=f"repair {name}", disable=not progress, unit="img", leave=False):
-        key = _key(rec)
-        hit = cached.get(i)
-        if isinstance(hit, dict) and hit.get("key") == key:
-            done[i] = hit
-            continue
-        try:
-            done[i] = {"key": key, "repair": repair(rec.spec, rec.scene).to_dict()}
-        except ValueError as e:  # a scene past the repair's limit, a spec not labelled within the budget
-            done[i] = {"key": key, "repair": {"error": str(e)}}
+    keys = {i: _key(rec) for i, rec in records.items() if rec.scene is not None}
+    todo = [i for i, key in keys.items() if not (isinstance(cached.get(i), dict) and cached[i].get("key") == key)]
+    items = tqdm([(records[i].spec, records[i].scene) for i in todo], desc=f"repair {name}", disable=not progress,
+                 unit="img", leave=False)
+    fresh = {i: {"key": keys[i], "repair": r.to_dict() if isinstance(r, Repair) else {"error": r}}
+             for i, r in zip(todo, repair_many(items, timeout=REPAIR_TIMEOUT), strict=True)}
+    done: dict[str, dict] = {i: fresh[i] if i in fresh else cached[i] for i in keys}
     atomic_write_json(path, done, indent=1)
     return {i: d["repair"] for i, d in done.items()}
 
