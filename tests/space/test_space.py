@@ -78,8 +78,12 @@ def sandbox(tmp_path_factory):
     # this module's in-process server builds the rows and caches them on disk (test_explore_is_ready_at_start_up);
     # the shipped rows have their own tests (test_shipped_rows.py, test_a_fresh_space_shows_explore_at_once)
     shipped, common.SHIPPED_ROWS = common.SHIPPED_ROWS, base / "no-shipped-rows.json.xz"
+    # and starts from a process that has not loaded them: another module's Space in this process (one worker, or
+    # none) may have read the shipped rows into the in-process memo
+    memo, common._rows, info, common.load_info = common._rows, {}, common.load_info, {}
     yield base
     common.SHIPPED_ROWS = shipped
+    common._rows, common.load_info = memo, info
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)
