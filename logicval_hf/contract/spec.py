@@ -292,7 +292,7 @@ class Spec:
 
     @classmethod
     def from_dict(cls, d: Any, catalog: Catalog | None = None, allowed_m: tuple[int, ...] | None = ALLOWED_M) -> Spec:
-        """Parse and validate a spec. ``allowed_m=None`` accepts any number of constraints from 1 to 9."""
+        """Parse and validate a spec. ``allowed_m=None`` accepts any number of constraints up to `MAX_CONSTRAINTS`."""
         catalog = catalog or load_catalog()
         if isinstance(d, (str, bytes)):
             try:
