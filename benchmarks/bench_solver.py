@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import sys
 import tempfile
@@ -45,7 +46,9 @@ from logicval_hf.contract.spec import Spec
 from logicval_hf.errors import SolverLimit, SolverTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
-GENEVAL = ROOT.parent / "shared" / "peers" / "geneval" / "evaluation_metadata.jsonl"
+#: the data root (docs/data.md): $LOGICVAL_SHARED_DATA, else the folder "shared" beside the checkout
+SHARED = Path(os.environ.get("LOGICVAL_SHARED_DATA") or ROOT.parent / "shared")
+GENEVAL = SHARED / "peers" / "geneval" / "evaluation_metadata.jsonl"
 
 
 def random_specs(k: int, rng: random.Random) -> list[Spec]:
@@ -447,8 +450,9 @@ def main() -> None:
     ap.add_argument("--naive-sample", type=int, default=1000,
                     help="verify calls timed for the naive baseline (extrapolated per call; default 1000)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    ap.add_argument("--geneval", default=str(GENEVAL), help="GenEval's evaluation_metadata.jsonl (default "
-                                                             "../shared/peers/geneval/...)")
+    ap.add_argument("--geneval", default=str(GENEVAL),
+                    help="GenEval's prompts/evaluation_metadata.jsonl (default: "
+                         "$LOGICVAL_SHARED_DATA/peers/geneval/evaluation_metadata.jsonl; skipped when absent)")
     ap.add_argument("--imag-eval", metavar="FOLDER", help="Imag-Eval's outputs/prompts folder (default: a stand-in)")
     ap.add_argument("--budget", type=float, default=20.0, help="the solver's budget per spec in seconds (default 20)")
     ap.add_argument("--repair-job", default="bench_solver_job", metavar="DIR",

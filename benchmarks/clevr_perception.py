@@ -1,13 +1,13 @@
 """Measure a perception backend on real CLEVR images (or on held-out renders) against their official scenes.
 
     python benchmarks/clevr_perception.py [DATA_DIR] [--backend clevr] [--json out.json]
-    python benchmarks/clevr_perception.py --renders ../shared/data/clevr_blender [--holdout-fraction 0.05]
+    python benchmarks/clevr_perception.py --renders $SHARED/data/clevr_blender [--holdout-fraction 0.05]
     python benchmarks/clevr_perception.py --oracle varied [--jpeg 90]
 
 ``--suite``: every set in one run (the figures of the model card): real CLEVR; each shift of `SHIFTS` applied to
 real CLEVR (square frame with no object cut, exposure and brightness x0.7 / x1.3, saturation x0.6, warm and cool
 tints, blur, noise, JPEG q50); held-out renders of each render profile (``--suite-renders NAME=DIR[:FRACTION]``,
-repeatable; by default ``../shared/data/clevr_blender``'s training hold-out and, of the folders under
+repeatable; by default ``$SHARED/data/clevr_blender``'s training hold-out and, of the folders under
 ``--renders-root`` (default ``$LOGICVAL_RENDERS``), those of `HELD_OUT_SETS` that exist); per set count,
 attribute, region and exact rates, verdict agreement (relaxed and strict count), the scene confidence's
 calibration (expected calibration error against exact scene graphs, 10 bins) and images/s; plus the speed on
@@ -19,9 +19,12 @@ calibration (expected calibration error against exact scene graphs, 10 bins) and
 Any registered backend is measured the same way (``--backend``, its settings with ``--set``): the ``neural``
 backend (Grounding DINO + CLIP) with its weights given by path, batched against one image at a time.
 
-DATA_DIR defaults to ../shared/data/clevr_dev relative to the repository root: all 170 real images (100
-CLEVR v1.0 train images at 480x320, 70 images of the official generator at 320x240). No perception model
-of this project is trained or tuned on them.
+DATA_DIR is a folder in CLEVR's layout (``scenes.json`` in CLEVR's scene format, ``images/``);
+``benchmarks/clevr_layout.py`` lays out images of the official CLEVR v1.0 release that way (docs/data.md).
+``$SHARED`` is the data root, ``$LOGICVAL_SHARED_DATA`` (else the folder ``shared`` beside the checkout); DATA_DIR
+defaults to its ``data/clevr_dev``, the model card's real-CLEVR set: 170 images (100 CLEVR v1.0 train images at
+480x320, 70 images of the official generator at 320x240). No perception model of this project is trained or
+tuned on real CLEVR.
 
 ``--renders DIR``: a folder of renders in the CLEVR layout (``images/``, ``scenes/*.json`` or
 ``scenes.json``) instead; by default only its last ``--holdout-fraction`` by file name, which is exactly the
@@ -33,7 +36,7 @@ quality Q first (any mode). With ``--oracle`` the main job's own figure is print
 
 Matching: predicted box centres are matched to the true centres (``pixel_coords``, the projected 3D centre)
 by the Hungarian method; pairs farther apart than 8 % of the image width count as unmatched. Truth regions
-come from ``pixel_coords`` (regions.md §6), predicted regions from the predicted box centre.
+come from ``pixel_coords`` (docs/regions.md §6), predicted regions from the predicted box centre.
 
 Printed (and written with ``--json``): count accuracy; detection recall / precision; per-attribute accuracy on
 matched objects; region accuracy on matched objects; exact scene-graph rate (right count and every object's
@@ -84,7 +87,9 @@ from logicval_hf.perception import extract_scenes, load_image  # noqa: E402
 from logicval_hf.perception.scene_parser import attribute_model_beside  # noqa: E402
 
 ATTRS = ("color", "shape", "material")
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "clevr_dev"
+#: the data root (docs/data.md): $LOGICVAL_SHARED_DATA, else the folder "shared" beside the checkout
+SHARED = Path(os.environ.get("LOGICVAL_SHARED_DATA") or REPO.parent / "shared")
+DEFAULT_DATA = SHARED / "data" / "clevr_dev"
 
 
 def region_of(cx: float, cy: float, w: float, h: float) -> str:
@@ -673,7 +678,7 @@ HELD_OUT_SETS = (
 def default_render_sets(root: Path | None) -> list[tuple[str, Path, float]]:
     """The suite's render sets without ``--suite-renders``: clevr_blender's training hold-out (the last 5 % by
     name) and each of `HELD_OUT_SETS` found under ``root``."""
-    sets = [("clevr_blender (training hold-out)", REPO.parent / "shared" / "data" / "clevr_blender", 0.05)]
+    sets = [("clevr_blender (training hold-out)", SHARED / "data" / "clevr_blender", 0.05)]
     sets += [(name, root / folder, 1.0) for name, folder in HELD_OUT_SETS if root and (root / folder).is_dir()]
     return [s for s in sets if s[1].is_dir()]
 
@@ -681,7 +686,8 @@ def default_render_sets(root: Path | None) -> list[tuple[str, Path, float]]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA,
-                    help="CLEVR-layout folder with scenes.json and images/ (default ../shared/data/clevr_dev)")
+                    help="CLEVR-layout folder with scenes.json and images/ (benchmarks/clevr_layout.py lays out "
+                         "CLEVR v1.0 so; default $LOGICVAL_SHARED_DATA/data/clevr_dev)")
     ap.add_argument("--backend", default="clevr", help="perception backend (default clevr)")
     ap.add_argument("--renders", type=existing_folder,
                     help="measure on this render folder (its held-out part) instead")
@@ -731,6 +737,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     if args.suite:
         return suite(args, settings)
+    if not (args.oracle or args.renders) and not (args.data / "scenes.json").is_file():
+        ap.error(f"no scenes.json in {str(args.data)!r}: give a folder in CLEVR's layout (benchmarks/clevr_layout.py "
+                 "lays out the official CLEVR v1.0 release so; docs/data.md)")
     if args.oracle:
         scenes, name = load_oracle(args.oracle), f"oracle images ({args.oracle} witnesses)"
     elif args.renders:

@@ -3,8 +3,9 @@ reading of the same prompts would change.
 
     python benchmarks/geneval_faithfulness.py [METADATA] [--per-line 8] [--seed 0] [--no-labels]
 
-METADATA defaults to ../shared/peers/geneval/evaluation_metadata.jsonl relative to the repository root (GenEval's
-553 prompts, github.com/djghosh13/geneval, MIT). For every line, ``--per-line`` random detection sets are drawn
+METADATA is GenEval's ``prompts/evaluation_metadata.jsonl`` (553 prompts, github.com/djghosh13/geneval, MIT;
+docs/data.md); it defaults to ``peers/geneval/evaluation_metadata.jsonl`` under the data root,
+``$LOGICVAL_SHARED_DATA``. For every line, ``--per-line`` random detection sets are drawn
 (seeded; `tests/benchmark/geneval_rule.random_detections`: 0..count+2 detections of each class the line names,
 mostly of the asked colours, scores near the tag's threshold, random boxes, a few distractor classes, half of
 the sets "clean" so that verdicts are often true and often false). Each set is scored by an independent
@@ -25,6 +26,7 @@ import argparse
 import collections
 import importlib.util
 import json
+import os
 import random
 import sys
 import time
@@ -42,7 +44,9 @@ assert _RULE is not None and _RULE.loader is not None
 _geneval_rule = importlib.util.module_from_spec(_RULE)
 _RULE.loader.exec_module(_geneval_rule)  # GenEval's rule as published, written out independently of the package
 geneval_correct, random_detections = _geneval_rule.geneval_correct, _geneval_rule.random_detections
-DEFAULT = ROOT.parent / "shared" / "peers" / "geneval" / "evaluation_metadata.jsonl"
+#: the data root (docs/data.md): $LOGICVAL_SHARED_DATA, else the folder "shared" beside the checkout
+SHARED = Path(os.environ.get("LOGICVAL_SHARED_DATA") or ROOT.parent / "shared")
+DEFAULT = SHARED / "peers" / "geneval" / "evaluation_metadata.jsonl"
 
 
 def pct(a: int, b: int) -> str:
@@ -52,11 +56,14 @@ def pct(a: int, b: int) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("metadata", nargs="?", default=str(DEFAULT),
-                    help="GenEval's evaluation_metadata.jsonl (default ../shared/peers/geneval/...)")
+                    help="GenEval's prompts/evaluation_metadata.jsonl (default: "
+                         "$LOGICVAL_SHARED_DATA/peers/geneval/evaluation_metadata.jsonl)")
     ap.add_argument("--per-line", type=int, default=8, help="random detection sets per line (default 8)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ap.add_argument("--no-labels", action="store_true", help="skip labelling the imported specs SAT/UNSAT")
     args = ap.parse_args()
+    if not Path(args.metadata).is_file():
+        ap.error(f"no file {args.metadata}: pass GenEval's prompts/evaluation_metadata.jsonl (docs/data.md)")
 
     t0 = time.perf_counter()
     ranked = read_specs(args.metadata)

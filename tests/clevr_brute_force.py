@@ -1,4 +1,4 @@
-"""SAT/UNSAT of a CLEVR spec by enumerating *all* admissible scenes of exactly n objects (regions.md §5), made
+"""SAT/UNSAT of a CLEVR spec by enumerating *all* admissible scenes of exactly n objects (docs/regions.md §5), made
 feasible by exact reductions (symmetry breaking, attribute abstraction), with the compiled semantics: the tests'
 clingo-free labels (`logicval_hf.contract.reference` is the interpreter these build on).
 """
@@ -125,7 +125,7 @@ def _layout_tree(n: int, usage: _Usage) -> list[tuple[_Layout, list[_Layout]]]:
     ``base`` carries one y-order (with a fixed region split) and ``children`` that y-order with every region
     split that matters.
 
-    Symmetry breaking (regions.md §5): no formula names an object, so renumbering objects maps models to
+    Symmetry breaking (docs/regions.md §5): no formula names an object, so renumbering objects maps models to
     models; we number them left to right, which makes the x-order the identity (and the column condition
     "column non-decreasing in the index"). If regions are not tested, every pair of orders is admissible with
     the fixed split below (column 1 iff x-rank >= d, row 1 iff y-rank >= d is consistent with any orders), and
@@ -334,6 +334,6 @@ def brute_force_satisfiable(
 
 
 def is_tautology(constraint: Constraint | Mapping[str, Any], n: int, max_worlds: int = DEFAULT_MAX_WORLDS) -> bool:
-    """True iff the constraint holds on every admissible scene of n objects (DECISIONS.md 10)."""
+    """True iff the constraint holds on every admissible scene of n objects (docs/spec_language.md §8.2)."""
     sat, _ = brute_force_satisfiable(Spec(n, (_constraint(constraint),)), max_worlds, negate=(0,))
     return not sat

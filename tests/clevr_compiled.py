@@ -108,7 +108,7 @@ class _Compiler:
     # -- quantifier blocks --------------------------------------------------------------------------------------
     def _block(self, node: Mapping[str, Any], scope: Mapping[str, int], kind: str, body_node: Mapping[str, Any]
                ) -> _Fn:
-        """A block of dsl.md §3.1 as a closure; ``kind`` is exists, forall or count."""
+        """A block of docs/spec_language.md §4.3 as a closure; ``kind`` is exists, forall or count."""
         vs, distinct, dfrom = _block(node, self.params)
         excl = [self._pos(scope, u) for u in dfrom]
         inner = dict(scope)

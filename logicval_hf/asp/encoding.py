@@ -1,4 +1,4 @@
-"""Compile the contract's JSON logic language (dsl.md §3) into ASP rules in the paper's violation-atom style.
+"""Compile the spec language's formulas (docs/spec_language.md §4) into ASP rules in the paper's violation-atom style.
 
 A constraint with index ``i`` compiles to rules whose only interface is the atom ``violated(i)``: it is
 derived iff the formula or the anti-vacuity clause fails on the scene described by ``object/1``,

@@ -116,7 +116,7 @@ class Solver:
     def is_tautology(self, constraint: Any, n: int) -> bool:
         """Whether a constraint holds in every admissible scene of n objects (its negation is UNSAT at n).
 
-        Such a constraint says nothing at that n and is rejected when sampling (DECISIONS.md 10).
+        Such a constraint says nothing at that n and is rejected when sampling (docs/spec_language.md §8.2).
         """
         if not isinstance(constraint, Constraint):
             constraint = Constraint.from_dict(constraint, n=n, catalog=self.catalog)

@@ -127,7 +127,7 @@ COLUMNS: dict[str, str] = {
                "`logicval verify` format); null for UNSAT rows:",
     "witness.image_size": "`[W, H]` of the (virtual) image in pixels, `[480, 320]`.",
     "witness.objects": "The n objects: `color`, `shape`, `material` and `bbox` `[x0, y0, x1, y1]`; regions "
-                       "and left/right/front/behind follow from the box centres (regions.md §6).",
+                       "and left/right/front/behind follow from the box centres (docs/regions.md §6).",
     "core": "UNSAT rows: a minimal unsat core, the 0-based indices of constraints that are already "
             "contradictory together at this n (dropping any one of them makes the rest satisfiable); null for "
             "SAT rows.",
@@ -324,7 +324,7 @@ def _stats_sections(bm: Benchmark) -> str:
     near = sum(1 for x in single if x >= 0.9)
     rare = sum(1 for x in single if x <= 0.01)
     chance_note = (f"Of the {len(single)} 1SAT constraints, {near} hold in at least 90 % of random scenes "
-                   f"(near-chance templates, kept on purpose, DECISIONS.md 9) and {rare} in at most 1 %.")
+                   f"(near-chance templates, kept on purpose, docs/spec_language.md §8.4) and {rare} in at most 1 %.")
     cls_rows = []
     for p in PACKAGES:
         cnt = collections.Counter(c for r in bm.rows[p.name] for c in r["classes"])
@@ -360,7 +360,7 @@ def _stats_sections(bm: Benchmark) -> str:
         stream_table,
         "### What the 1UNSAT specs are",
         f"Causes: {', '.join(f'{k}: {v}' for k, v in sorted(causes.items()))} "
-        "(`count_overflow` = a count slot above its regular maximum at this n, DECISIONS.md 6, e.g. "
+        "(`count_overflow` = a count slot above its regular maximum at this n, docs/spec_language.md §8.1, e.g. "
         "\"exactly 8 red objects\" in a 5-object scene; the other cause seen in "
         "single draws is parity, e.g. \"as many metal as rubber objects\" with n odd). Templates:",
         unsat_table,

@@ -7,7 +7,7 @@ the benchmark seed and the stream name, so the output depends on the seed alone)
 
 * **1SAT** — the 71 templates in catalog order, each until it has 5 accepted specs: draw n uniformly from
   3..9 and the parameters with `logicval_hf.contract.params.random_constraint` (uniform over the valid parameter sets,
-  counts from the widened ``overflow: "unsat"`` range of DECISIONS.md 6); keep the draw if the solver says
+  counts from the widened ``overflow: "unsat"`` range of docs/spec_language.md §8.1); keep the draw if the solver says
   SAT. Every template therefore appears exactly 5 times.
 * **1UNSAT** — single-constraint draws with the template uniform over *all* 71 templates, n uniform in
   3..9 and uniform parameters, kept when the solver says UNSAT, until there are 25. Nothing steers the draw
@@ -15,7 +15,7 @@ the benchmark seed and the stream name, so the output depends on the seed alone)
   count overflows, a count slot declared ``overflow: "unsat"`` with K above its regular maximum: "there are
   exactly 8 red objects" in a 5-object scene, "every cube has exactly 6 objects to its left" with n = 4, from
   the C8 count templates and ``C7/1prop_exact``. The other cause seen is rarer still: parity, e.g. "as
-  many metal as rubber objects" with n odd (the dual of the tautologies of DECISIONS.md 10). With the default
+  many metal as rubber objects" with n odd (the dual of the tautologies of docs/spec_language.md §8.2). With the default
   seed all 25 are overflows. `unsat_causes` names the cause of each constraint.
 * **3SAT / 3UNSAT** and **6SAT / 6UNSAT** — one stream per m: draw n uniformly, m distinct classes
   (uniformly; the constraints keep the drawn, random order), a template uniformly within each class and its
@@ -26,11 +26,11 @@ For every candidate the solver is asked first (``Solver.solve``: label, witness 
 candidate is then rejected when its package is full, when it duplicates an accepted spec (the canonical
 key is n plus the *sorted* constraint keys, so the same constraints in another order also count as a
 duplicate; this is stricter than `Spec.key`), or when one of its constraints is a tautology at its n
-(`Solver.is_tautology`, DECISIONS.md 10: such a spec is rejected as a whole and a new one is drawn). The
+(`Solver.is_tautology`, docs/spec_language.md §8.2: such a spec is rejected as a whole and a new one is drawn). The
 order of these checks never changes which draws are accepted, only the cost. Labels come from the solver
-only (DECISIONS.md 11); UNSAT rows carry a minimal unsat core (0-based constraint indices).
+only (docs/spec_language.md §8.3); UNSAT rows carry a minimal unsat core (0-based constraint indices).
 
-**Chance rates** (DECISIONS.md 9, `chance_rates`): the probability that a uniformly random admissible
+**Chance rates** (docs/spec_language.md §8.4, `chance_rates`): the probability that a uniformly random admissible
 scene of exactly n objects satisfies a constraint (formula and anti-vacuity), estimated by Monte Carlo over
 ``CHANCE_SCENES`` = 256 random scenes per n, the same scenes for every constraint at that n (common random
 numbers, generated from ``CHANCE_SEED``, independent of the benchmark seed, so a constraint always gets the
@@ -172,7 +172,7 @@ class _Sampler:
             return False
         n = spec.fixed_n("sampling")
         if any(self.solver.is_tautology(c, n) for c in spec.constraints):
-            # DECISIONS.md 10; also in UNSAT specs, where another constraint causes the contradiction
+            # docs/spec_language.md §8.2; also in UNSAT specs, where another constraint causes the contradiction
             stream.tautologies += 1
             return False
         self.seen.add(key)
@@ -323,9 +323,9 @@ def chance_rates(
 # Rows
 # ---------------------------------------------------------------------------------------------
 def unsat_causes(spec: Spec) -> list[str]:
-    """Per constraint: ``"count_overflow"`` if a count slot exceeds its regular maximum at n (DECISIONS.md 6),
-    else ``""`` (a single UNSAT constraint without overflow is a parity conflict such as ``#metal = #rubber``
-    with n odd)."""
+    """Per constraint: ``"count_overflow"`` if a count slot exceeds its regular maximum at n
+    (docs/spec_language.md §8.1), else ``""`` (a single UNSAT constraint without overflow is a parity conflict such
+    as ``#metal = #rubber`` with n odd)."""
     n = spec.fixed_n("unsat causes")
     out = []
     for c in spec.constraints:

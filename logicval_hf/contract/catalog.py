@@ -26,7 +26,7 @@ EXTENSIONS = "extensions.json"
 
 @dataclass(frozen=True)
 class Slot:
-    """A typed template parameter (dsl.md §2)."""
+    """A typed template parameter (docs/spec_language.md §3)."""
 
     name: str
     type: str  # attr | rel | count | theta
@@ -79,7 +79,7 @@ class Slot:
 
 @dataclass(frozen=True)
 class Template:
-    """One of the catalog's templates (dsl.md §1)."""
+    """One of the catalog's templates (docs/spec_language.md §2)."""
 
     id: str
     cls: str

@@ -1,4 +1,4 @@
-"""Bounding boxes for an abstract scene (regions + two orders), so that regions.md §6 gives them back.
+"""Bounding boxes for an abstract scene (regions + two orders), so that docs/regions.md §6 gives them back.
 
 Objects in the left column get centres in (0, W/2), those in the right column in (W/2, W), spaced evenly in
 x-order within their column; the same for rows on y. No centre lies on a midline and no two share a

@@ -13,7 +13,7 @@ JSON form (the same in and out)::
 Optional per object: ``"score"`` (detection confidence) and ``"probs"`` (``{attribute: {value: p}}``, from
 perception). Optional per scene: ``"confidence"``, the perception backend's probability that the whole scene
 graph is right (every object found, none invented, every perceived attribute and region right). Regions and
-relations follow regions.md §6: the centre decides the quadrant (a centre on a midline goes right / front),
+relations follow docs/regions.md §6: the centre decides the quadrant (a centre on a midline goes right / front),
 ``left(a, b)`` iff ``cx(a) < cx(b)``, ``behind(a, b)`` iff ``cy(a) < cy(b)``; equal coordinates give no relation
 on that axis. Other domains decide their relations from boxes as their domain file says
 (`logicval_hf.contract.domain`), e.g. COCO with GenEval's size-proportional margin.
@@ -218,7 +218,7 @@ class Scene:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))
 
-    # ---- derived facts (regions.md §6) --------------------------------------------------------
+    # ---- derived facts (docs/regions.md §6) --------------------------------------------------------
     def __len__(self) -> int:
         return len(self.objects)
 

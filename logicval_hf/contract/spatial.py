@@ -1,4 +1,4 @@
-"""Geometry of the spatial vocabulary (regions.md): regions of box centres and the box arithmetic the domains'
+"""Geometry of the spatial vocabulary (docs/regions.md): regions of box centres and the box arithmetic the domains'
 relations read. Image coordinates: x grows to the right, y grows downwards, so "behind" (farther from the camera)
 is a smaller y.
 """

@@ -1,8 +1,8 @@
 """Constraints and specs: contract JSON in, typed and validated objects out, the same JSON back.
 
 A constraint is ``{"template": "C8/rel_exact", "params": {...}}``; a spec is ``{"n": 5, "constraints": [...]}``
-(dsl.md §1-2). Every slot rule of dsl.md §2 is checked; a violation raises `SpecError` (a `ValueError`)
-whose message starts with the path of the offending field.
+(docs/spec_language.md §1-3). Every slot rule of docs/spec_language.md §3.3 is checked; a violation raises `SpecError`
+(a `ValueError`) whose message starts with the path of the offending field.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class RelLit:
 
 ParamValue = AttrLit | RelLit | int | str
 _Lit = TypeVar("_Lit", AttrLit, RelLit)
-#: slot-rule kinds over attribute literals and over relation literals (dsl.md §2)
+#: slot-rule kinds over attribute literals and over relation literals (docs/spec_language.md §3.3)
 _ATTR_RULES = frozenset({"distinct_props", "distinct_literals", "no_cover", "not_equivalent",
                          "distinct_props_or_same_literal"})
 _REL_RULES = frozenset({"different_axis", "distinct_values"})
@@ -292,7 +292,7 @@ class Spec:
 
     @classmethod
     def from_dict(cls, d: Any, catalog: Catalog | None = None, allowed_m: tuple[int, ...] | None = ALLOWED_M) -> Spec:
-        """Parse and validate a spec. ``allowed_m=None`` accepts any number of constraints from 1 to 9."""
+        """Parse and validate a spec. ``allowed_m=None`` accepts any number of constraints up to `MAX_CONSTRAINTS`."""
         catalog = catalog or load_catalog()
         if isinstance(d, (str, bytes)):
             try:

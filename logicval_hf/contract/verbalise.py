@@ -1,7 +1,7 @@
 """The deterministic verbaliser: constraints and specs to English, and Soft-TIFA sub-questions.
 
 Everything rendered here comes from the catalog: the template strings (``nl.short``, ``nl.long``,
-``nl.anti_vacuity`` and ``subquestions``, dsl.md §6-7) and the domain vocabulary (``load_catalog().domain``).
+``nl.anti_vacuity`` and ``subquestions``, docs/verbaliser.md) and the domain vocabulary (``load_catalog().domain``).
 This module only knows the *grammar* of the placeholders:
 
 * noun phrases put the colour and material adjectives first, then the shape noun (or ``object``), then the
@@ -46,7 +46,7 @@ REGISTERS = ("short", "long")
 # ------------------------------------------------------------------------------------------------
 
 _DOMAINS = [load_domain(name) for name in domain_names()]
-#: attributes rendered as adjectives before the noun, in this order (dsl.md §6: colour, material), as every
+#: attributes rendered as adjectives before the noun, in this order (docs/verbaliser.md §3: colour, material), as every
 #: shipped domain file declares them
 ADJECTIVE_ORDER = tuple(dict.fromkeys(a for d in _DOMAINS for a in d.adjectives))
 #: the attributes whose value is the head noun (CLEVR ``cube``, COCO ``dog``); without one the noun is
@@ -57,7 +57,7 @@ NOUN_ATTRIBUTE = "shape"  # CLEVR's, kept for callers that name it
 REGION_ATTRIBUTE = "region"
 GENERIC_NOUN = "object"
 
-#: the phrase of each relation, reading ``rel(a, b)`` as "a is <phrase> b" (regions.md §3; the domain files)
+#: the phrase of each relation, reading ``rel(a, b)`` as "a is <phrase> b" (docs/regions.md §3; the domain files)
 REL_PHRASES = {r: rule.phrase for d in _DOMAINS for r, rule in d.rules.items()}
 
 #: comparators in words, for "the number of A is <words> the number of B"
@@ -73,7 +73,7 @@ THETA_PHRASES = {
 #: the mirrored comparator: ``a T b`` iff ``b FLIP[T] a``
 THETA_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
-#: region words by (row, column) of regions.md §2: row 0 = back, row 1 = front; column 0 = left, 1 = right
+#: region words by (row, column) of docs/regions.md §2: row 0 = back, row 1 = front; column 0 = left, 1 = right
 REGION_ROW_WORDS = ("back", "front")
 REGION_COLUMN_WORDS = ("left", "right")
 REGION_TEMPLATE = "the {row}-{column} region ({value})"
@@ -185,12 +185,12 @@ def constraint_names(indices: Iterable[int]) -> str:
 
 
 def region_name(value: str) -> str:
-    """``the back-left region (r0)`` (regions.md §2, DECISIONS.md 5)."""
+    """``the back-left region (r0)`` (docs/regions.md §2)."""
     try:
         col, row = region_cell(value)
         return REGION_TEMPLATE.format(row=REGION_ROW_WORDS[row], column=REGION_COLUMN_WORDS[col], value=value)
     except (ValueError, IndexError):
-        raise VerbaliseError(f"unknown region {value!r}; regions are r0..r3 (regions.md §2)") from None
+        raise VerbaliseError(f"unknown region {value!r}; regions are r0..r3 (docs/regions.md §2)") from None
 
 
 def _capitalise(s: str) -> str:
@@ -217,7 +217,7 @@ def predicate(lit: AttrLit, plural_form: bool = False, positive: bool = False) -
 
 
 def noun_phrase(lits: Iterable[AttrLit], plural_form: bool = False, with_art: bool = False) -> str:
-    """The noun phrase of a conjunction of literals (dsl.md §6).
+    """The noun phrase of a conjunction of literals (docs/verbaliser.md §3).
 
     Positive colour/material literals become adjectives (in ``ADJECTIVE_ORDER``, then any other attribute),
     the positive shape literal the head noun (otherwise ``object``), the positive region literal a trailing
@@ -271,7 +271,7 @@ def rel_phrase(lit: RelLit) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
-# Placeholder renderer (dsl.md §6)
+# Placeholder renderer (docs/verbaliser.md §2)
 # ------------------------------------------------------------------------------------------------
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -384,7 +384,8 @@ def _check_register(register: str) -> None:
 
 
 def constraint_text(constraint: Constraint, n: int | None = None, register: str = "short") -> str:
-    """The constraint in English: the register's sentence, then the anti-vacuity sentence if any (dsl.md §6)."""
+    """The constraint in English: the register's sentence, then the anti-vacuity sentence if any
+    (docs/verbaliser.md §1)."""
     _check_register(register)
     nl = constraint.template.nl
     if register not in nl:
@@ -439,7 +440,7 @@ def full_prompt(
 
 
 # ------------------------------------------------------------------------------------------------
-# Sub-questions (dsl.md §7, paper Appendix E)
+# Sub-questions (docs/verbaliser.md §6, paper Appendix E)
 # ------------------------------------------------------------------------------------------------
 
 _OPS = ("!=", "<=", ">=", "=", "<", ">")  # two-character operators first
@@ -515,7 +516,7 @@ _VAL_EXPECT = re.compile(r"^\{val:\s*([A-Za-z0-9_]+)\s*\}$")
 
 
 def subquestions(constraint: Constraint, n: int, catalog: Catalog | None = None) -> list[dict[str, Any]]:
-    """Every sub-question of the constraint's template, rendered (dsl.md §7).
+    """Every sub-question of the constraint's template, rendered (docs/verbaliser.md §6).
 
     Each entry is ``{"question", "type", "expect", "bind", "candidates"}``: ``expect`` is ``yes``/``no``, the
     attribute value, or a count condition with ``{K}`` and ``n`` substituted and bound names (``c``) kept;

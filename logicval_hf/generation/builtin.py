@@ -107,7 +107,7 @@ def _spec_id(spec: Spec) -> str:
 class Plan:
     """An abstract scene: per-object attributes and regions, the left-to-right and back-to-front orders.
 
-    ``layout_scene`` turns it into boxes that give these regions and orders back exactly (regions.md §6).
+    ``layout_scene`` turns it into boxes that give these regions and orders back exactly (docs/regions.md §6).
     """
 
     attributes: tuple[Mapping[str, str], ...]

@@ -1,6 +1,6 @@
 """Where the numpy renderer puts each object: box centres that realise the input's orders and regions.
 
-Layout contract (regions.md §6)
+Layout contract (docs/regions.md §6)
 -------------------------------
 The input boxes are only a layout *specification*: the renderer reads from them the left-to-right order and
 the back-to-front order of the box centres and every object's region, and it places the objects so that the
@@ -72,7 +72,7 @@ def _depth_scale(cy: np.ndarray | float, height: float) -> np.ndarray | float:
 
 # ---- orders and regions of the input ---------------------------------------------------------------------
 def _orders(scene: Scene) -> tuple[list[int], list[int], list[int], list[int]]:
-    """x-order and y-order (ties broken by index), and each object's column and row (regions.md §6)."""
+    """x-order and y-order (ties broken by index), and each object's column and row (docs/regions.md §6)."""
     n = len(scene.objects)
     cent = [o.center for o in scene.objects]
     x_order = sorted(range(n), key=lambda i: (cent[i][0], i))

@@ -67,7 +67,7 @@ class Axis:
         return (self.points[i - 1] if i > 0 else None), (self.points[i] if i < len(self.points) else None)
 
     def side(self, piece: int) -> int:
-        """Region column (x) or row (y) of a position: 1 from the midline on (regions.md §6)."""
+        """Region column (x) or row (y) of a position: 1 from the midline on (docs/regions.md §6)."""
         lo, _ = self.interval(piece)  # the midline is a point, so a gap lies on one side of it
         return int(lo is not None and 2 * lo >= self.extent)
 

@@ -37,7 +37,8 @@ def _val(x: Any, params: Mapping[str, Any]) -> Any:
 
 def _assignments(node: Mapping[str, Any], params: Mapping[str, Any], n: int, env: Mapping[str, int]
                  ) -> Iterator[dict[str, int]]:
-    """dsl.md §3.1: tuples for ``vars`` (pairwise different if ``distinct``), avoiding ``distinct_from``."""
+    """docs/spec_language.md §4.3: tuples for ``vars`` (pairwise different if ``distinct``), avoiding
+    ``distinct_from``."""
     vs = list(node.get("vars", ()))
     distinct = bool(_val(node.get("distinct", False), params))
     excluded = {env[u] for u in node.get("distinct_from", ()) if u in env}

@@ -13,7 +13,7 @@ with n = the number of objects), and renders it with the benchmark's verbaliser 
 How a caption is chosen (deterministic given the scene and ``seed``; `random.Random` seeded with a string):
 
 1. **Scene.** Each object becomes a `SceneObject` with a tiny box (``BOX_HALF`` px) around its
-   ``pixel_coords`` centre; regions and relations then follow regions.md §6 from the centres (CLEVR's own 3D
+   ``pixel_coords`` centre; regions and relations then follow docs/regions.md §6 from the centres (CLEVR's own 3D
    ``relationships`` are ignored). The image size comes from the image file when one is given or found,
    else from the scene's ``image_width``/``image_height`` fields, else from ``image_size`` (480x320).
 2. **Candidates per template** (from the scene's own values). A positive attribute slot takes only the
@@ -31,7 +31,7 @@ How a caption is chosen (deterministic given the scene and ``seed``; `random.Ran
    scenes of a call sharing it). With ``prefilter=True`` (default) the independent plain-Python evaluator
    (`logicval_hf.contract.reference`) first skips candidates that are false, and only the pick is verified by the
    solver (if the solver disagreed, the search would go on, so the result is the same as without the
-   prefilter, only faster; a test checks this). A pick that is a tautology at n (DECISIONS.md 10, e.g.
+   prefilter, only faster; a test checks this). A pick that is a tautology at n (docs/spec_language.md §8.2, e.g.
    "the numbers of metal and rubber objects differ" with n odd) says nothing about the image and is skipped.
 
 Scenes with more than 9 objects (CLEVR has 10) are captioned too (counts stay within the contract's 1..9);
@@ -271,7 +271,7 @@ class CaptionGrounder:
         solver: the solver used for verification (default: a new one).
         max_candidates: candidates considered per template and scene.
         prefilter: skip false candidates with the plain-Python reference evaluator before the solver check.
-        reject_tautologies: skip picks that hold in every scene of size n (DECISIONS.md 10).
+        reject_tautologies: skip picks that hold in every scene of size n (docs/spec_language.md §8.2).
         register: verbaliser register of the caption (``short`` as in the paper).
     """
 

@@ -34,7 +34,8 @@ def add_loop_arguments(ap: argparse.ArgumentParser, *, out: Path, steps: int, wa
 
     ap.add_argument("--data", type=parse_data_folder, action="append", metavar="DIR[#first=N,weight=W]",
                     help="a folder of renders in the CLEVR layout, with masks (repeatable; default "
-                         "../shared/data/clevr_blender); #first=N reads only its first N scenes by name, #weight=W "
+                         "$LOGICVAL_SHARED_DATA/data/clevr_blender, docs/data.md); #first=N reads only its first N "
+                         "scenes by name, #weight=W "
                          f"gives it that share of the batches' {drawn} (relative to the other folders' weights)")
     ap.add_argument("--out", type=Path, default=out,
                     help=f"checkpoint folder (resumed from its last.pt when present; default {out})")

@@ -10,6 +10,7 @@ which CLEVR's regions hang), box size = ``bbox_xyxy`` (or the mask's box), attri
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -25,8 +26,10 @@ __all__ = ["ATTRIBUTES", "DEFAULT_DATA", "SIZES", "VAL_FRACTION", "DataFolder", 
 
 ATTRIBUTES = ("color", "shape", "material", "size")
 SIZES = ("large", "small")
-#: the Blender renders with instance masks in the project's shared data, the default --data
-DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_blender"
+#: the default --data: the Blender renders with instance masks under the data root (docs/data.md), which is
+#: $LOGICVAL_SHARED_DATA, else the folder "shared" beside the checkout
+DEFAULT_DATA = Path(os.environ.get("LOGICVAL_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared") / "data" \
+    / "clevr_blender"
 #: the last share of every --data folder (by file name) held out for validation and calibration; `refit_parser`
 #: reads the same share of a training folder as ``DIR:0.05``
 VAL_FRACTION = 0.05
@@ -192,8 +195,8 @@ def load_folder(folder: Path, report: list[str] | None = None, first: int | None
 
 def dataset_name(path: Path) -> str:
     """How provenance names a data folder: relative to a stated root, never as an absolute path of the machine
-    it was trained on (``$SHARED/data/clevr_blender`` for the project's shared data, else ``$RENDERS/<name>``:
-    the folder `logicval render-clevr` wrote the renders to)."""
+    it was trained on (``$SHARED/...`` under the data root of docs/data.md, e.g. ``$SHARED/data/clevr_blender``,
+    else ``$RENDERS/<name>``: the folder `logicval render-clevr` wrote the renders to)."""
     resolved = Path(path).resolve()
     shared = DEFAULT_DATA.parents[1].resolve()
     if resolved.is_relative_to(shared):

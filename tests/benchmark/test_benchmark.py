@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a hub-looking name must not wait for retries (ecosystem.md)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a hub-looking name must not wait for retries (no hub is reachable)
 
 datasets = pytest.importorskip("datasets")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -248,7 +248,8 @@ def _holds(scene: Scene, i: int, lit: AttrLit) -> bool:
 
 
 def test_plain_count_subquestions_hold_on_witnesses(rows):
-    """dsl.md §7: "How many objects are there?" / "How many <np> are there?" expectations hold on witnesses."""
+    """docs/verbaliser.md §6: "How many objects are there?" / "How many <np> are there?" expectations hold on
+    witnesses."""
     checked = 0
     for name in PACKAGE_NAMES:
         for r in rows[name]:

@@ -2,8 +2,8 @@
 folder, its errors, and its faithfulness: on random detection sets, the imported specs and an independent
 re-implementation of GenEval's rule (`geneval_rule`) give the same verdict on every case.
 
-The sample metadata (tests/data/geneval) is hand-written; the real file (../shared/peers/geneval, MIT) is used
-only where present.
+The sample metadata (tests/data/geneval) is hand-written; GenEval's own file (``peers/geneval/`` under the test data
+root, `shared_data`; MIT) is used only where present.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from geneval_rule import geneval_correct, random_detections
+from shared_data import needs_shared, shared_path
 
 from logicval_hf.asp.solver import Solver
 from logicval_hf.benchmark.imported import SourceError
@@ -28,7 +29,8 @@ from logicval_hf.contract.scene import Scene
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "geneval" / "metadata_sample.jsonl"
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "peers" / "geneval" / "evaluation_metadata.jsonl"
+GENEVAL_FILE = ("peers", "geneval", "evaluation_metadata.jsonl")
+REAL = shared_path(*GENEVAL_FILE)
 COCO = load_domain("coco")
 # the sample's two contradictory lines and their minimal cores (line 15 counts the dog twice, once per include:
 # either count with the rank rule is a minimal core)
@@ -141,7 +143,7 @@ def test_spec_for_maps_each_field_to_its_template():
     assert spec_for({**meta, "tag": "counting"}).score_threshold == 0.9
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="../shared/peers/geneval is not available (fresh clone)")
+@needs_shared(*GENEVAL_FILE)
 def test_every_real_line_builds_both_readings():
     ranked, plain = read_specs(REAL), read_specs(REAL, plain=True)
     assert len(ranked) == len(plain) == 553
@@ -183,7 +185,7 @@ def test_sample_agrees_with_genevals_rule(solver, dataset):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not REAL.exists(), reason="../shared/peers/geneval is not available (fresh clone)")
+@needs_shared(*GENEVAL_FILE)
 def test_all_real_lines_agree_with_genevals_rule(solver):
     lines = [json.loads(s) for s in REAL.read_text(encoding="utf-8").splitlines() if s.strip()]
     idx, ref, got, plain = differential(lines, 8, seed=0, solver=solver)

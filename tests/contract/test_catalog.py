@@ -1,15 +1,15 @@
 import json
-from pathlib import Path
 
-import pytest
+from shared_data import needs_shared, shared_path
 
 from logicval_hf import load_catalog
 from logicval_hf.contract.catalog import catalog_path
 
-CONTRACT = Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "catalog.json"
+#: the template contract the shipped catalog was copied from, where the test data root has it
+CONTRACT = shared_path("spec", "catalog.json")
 
 
-@pytest.mark.skipif(not CONTRACT.exists(), reason="../shared/spec is not available (fresh clone)")
+@needs_shared("spec", "catalog.json")
 def test_shipped_catalog_equals_the_contract():
     assert catalog_path().read_bytes() == CONTRACT.read_bytes()
 

@@ -1,8 +1,8 @@
 """Tests of the plain-Python reference semantics (logicval_hf.contract.reference).
 
-Hand-built scenes are checked against the meaning of templates of every class (dsl.md §3-5, DECISIONS.md),
-brute-force labels against SAT/UNSAT facts argued by hand, and the search's reductions against a naive
-enumeration.
+Hand-built scenes are checked against the meaning of templates of every class (docs/spec_language.md §4-5, ties
+as docs/regions.md §6 reads them), brute-force labels against SAT/UNSAT facts argued by hand, and the search's
+reductions against a naive enumeration.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_c1_4prop_region_and_midline_rule():
     assert holds("C1/4prop", one(10, 80), **args, A4="r2")  # front-left
     assert not holds("C1/4prop", one(10, 20), **args, A4="r2")  # back-left is r0
     assert holds("C1/4prop", one(10, 20), **args, A4="r0")
-    # a centre exactly on a midline belongs to the right column / front row (regions.md §6)
+    # a centre exactly on a midline belongs to the right column / front row (docs/regions.md §6)
     assert holds("C1/4prop", one(50, 50), **args, A4="r3")
     assert not holds("C1/4prop", one(50, 50), **args, A4="r0")
 
@@ -169,7 +169,7 @@ def test_c4_pair_and_distinctness():
 
 
 def test_c4_ties_give_no_relation_and_negated_literals_are_closed_world():
-    # same centre x: neither is left of the other (DECISIONS.md 3)
+    # same centre x: neither is left of the other (docs/regions.md §6)
     s = scene(("red", "cube", "metal", 30, 10), ("blue", "sphere", "rubber", 30, 80))
     assert not holds("C4/pair_rel", s, A1="red", B1="blue", R1="left")
     assert not holds("C4/pair_rel", s, A1="red", B1="blue", R1="right")
@@ -314,7 +314,7 @@ def test_c8_negated_existential():
 
 def test_c9_empty_sets_are_equal():
     s = scene(("green", "cube", "metal", 10, 10), ("gray", "sphere", "rubber", 50, 10))
-    assert holds("C9/1prop", s, A1="red", B1="blue", T="=")  # 0 = 0 (DECISIONS.md 1)
+    assert holds("C9/1prop", s, A1="red", B1="blue", T="=")  # 0 = 0 (docs/spec_language.md §5)
     s2 = scene(("red", "cube", "metal", 10, 10), ("red", "sphere", "rubber", 50, 10), ("blue", "cube", "metal", 90, 10))
     assert not holds("C9/1prop", s2, A1="red", B1="blue", T="=")
     assert holds("C9/1prop", s2, A1="red", B1="cube", T="=")
@@ -431,7 +431,7 @@ def _objects(draw, n):
 
 @st.composite
 def admissible_worlds(draw, min_n=1, max_n=4):
-    """Any admissible world (regions.md §5), drawn from two orders and a column/row split."""
+    """Any admissible world (docs/regions.md §5), drawn from two orders and a column/row split."""
     n = draw(st.integers(min_n, max_n))
     objs = _objects(draw, n)
     xo = draw(st.permutations(range(n)))

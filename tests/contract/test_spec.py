@@ -33,7 +33,7 @@ class TestRoundTrip:
 
 
 class TestValidation:
-    """Every slot rule of dsl.md §2 gives a ValueError naming the field."""
+    """Every slot rule of docs/spec_language.md §3.3 gives a ValueError naming the field."""
 
     def bad(self, spec, match, **kw):
         with pytest.raises(ValueError, match=match):

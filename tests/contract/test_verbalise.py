@@ -3,7 +3,7 @@
 Over all 71 templates and many random parameter draws at several scene sizes: no placeholder leaks, clean
 spacing, sentence case and punctuation, a/an, count agreement, negation phrasing; the rendering of
 examples.md (a copy in tests/data) and a built-in golden subset; full prompts; the
-sub-question records and `check_expect`; and the dsl.md §7 property that the plain
+sub-question records and `check_expect`; and the docs/verbaliser.md §6 property that the plain
 "How many <np> are there?" expectations hold on every scene that satisfies the constraint (checked with a
 small brute-force evaluator of the DSL on random admissible scenes).
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
 import random
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_data import needs_shared, shared_path
 
 from logicval_hf.contract import verbalise as V
 from logicval_hf.contract.catalog import Catalog, load_catalog
@@ -167,7 +167,7 @@ def test_random_constraints_render_cleanly(tid, n, seed):
 
 
 # ------------------------------------------------------------------------------------------------
-# Placeholders (dsl.md §6 table)
+# Placeholders (docs/verbaliser.md §2 table)
 # ------------------------------------------------------------------------------------------------
 
 RED, CUBE, METAL, R0 = (AttrLit("color", "red"), AttrLit("shape", "cube"), AttrLit("material", "metal"),
@@ -319,20 +319,14 @@ def test_other_vocabulary():
 
 
 # ------------------------------------------------------------------------------------------------
-# examples.md (illustrative; the catalog + dsl.md are the contract) and a built-in golden subset
+# examples.md (illustrative; the catalog and docs/spec_language.md are the contract) and a built-in golden subset
 # ------------------------------------------------------------------------------------------------
 
-#: a copy of the contract folder's examples.md (``shared/spec/``, outside the repository), so that a fresh clone
-#: runs the comparison; `test_examples_md_copy_is_current` keeps it equal to the contract's where that is present
+#: one rendered instance of every template: a copy of the template contract's examples.md (``spec/`` under the test
+#: data root, `shared_data`), so that a fresh clone runs the comparison; `test_examples_md_copy_is_current` keeps it
+#: equal to the contract's where that is present
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples.md"
-
-
-def _contract_examples() -> Path | None:
-    repo = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("LOGICVAL_SPEC_DIR", ""), repo.parent / "shared" / "spec"):
-        if d and (Path(d) / "examples.md").is_file():
-            return Path(d) / "examples.md"
-    return None
+CONTRACT_EXAMPLES = ("spec", "examples.md")
 
 
 def parse_examples(text: str) -> list[dict]:
@@ -353,7 +347,7 @@ def parse_examples(text: str) -> list[dict]:
 
 def normalise_example_expect(e: str, n: int) -> str:
     """examples.md writes `Yes`/`No`/`Cube` and `=n`; the verbaliser renders lowercase and substitutes n
-    (deliberate: the catalog spells expectations in lowercase and dsl.md §7 lists n as a variable to fill)."""
+    (deliberate: the catalog spells expectations in lowercase and docs/verbaliser.md §6 fills in n)."""
     return re.sub(r"(?<![A-Za-z0-9_])n(?![A-Za-z0-9_])", str(n), e).lower()
 
 
@@ -382,10 +376,9 @@ def test_examples_md_matches():
     assert not diffs, "\n".join(diffs)
 
 
+@needs_shared(*CONTRACT_EXAMPLES)
 def test_examples_md_copy_is_current():
-    contract = _contract_examples()
-    if contract is None:
-        pytest.skip("the contract folder is not here (a fresh clone): nothing to compare the copy with")
+    contract = shared_path(*CONTRACT_EXAMPLES)
     assert EXAMPLES.read_bytes() == contract.read_bytes(), f"tests/data/examples.md differs from {contract}: copy it"
 
 
@@ -609,7 +602,7 @@ def test_check_expect_errors(expect, answer, bindings):
 
 
 # ------------------------------------------------------------------------------------------------
-# dsl.md §7: plain count expectations hold on every satisfying scene
+# docs/verbaliser.md §6: plain count expectations hold on every satisfying scene
 # ------------------------------------------------------------------------------------------------
 
 _PLAIN = re.compile(r"^How many \{(nps|posnps):([A-Za-z0-9_,]+)\} are there\?$")
@@ -630,7 +623,7 @@ def plain_count(raw_q: str, c: Constraint, scene) -> int | None:
 
 @pytest.mark.slow  # solves every template (~3 s)
 def test_plain_count_expectations_hold_on_solver_witnesses():
-    """dsl.md §7: the plain "How many ... are there?" expectations hold on every solver witness."""
+    """docs/verbaliser.md §6: the plain "How many ... are there?" expectations hold on every solver witness."""
     from logicval_hf.asp.solver import Solver
 
     solver = Solver()

@@ -1,6 +1,7 @@
 """Blender CLEVR renders (logicval_hf.generation.blender, ``logicval render-clevr``): sampling, files, resume,
 bad input, and the oracle renderer that keeps a witness's regions and orders. Renders need bpy (extra
-``blender``) and the official assets in ../shared/assets/clevr_blender; those tests skip without them."""
+``blender``) and the official generator's assets (``assets/clevr_blender`` under the test data root, `shared_data`;
+docs/data.md); those tests skip without them."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ import json
 import math
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from shared_data import shared_path
 
 from logicval_hf.generation import blender as B
 
-ASSETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "assets" / "clevr_blender"
+ASSETS = shared_path("assets", "clevr_blender")
 HAVE_ASSETS = (ASSETS / "base_scene.blend").is_file()
 
 def _have_blender() -> bool:
@@ -35,7 +36,7 @@ def _have_blender() -> bool:
 
 HAVE_BPY = _have_blender()
 
-needs_assets = pytest.mark.skipif(not HAVE_ASSETS, reason="CLEVR assets not in ../shared/assets/clevr_blender")
+needs_assets = pytest.mark.skipif(not HAVE_ASSETS, reason=f"CLEVR assets not in {ASSETS} (docs/data.md)")
 needs_blender = pytest.mark.skipif(not (HAVE_BPY and HAVE_ASSETS), reason="needs bpy and the CLEVR assets")
 
 PROPS = {"shapes": {"cube": "SmoothCube_v2", "sphere": "Sphere", "cylinder": "SmoothCylinder"},

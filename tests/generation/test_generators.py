@@ -62,7 +62,7 @@ def test_registry_and_errors():
 @pytest.mark.slow
 def test_oracle_geometry_and_truth(rows, solver):
     """Oracle images: the intended (drawn) scene satisfies the spec; the drawn boxes keep the witness's
-    attributes, regions and both orders exactly (regions.md §6)."""
+    attributes, regions and both orders exactly (docs/regions.md §6)."""
     gen = OracleGenerator(seed=3, solver=solver)
     for row in _sample(rows, 5):
         image, scene, meta = gen.generate(row)

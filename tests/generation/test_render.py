@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_data import needs_shared, shared_path
 
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.scene import Scene, SceneObject
@@ -22,14 +22,14 @@ SHAPES = DOMAIN.attributes["shape"]
 MATERIALS = DOMAIN.attributes["material"]
 RELATIONS = ("left", "right", "front", "behind")
 SIZES = ((480, 320), (320, 240))
-PROPERTIES = Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_dev" / "properties.json"
+PROPERTIES = ("data", "clevr_dev", "properties.json")  # CLEVR's own colour table, under the test data root
 
 
 # ---- building input scenes ---------------------------------------------------------------------------------
 def _axis_values(sides: list[int], perm: list[int], total: float, jitter: list[float]) -> list[float]:
     """Distinct coordinates realising side (0: first half, 1: second half) and, within a side, the order of perm.
 
-    The first object of the second half sits exactly on the midline (it belongs to the second half, §6).
+    The first object of the second half sits exactly on the midline (it belongs to the second half, docs/regions.md §6).
     """
     n = len(sides)
     out = [0.0] * n
@@ -141,9 +141,9 @@ def test_palette_covers_domain_colours():
     assert set(COLORS) <= set(CLEVR_COLORS)
 
 
-@pytest.mark.skipif(not PROPERTIES.exists(), reason="CLEVR properties.json not available")
+@needs_shared(*PROPERTIES)
 def test_palette_is_clevrs():
-    props = json.loads(PROPERTIES.read_text())
+    props = json.loads(shared_path(*PROPERTIES).read_text())
     assert {k: tuple(v) for k, v in props["colors"].items()} == dict(CLEVR_COLORS)
 
 

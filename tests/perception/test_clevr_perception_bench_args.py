@@ -29,6 +29,7 @@ def bench():
     (["--set", "model=x.onnx"], "unsupported setting 'model'; did you mean 'model_path'?"),
     (["--set", "visible_peaks=true"], "unsupported setting 'visible_peaks' (supported: threshold,"),
     (["--model", "{missing}/x.onnx"], "x.onnx"),
+    (["{empty}"], "no scenes.json in '{empty}': give a folder in CLEVR's layout (benchmarks/clevr_layout.py"),
 ])
 def test_bad_render_sets_are_refused_in_one_line(bench, tmp_path, capsys, argv, message):
     names = {"missing": str(tmp_path / "nowhere"), "empty": str(tmp_path)}

@@ -1,6 +1,6 @@
 """Minimal repair by brute force, without clingo: the independent reference for `logicval_hf.repair`.
 
-Written from the issue's cost model and regions.md alone (no code of the repair package, no ASP): a scene is a list
+Written from the issue's cost model and docs/regions.md alone (no code of the repair package, no ASP): a scene is a list
 of objects with box centres and sizes; relations are strict centre orders, regions the quadrant of the centre (a
 centre on a midline goes right / front); the spec is evaluated by the clingo-free interpreter
 (`logicval_hf.contract.reference.spec_holds`). Every set of at most two edits is tried, moves and additions on a

@@ -14,6 +14,7 @@ import pytest
 from geneval_reward_rule import reward_server_score
 from geneval_rule import geneval_correct, random_detections
 from helpers import examples
+from shared_data import shared_path
 
 from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.domain import load_domain
@@ -24,7 +25,7 @@ from logicval_hf.serve.reward_modes import REWARD_MODES, RewardMode
 from logicval_hf.serve.rewards import score_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "geneval" / "metadata_sample.jsonl"
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "peers" / "geneval" / "evaluation_metadata.jsonl"
+REAL = shared_path("peers", "geneval", "evaluation_metadata.jsonl")
 COCO = load_domain("coco")
 RED_CUBES = {"n": 4, "constraints": [{"template": "C3/1prop", "params": {
     "A1": {"prop": "color", "value": "red", "negated": False},
@@ -37,7 +38,7 @@ def solver():
 
 
 def _lines() -> list[dict]:
-    path = REAL if REAL.is_file() else DATA  # the real file only where ../shared is present
+    path = REAL if REAL.is_file() else DATA  # GenEval's own file only where the test data root has it
     return [json.loads(s) for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
 
 

@@ -1,6 +1,7 @@
 """The CLEVR caption grounder and the LoRA training data (held-out set, balanced batches).
 
-Runs on the 170 real CLEVR dev scenes in ../shared/data/clevr_dev (skipped if absent), on
+Runs on the 170 real CLEVR dev scenes (``data/clevr_dev`` under the test data root, `shared_data`, or
+$LOGICVAL_CLEVR_DEV; skipped if absent), on
 tests/data/clevr (if another engineer shipped CLEVR scenes there; skipped otherwise) and on synthetic scenes.
 """
 
@@ -13,6 +14,7 @@ import random
 from pathlib import Path
 
 import pytest
+from shared_data import shared_path
 
 from logicval_hf import Scene, Spec
 from logicval_hf.asp.solver import Solver
@@ -29,7 +31,7 @@ from logicval_hf.training.captions import (
 from logicval_hf.training.lora_data import build_pairs, read_split, split_pairs, write_split
 from logicval_hf.training.lora_data import main as lora_data_main
 
-DEV = Path(os.environ.get("LOGICVAL_CLEVR_DEV", Path(__file__).resolve().parents[3] / "shared" / "data" / "clevr_dev"))
+DEV = Path(os.environ.get("LOGICVAL_CLEVR_DEV") or shared_path("data", "clevr_dev"))
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "clevr"
 # grounding the 170 dev scenes costs ~10 s: these run in the whole suite, not the inner loop
 _dev_present = pytest.mark.skipif(not (DEV / "scenes.json").is_file(), reason="CLEVR dev scenes not available")
@@ -149,7 +151,7 @@ def test_dev_captions_are_deterministic_and_informative(dev):
     assert other != again
     solver = Solver()
     for i, cs in zip(sub, again, strict=True):
-        for c in cs:  # DECISIONS.md 10: a caption that holds in every scene of size n says nothing
+        for c in cs:  # docs/spec_language.md §8.2: a caption that holds in every scene of size n says nothing
             assert not solver.is_tautology(Constraint.from_dict(c["constraint"]), len(objs[i]))
 
 

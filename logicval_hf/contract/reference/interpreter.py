@@ -1,5 +1,5 @@
-"""The reference meaning of the contract's JSON logic language (dsl.md §3): a direct Tarskian interpreter over any
-*world* (``__len__``, ``attribute(i, prop)``, ``holds(rel, a, b)``; a `Scene` is one, so is
+"""The reference meaning of the spec language's formulas (docs/spec_language.md §4): a direct Tarskian interpreter over
+any *world* (``__len__``, ``attribute(i, prop)``, ``holds(rel, a, b)``; a `Scene` is one, so is
 `logicval_hf.contract.reference.worlds.AbstractWorld`), in any domain: relations are whatever the world decides,
 ``value`` terms read a derived integer attribute (a confidence rank), ``sum`` terms add a domain constant and need
 a world with a ``domain`` (a `Scene`).
@@ -100,7 +100,7 @@ def _block(node: Mapping[str, Any], params: Mapping[str, Any]) -> tuple[list[str
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The interpreter (dsl.md §3): the reference meaning
+# The interpreter (docs/spec_language.md §4): the reference meaning
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -124,8 +124,8 @@ def _var(env: Mapping[str, int], v: str) -> int:
 
 def _assignments(node: Mapping[str, Any], params: Mapping[str, Any], n: int, env: Mapping[str, int]
                  ) -> Iterator[dict[str, int]]:
-    """dsl.md §3.1: all tuples of objects for ``vars`` (pairwise different if ``distinct``), each different from
-    the objects bound to the ``distinct_from`` variables; yields the extended environments."""
+    """docs/spec_language.md §4.3: all tuples of objects for ``vars`` (pairwise different if ``distinct``), each
+    different from the objects bound to the ``distinct_from`` variables; yields the extended environments."""
     vs, distinct, dfrom = _block(node, params)
     excluded = {_var(env, u) for u in dfrom}
     for tup in itertools.product(range(n), repeat=len(vs)):
@@ -150,7 +150,7 @@ def _holds(f: Mapping[str, Any], params: Mapping[str, Any], world: World, n: int
     if op == "rel":
         rel, neg = _rel_lit(f["lit"], params)
         a, b = (_var(env, v) for v in f["args"])
-        # dsl.md §2.1: rel(a, a) is false whatever the world says; facts are read closed-world.
+        # docs/spec_language.md §3.2: rel(a, a) is false whatever the world says; facts are read closed-world.
         fact = a != b and bool(world.holds(rel, a, b))
         return fact != neg
     if op == "eq":
@@ -213,7 +213,7 @@ def _constraint(c: Constraint | Mapping[str, Any]) -> Constraint:
 
 
 def constraint_holds(constraint: Constraint | Mapping[str, Any], world: World) -> bool:
-    """dsl.md §3.2: the template's formula holds and so does its anti-vacuity clause when it has one."""
+    """docs/spec_language.md §4.4: the template's formula holds and so does its anti-vacuity clause when it has one."""
     c = _constraint(constraint)
     t = c.template
     if not formula_holds(t.formula, c.params, world):
@@ -232,7 +232,8 @@ def violated(spec: Spec | Mapping[str, Any], world: World) -> list[int]:
 
 
 def spec_holds(spec: Spec | Mapping[str, Any], world: World, count: str = "strict") -> bool:
-    """``strict``: exactly n objects and every constraint holds (dsl.md §3.2); ``relaxed``: ignore the count."""
+    """``strict``: exactly n objects and every constraint holds (docs/spec_language.md §1); ``relaxed``: ignore the
+    count."""
     if count not in ("strict", "relaxed"):
         raise ValueError(f"count must be 'strict' or 'relaxed', got {count!r}")
     s = _spec(spec)

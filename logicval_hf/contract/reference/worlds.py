@@ -1,7 +1,7 @@
 """Worlds the reference interpreter reads: the `World` protocol, and `AbstractWorld` (explicit attribute dicts and
-relation facts) with the CLEVR geometry of regions.md (two strict total orders, four regions).
+relation facts) with the CLEVR geometry of docs/regions.md (two strict total orders, four regions).
 
-The vocabulary of regions.md is kept here on purpose: this package must not share code with the encoding.
+The vocabulary of docs/regions.md is kept here on purpose: this package must not share code with the encoding.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from logicval_hf.contract.catalog import Domain, load_catalog
 __all__ = ["AbstractWorld", "World"]
 
 #: relation -> (axis, direction): ``rel(a, b)`` iff ``rank_axis(a) < rank_axis(b)`` (direction +1) or ``>`` (-1),
-#: where ranks go left-to-right on x and back-to-front on y (regions.md §3).
+#: where ranks go left-to-right on x and back-to-front on y (docs/regions.md §3).
 _REL_AXIS: dict[str, tuple[str, int]] = {"left": ("x", +1), "right": ("x", -1), "behind": ("y", +1), "front": ("y", -1)}
-#: region name -> (column, row) (regions.md §2: column 0 = left, row 0 = back).
+#: region name -> (column, row) (docs/regions.md §2: column 0 = left, row 0 = back).
 _REGION_CELL: dict[str, tuple[int, int]] = {"r0": (0, 0), "r1": (1, 0), "r2": (0, 1), "r3": (1, 1)}
 _CELL_REGION: dict[tuple[int, int], str] = {v: k for k, v in _REGION_CELL.items()}
-#: the attribute derived from geometry (regions.md §6); every other attribute is chosen freely per object.
+#: the attribute derived from geometry (docs/regions.md §6); every other attribute is chosen freely per object.
 _REGION = "region"
 
 
@@ -82,7 +82,7 @@ class AbstractWorld:
         )
         return cls(objs, facts)
 
-    # -- admissibility (regions.md §5) ---------------------------------------------------------------------------
+    # -- admissibility (docs/regions.md §5) ---------------------------------------------------------------------------
     def axis_ranks(self) -> dict[str, list[int]] | None:
         """Ranks on each axis if both axes are strict total orders with their inverses; else None."""
         n = len(self)
@@ -103,7 +103,7 @@ class AbstractWorld:
         return out
 
     def is_admissible(self, domain: Domain | None = None) -> bool:
-        """regions.md §5: one value per attribute from the domain, total orders, regions consistent with them."""
+        """docs/regions.md §5: one value per attribute from the domain, total orders, regions consistent with them."""
         domain = domain or load_catalog().domain
         for o in self.objects:
             for prop, values in domain.attributes.items():
