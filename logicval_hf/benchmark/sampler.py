@@ -61,6 +61,8 @@ from logicval_hf.asp.programs import spec_program
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, SolveResult
 from logicval_hf.benchmark.store import USER_CACHE, read_stored, write_stored
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
+from logicval_hf.contract.clip_tokens import CLIP_CONTEXT, clip_token_count
+from logicval_hf.contract.compact_prompt import compact_prompt
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Constraint, Spec
@@ -69,7 +71,8 @@ from logicval_hf.contract.verbalise import CONSTRAINT_ITEM_TEMPLATE, constraint_
 __all__ = [
     "DEFAULT_SEED", "CHANCE_SCENES", "CHANCE_SEED", "PACKAGES", "PACKAGE_NAMES", "Package", "Sampled",
     "Benchmark", "sample", "chance_rates", "random_scene", "make_row", "build_benchmark", "dedup_key",
-    "unsat_causes", "prompt_body", "cached_benchmark", "stored_benchmark", "keep_benchmark",
+    "unsat_causes", "prompt_body", "prompt_length", "PROMPT_COLUMNS", "cached_benchmark", "stored_benchmark",
+    "keep_benchmark",
 ]
 
 #: the benchmark's default seed (the published dataset is built with it)
@@ -103,6 +106,9 @@ PACKAGES: tuple[Package, ...] = (
     Package("6UNSAT", 6, "UNSAT", 69),
 )
 PACKAGE_NAMES: tuple[str, ...] = tuple(p.name for p in PACKAGES)
+#: the columns that hold a whole prompt for a text-to-image model; `prompt_lengths` measures each
+PROMPT_COLUMNS = ("full_prompt_short", "full_prompt_long", "full_prompt_white_short", "full_prompt_white_long",
+                  "full_prompt_compact")
 _BY_NAME = {p.name: p for p in PACKAGES}
 
 
@@ -379,7 +385,7 @@ def make_row(
         }
         for sq in spec_subquestions(spec, catalog)
     ]
-    return {
+    row: dict[str, Any] = {
         "id": row_id,
         "package": package,
         "n": spec.n,
@@ -405,12 +411,22 @@ def make_row(
         "full_prompt_long": full_prompt(spec, "long", False, catalog),
         "full_prompt_white_short": full_prompt(spec, "short", True, catalog),
         "full_prompt_white_long": full_prompt(spec, "long", True, catalog),
+        "full_prompt_compact": compact_prompt(spec, catalog),
         "subquestions": subqs,
         "witness": _witness(result.witness, catalog.domain),
         "core": list(result.core) if result.core is not None else None,
         "chance_rates": [float(x) for x in per_constraint],
         "chance_rate": float(joint),
     }
+    row["full_prompt_compact_fits"] = clip_token_count(row["full_prompt_compact"]) <= CLIP_CONTEXT
+    row["prompt_lengths"] = {c: prompt_length(row[c]) for c in PROMPT_COLUMNS}
+    return row
+
+
+def prompt_length(text: str) -> dict[str, int]:
+    """``{"words", "clip_tokens"}`` of a prompt: words split on whitespace; the tokens a CLIP text encoder takes,
+    its start and end tokens included (it reads `CLIP_CONTEXT`)."""
+    return {"words": len(text.split()), "clip_tokens": clip_token_count(text)}
 
 
 @dataclass(frozen=True)

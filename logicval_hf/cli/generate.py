@@ -6,7 +6,9 @@ imported only for ``--backend diffusers``, and only when the command runs.
 
 The prompt of a row is its full prompt (paper, Appendix C): ``full_prompt_<register>`` for the open models,
 ``full_prompt_white_<register>`` (asks for a white background and an empty *white* scene) for the API models;
-``--white-background`` / ``--no-white-background`` override the default of the backend. Rows come from a
+``--white-background`` / ``--no-white-background`` override the default of the backend; ``--register compact`` takes
+``full_prompt_compact`` (the constraints first, for 77-token CLIP text encoders). A warning says how many prompts
+are longer than the model's text encoder reads (diffusers pipelines; `warn_long_prompts`). Rows come from a
 built dataset folder or a JSONL file of rows (``--dataset``), or from the benchmark sampled in-process
 (``--benchmark-seed``, ~15 s). Output: ``<out>/<id>.png`` and ``<out>/generation_log.jsonl`` (see
 `logicval_hf.generation.t2i`); a second run resumes. Exit status 0 when no generation failed (refusals are results,
@@ -24,7 +26,8 @@ from typing import Any
 
 from logicval_hf.cli.dispatch import standalone
 
-__all__ = ["add_subcommands", "cmd_generate", "load_rows", "guess_backend", "make_generator", "main"]
+__all__ = ["add_subcommands", "cmd_generate", "load_rows", "guess_backend", "make_generator", "main",
+           "warn_long_prompts"]
 
 BACKENDS = ("diffusers", "openai", "gemini")
 
@@ -106,15 +109,45 @@ def cmd_generate(args: argparse.Namespace) -> int:
         rows = rows[: args.limit]
     generator = make_generator(args)
     white = generator.white_background if args.white_background is None else args.white_background
-    column = f"full_prompt_{'white_' if white else ''}{args.register}"
+    if args.register == "compact":
+        column = "full_prompt_compact"  # one variant: the empty-scene instruction has no room for a background
+    else:
+        column = f"full_prompt_{'white_' if white else ''}{args.register}"
     missing = [r.get("id") for r in rows if column not in r]
     if missing:
         raise ValueError(f"rows without a {column} column: {missing[:3]}")
+    warn_long_prompts(generator, column, [(r["id"], r[column]) for r in rows])
     counts = run_generation(generator, [(r["id"], r[column]) for r in rows], args.out, seed=args.seed,
                             retry_refused=args.retry_refused, workers=args.workers, progress=not args.no_progress,
                             extra={"prompt": column})
     print(json.dumps({"out": str(args.out), "model": generator.model, "prompt": column, **counts}))
     return 1 if counts["failed"] else 0
+
+
+def warn_long_prompts(generator: Any, column: str, items: Sequence[tuple[str, str]]) -> list[str]:
+    """Warn (stderr, one line) when prompts are longer than the model's text encoder reads.
+
+    Args:
+        generator: the model (`logicval_hf.generation.t2i.Generator`); one that cannot say what it reads is not
+            checked.
+        column: the prompt column, named in the warning.
+        items: ``(id, prompt)`` pairs.
+    Returns:
+        The ids of the prompts that are cut.
+    """
+    context = generator.text_context()
+    if context is None or not items:
+        return []
+    limit, count = context
+    cut = [i for i, prompt in items if count(prompt) > limit]
+    if cut:
+        hint = "" if column == "full_prompt_compact" else (
+            "; --register compact gives prompts with the constraints first (within 77 CLIP tokens for every "
+            "one-constraint row)")
+        print(f"logicval generate: warning: {len(cut)} of {len(items)} prompts ({column}) are longer than the "
+              f"{limit} tokens the model's text encoder reads, so their ends are never read (e.g. {cut[0]}){hint}",
+              file=sys.stderr)
+    return cut
 
 
 def add_subcommands(subparsers: Any) -> None:
@@ -142,7 +175,9 @@ def add_subcommands(subparsers: Any) -> None:
                    help="use the white-background prompt variant (default for the API backends)")
     g.add_argument("--no-white-background", dest="white_background", action="store_false",
                    help="use the plain prompt variant (default for diffusers)")
-    g.add_argument("--register", choices=("short", "long"), default="short", help="prompt register (default short)")
+    g.add_argument("--register", choices=("short", "long", "compact"), default="short",
+                   help="prompt register (default short); compact: the full_prompt_compact column, the "
+                        "constraints first, for 77-token CLIP text encoders (no white-background variant)")
     g.add_argument("--limit", type=int, default=None, help="only the first K rows")
     g.add_argument("--ids", default=None, help="only these row ids (comma-separated)")
     g.add_argument("--seed", type=int, default=0, help="base seed; each id gets a stable seed derived from it")

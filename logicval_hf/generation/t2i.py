@@ -40,6 +40,7 @@ import abc
 import base64
 import concurrent.futures
 import hashlib
+import inspect
 import json
 import os
 import random
@@ -64,6 +65,8 @@ __all__ = [
 
 STATUS_OK, STATUS_REFUSED, STATUS_FAILED = "ok", "refused", "failed"
 LOG_NAME = "generation_log.jsonl"
+#: a tokenizer ``model_max_length`` above this states no limit (transformers' "very large" default)
+_UNBOUNDED_TOKENS = 100_000
 
 #: Appendix C generation settings of the open models (the families' ``generation_defaults``, at import time)
 DIFFUSERS_SETTINGS: dict[str, dict[str, Any]] = {
@@ -99,6 +102,11 @@ class Generator(abc.ABC):
     @abc.abstractmethod
     def generate(self, prompt: str, seed: int):
         """One image (PIL) for a prompt; raise GenerationRefused / GenerationFailed when there is none."""
+
+    def text_context(self) -> tuple[int, Callable[[str], int]] | None:
+        """How much of a prompt the model reads: ``(tokens, count)`` where ``count(prompt)`` is the prompt's length
+        in the same tokens, or None where that is not known (the API models)."""
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -171,6 +179,33 @@ class DiffusersGenerator(Generator):
             settings["max_sequence_length"] = int(max_sequence_length)
         settings["width"], settings["height"] = int(width), int(height)
         self.settings = settings
+
+    def text_context(self) -> tuple[int, Callable[[str], int]] | None:
+        """The pipeline's longest-reading text encoder and a counter of its tokenizer's tokens. The first tokenizer
+        (CLIP in FLUX and SD3) reads its ``model_max_length`` (77); the others (T5), and a tokenizer that states no
+        limit, read at most the sequence length the pipeline is run with (``max_sequence_length``: this
+        generator's setting, else the pipeline's default, 512 for FLUX)."""
+        cap = self.settings.get("max_sequence_length")
+        if cap is None:
+            default = inspect.signature(self.pipe.__call__).parameters.get("max_sequence_length")
+            cap = default.default if default is not None and isinstance(default.default, int) else None
+        best: tuple[int, Any] | None = None
+        for name in ("tokenizer", "tokenizer_2", "tokenizer_3"):
+            tok = getattr(self.pipe, name, None)
+            length = getattr(tok, "model_max_length", None)
+            if tok is None:
+                continue
+            if not isinstance(length, int) or length > _UNBOUNDED_TOKENS:  # a tokenizer that states no limit
+                length = cap
+            elif cap is not None and name != "tokenizer":
+                length = min(length, cap)
+            if length is not None and (best is None or length > best[0]):
+                best = (length, tok)
+        if best is None:
+            return None
+        length, tok = best
+        # verbose=False: counting a long prompt is the point, not a mistake to warn of
+        return length, lambda prompt: len(tok(prompt, truncation=False, verbose=False)["input_ids"])
 
     def generate(self, prompt: str, seed: int):
         import torch

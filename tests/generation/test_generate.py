@@ -316,7 +316,8 @@ def _rows_file(tmp_path: Path) -> Path:
             rows.append({"id": f"{pkg}-{i:04d}", "package": pkg,
                          "full_prompt_short": f"{pkg} {i} plain prompt", "full_prompt_long": f"{pkg} {i} long",
                          "full_prompt_white_short": f"{pkg} {i} white prompt",
-                         "full_prompt_white_long": f"{pkg} {i} white long"})
+                         "full_prompt_white_long": f"{pkg} {i} white long",
+                         "full_prompt_compact": f"{pkg} {i} compact"})
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -338,6 +339,11 @@ def test_cli_api_backend_uses_the_white_prompt(api, tmp_path, monkeypatch, capsy
                             "--dataset", str(rows), "--base-url", api.url, "--no-white-background",
                             "--register", "long", "--no-progress"])
     assert rc == 0 and api.requests[-1]["body"]["prompt"] == "3SAT 2 long"
+    rc = generate_cli.main(["generate", "--model", "gpt-image-2", "--config", "1SAT", "--out", str(tmp_path / "c"),
+                            "--dataset", str(rows), "--base-url", api.url, "--register", "compact", "--limit", "1",
+                            "--no-progress"])
+    assert rc == 0 and api.requests[-1]["body"]["prompt"] == "1SAT 1 compact"
+    assert "warning" not in capsys.readouterr().err  # an API model does not say what it reads: no guess
     assert generate_cli.guess_backend("gemini-3-pro-image-preview") == "gemini"
     assert generate_cli.guess_backend("black-forest-labs/FLUX.1-dev") == "diffusers"
     assert generate_cli.main(["generate", "--model", "gpt-image-2", "--config", "9SAT", "--out", str(out),
@@ -368,6 +374,14 @@ def _diffusers_checks(torch, L, tmp_path, capsys):
     gen = t2i.DiffusersGenerator(pipeline=pipe, width=64, height=64, steps=2, max_sequence_length=32)
     assert gen.settings["guidance_scale"] == 3.5 and gen.model_type == "flux"
     assert t2i.DIFFUSERS_SETTINGS["flux"]["num_inference_steps"] == 28
+    # what the model reads: CLIP's 77 tokens (T5 capped at max_sequence_length=32 here); longer prompts are named
+    limit, count = gen.text_context()
+    assert limit == 77 and count("a red cube") == len(pipe.tokenizer("a red cube")["input_ids"])
+    capsys.readouterr()
+    cut = generate_cli.warn_long_prompts(gen, "full_prompt_short", [("1SAT-0001", "x " * 100), ("1SAT-0002", "ok")])
+    err = capsys.readouterr().err
+    assert cut == ["1SAT-0001"] and "1 of 2 prompts (full_prompt_short)" in err and "--register compact" in err
+    assert len(err.strip().splitlines()) == 1
     assert t2i.DIFFUSERS_SETTINGS["qwen-image"] == {"num_inference_steps": 50, "true_cfg_scale": 4.0,
                                                     "negative_prompt": " "}
     counts = run_generation(gen, [("1SAT-0001", "a red cube"), ("1SAT-0002", "two blue spheres")], tmp_path / "a",
