@@ -1,6 +1,6 @@
 """The real text-to-image development set (benchmarks/real_t2i): its committed manifest is valid and labelled in the
 domain's vocabulary, the rebuild script brings images back from a local git copy (crop and digests checked, offline),
-and the images of a local copy match the manifest where one is given."""
+the images of a local copy match the manifest where one is given, and the measurement script grades readings."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ import pytest
 from helpers import load_script
 from PIL import Image
 
+from logicval_hf import Scene, SceneObject
+from logicval_hf.perception import register_backend
+
 REPO = Path(__file__).resolve().parents[2]
 SET_DIR = REPO / "benchmarks" / "real_t2i"
 
@@ -29,6 +32,11 @@ def man():
 @pytest.fixture(scope="module")
 def rebuild():
     return load_script(SET_DIR / "rebuild.py", "real_t2i_rebuild")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_script(REPO / "benchmarks" / "real_t2i_perception.py", "real_t2i_perception")
 
 
 @pytest.fixture(scope="module")
@@ -233,3 +241,108 @@ def test_a_local_copy_of_the_images_matches_the_manifest(rebuild, entries):
         pytest.skip(f"${rebuild.OUT_ENV} holds none of the images")
     bad = {e["id"]: why for e in present if (why := rebuild.verify_file(e, Path(folder) / rebuild.file_name(e)))}
     assert bad == {}
+
+
+# ---- measuring -----------------------------------------------------------------------------------------------
+def _read_by_pixel(rgb: np.ndarray, **_settings) -> Scene:
+    """A backend for these tests: the top-left pixel says what it reads (red: how many red cubes, green: the
+    confidence in hundredths)."""
+    n, conf = int(rgb[0, 0, 0]), int(rgb[0, 0, 1]) / 100
+    objs = tuple(SceneObject({"color": "red", "shape": "cube", "material": "rubber"}, (1.0 + i, 1.0, 2.0 + i, 2.0))
+                 for i in range(n))
+    return Scene((rgb.shape[1], rgb.shape[0]), objs, confidence=conf)
+
+
+@pytest.fixture
+def small_set(tmp_path, man):
+    register_backend("real_t2i_test", _read_by_pixel, replace=True)
+    images = tmp_path / "images"
+    images.mkdir()
+    cube = {"color": "red", "shape": "cube", "material": "rubber"}
+    cone = {"color": "blue", "shape": None, "material": None, "in_vocabulary": False, "description": "a blue cone"}
+    rows = []
+    # (id, split, truth objects, kinds, reading: red cubes, confidence %)
+    for k, (split, objs, kinds, n_read, conf) in enumerate([
+        ("dev", [cube], ["plain"], 1, 90),                               # right, confident
+        ("dev", [cube, cube], ["stacked"], 3, 80),                       # a count too many, confident
+        ("dev", [cube, dict(cube, color="blue")], ["plain"], 2, 30),     # count right, colour wrong
+        ("dev", [cube, cone], ["out_of_vocabulary"], 1, 60),              # the cone skipped: vocabulary count right
+        ("heldout", [cube], ["glass"], 1, 95),
+        ("heldout", [cube, cube], ["glass"], 1, 10),
+    ]):
+        rgb = np.full((8, 8, 3), 128, np.uint8)
+        rgb[0, 0] = (n_read, conf, 0)
+        buf = io.BytesIO()
+        Image.fromarray(rgb).save(buf, format="PNG")
+        repo = f"o/{split}"
+        rows.append(_entry(id=f"img-{k}", repository=repo, crop=None, crop_sha256=None, size=[8, 8], split=split,
+                           source_group=split, sha256=hashlib.sha256(buf.getvalue()).hexdigest(), kinds=kinds,
+                           objects=objs))
+        (images / f"img-{k}.png").write_bytes(buf.getvalue())
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(e) + "\n" for e in rows))
+    assert man.validate(rows) == []
+    return {"images": images, "manifest": manifest}
+
+
+def test_the_figures_grade_count_colour_shape_and_confidence(bench, small_set, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    r = bench.main(["--images", str(small_set["images"]), "--manifest", str(small_set["manifest"]),
+                    "--backend", "real_t2i_test", "--min-confidence", "0.5", "--json", str(out)])
+    dev = r["parts"]["dev"]["summary"]
+    assert (dev["images"], dev["count"], dev["count_vocabulary"]) == (4, 0.5, 0.75)
+    assert (dev["colour_shape"], dev["colour_shape_n"]) == (1 / 3, 3)  # the cone image is not judged
+    assert dev["right"] == 0.25 and (dev["too_many"], dev["too_few"]) == (1, 1)
+    assert (dev["confident"], dev["confident_right"]) == (3, 1)
+    view = r["parts"]["dev"]["min_confidence"][0]
+    assert (view["read"], view["images"], view["count"], view["right"]) == (3, 4, 1 / 3, 1 / 3)
+    held = r["parts"]["heldout"]
+    assert held["by_kind"]["glass"]["count"] == 0.5 and held["summary"]["auroc"] == 1.0
+    assert json.loads(out.read_text())["parts"]["dev"]["by_kind"]["stacked"]["count"] == 0.0
+    text = capsys.readouterr().out
+    assert "real text-to-image set: 6 images (dev 4, heldout 2)" in text and "dev: by kind" in text
+
+
+def test_separation_reads_the_dev_part_only(bench, small_set, capsys):
+    r = bench.main(["--images", str(small_set["images"]), "--manifest", str(small_set["manifest"]),
+                    "--backend", "real_t2i_test", "--separation", "--part", "dev"])
+    feats = {d["feature"]: d for d in r["separation"]}
+    assert feats["confidence"]["auroc"] == 1.0  # the one right reading is the most confident
+    assert "candidate_peaks" not in feats  # the clevr backend's own peaks only
+    assert set(r["parts"]) == {"dev"}
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--images", str(small_set["images"]), "--manifest", str(small_set["manifest"]),
+                    "--backend", "real_t2i_test", "--separation", "--part", "heldout"])
+    assert e.value.code == 2 and "dev part only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--min-confidence", "1.5"], "--min-confidence must lie in [0, 1], got 1.5"),
+    (["--set", "visible_peaks=1", "--backend", "clevr"], "unsupported setting 'visible_peaks'"),
+    (["--images", "{tmp}/nowhere"], "no such folder"),
+])
+def test_bad_measure_arguments_are_one_line_exit_2(bench, small_set, tmp_path, capsys, argv, message):
+    args = ["--images", str(small_set["images"]), "--manifest", str(small_set["manifest"]),
+            "--backend", "real_t2i_test", *[a.format(tmp=tmp_path) for a in argv]]
+    with pytest.raises(SystemExit) as e:
+        bench.main(args)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_or_changed_image_is_refused_before_any_reading(bench, small_set, capsys):
+    (small_set["images"] / "img-2.png").write_bytes(b"not a png")
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--images", str(small_set["images"]), "--manifest", str(small_set["manifest"]),
+                    "--backend", "real_t2i_test"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "1 of 6 images missing or not the recorded ones" in err and "rebuild.py --out" in err
+
+
+def test_separation_with_the_shipped_parser_counts_its_candidate_peaks(bench, small_set):
+    r = bench.main(["--images", str(small_set["images"]), "--manifest", str(small_set["manifest"]),
+                    "--separation", "--part", "dev"])
+    feats = {d["feature"] for d in r["separation"]}
+    assert {"candidate_peaks", "max_candidate_heat", "confidence", "min_shape_prob"} <= feats
+    assert len(r["per_image"]) == 4 and all(row["confidence"] is not None for row in r["per_image"])
