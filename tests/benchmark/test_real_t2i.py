@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -141,6 +142,8 @@ def _git(cwd: Path, *args: str) -> str:
 
 @pytest.fixture
 def fake_source(tmp_path, man):
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
     """A mirror folder holding one repository (``owner/figs``) with one PNG (a 6 x 4 figure) committed, and a
     manifest with the whole file and one crop of it."""
     rgb = np.arange(6 * 4 * 3, dtype=np.uint8).reshape(4, 6, 3) * 3
