@@ -683,6 +683,25 @@ def default_render_sets(root: Path | None) -> list[tuple[str, Path, float]]:
     return [s for s in sets if s[1].is_dir()]
 
 
+def backend_settings(ap: argparse.ArgumentParser, backend: str, pairs: Sequence[str],
+                     settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``settings`` with each ``KEY=VALUE`` of ``pairs`` added (VALUE read as JSON when it parses), checked by one
+    tiny read so that a wrong backend or setting is named now, in one line (``ap.error``), not after the images
+    are read."""
+    settings = dict(settings or {})
+    for kv in pairs:
+        k, _, v = kv.partition("=")
+        try:
+            settings[k] = json.loads(v)
+        except ValueError:
+            settings[k] = v
+    try:
+        extract_scenes([np.zeros((32, 32, 3), np.uint8)], backend=backend, **settings)
+    except (ValueError, KeyError, FileNotFoundError) as e:
+        ap.error(f"backend {backend!r} with settings {settings}: {e}")
+    return settings
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA,
@@ -717,16 +736,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         settings["model_path"] = args.model
     if args.threshold is not None:
         settings["threshold"] = args.threshold
-    for kv in args.set:
-        k, _, v = kv.partition("=")
-        try:
-            settings[k] = json.loads(v)
-        except ValueError:
-            settings[k] = v
-    try:  # a wrong backend or setting is named now, in one line, not after the images are read
-        extract_scenes([np.zeros((32, 32, 3), np.uint8)], backend=args.backend, **settings)
-    except (ValueError, KeyError, FileNotFoundError) as e:
-        ap.error(f"backend {args.backend!r} with settings {settings}: {e}")
+    settings = backend_settings(ap, args.backend, args.set, settings)
     if args.backend == "clevr" and args.model and "attribute_model" not in settings:
         # A detector exported by train_scene_parser has no classifier beside it, so the parser falls back to the
         # detector's own attribute heads: say so, or its figures pass for the two-stage read's.
