@@ -197,3 +197,13 @@ def test_parse_json_reads_the_first_usable_value():
     with pytest.raises(json.JSONDecodeError):
         parse_json("{" * 100)
     assert len(parse_json("{\"objects\": [" + ", ".join(["{}"] * 50) + "]}")["objects"]) == 50
+
+
+def test_the_docs_table_names_every_setting():
+    from pathlib import Path
+
+    from logicval_hf.perception.vlm.settings import SETTINGS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "vlm.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines() if line.startswith("| `")}
+    assert set(SETTINGS) <= rows, set(SETTINGS) - rows
