@@ -16,8 +16,15 @@ calibration (expected calibration error against exact scene graphs, 10 bins) and
     python benchmarks/clevr_perception.py --suite --renders-root $RENDERS [--json suite.json]
     python benchmarks/clevr_perception.py --suite --backend neural --set detector=DIR --set clip_pretrained=FILE
 
-Any registered backend is measured the same way (``--backend``, its settings with ``--set``): the ``neural``
-backend (Grounding DINO + CLIP) with its weights given by path, batched against one image at a time.
+Any registered backend is measured the same way (``--backend``, its settings with ``--set`` or ``--setting``): the
+``neural`` backend (Grounding DINO + CLIP) with its weights given by path, batched against one image at a time;
+the ``vlm`` backend (a grounding VLM behind an OpenAI-compatible endpoint, docs/vlm.md)::
+
+    python benchmarks/clevr_perception.py --backend vlm --setting url=http://127.0.0.1:8000/v1 \
+        --setting model=Qwen/Qwen2.5-VL-7B-Instruct --setting multiple_of=28 --json vlm.json
+
+An image the backend could not read (a VLM's malformed answer, a request that timed out) is scored as an empty
+scene and listed under ``unread_images`` with its error; the others are measured as usual.
 
 DATA_DIR is a folder in CLEVR's layout (``scenes.json`` in CLEVR's scene format, ``images/``);
 ``benchmarks/clevr_layout.py`` lays out images of the official CLEVR v1.0 release that way (docs/data.md).
@@ -65,6 +72,7 @@ metal objects read as rubber (``by_group``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -83,7 +91,7 @@ sys.path.insert(0, str(REPO))
 
 from logicval_hf import Scene, SceneObject  # noqa: E402
 from logicval_hf.common.matching import match_centres  # noqa: E402
-from logicval_hf.perception import extract_scenes, load_image  # noqa: E402
+from logicval_hf.perception import PerceptionError, extract_scenes, get_backend, load_image  # noqa: E402
 from logicval_hf.perception.scene_parser import attribute_model_beside  # noqa: E402
 
 ATTRS = ("color", "shape", "material")
@@ -547,16 +555,29 @@ def calibration(scenes: list[dict[str, Any]], preds: list[Scene], per_image: lis
             "auroc": roc_auc(c, ex)}
 
 
+def read(scenes: list[dict[str, Any]], backend: str, settings: dict[str, Any]) -> tuple[list[Scene], list[dict]]:
+    """Perceived scenes of the rows' images, an image the backend could not read as an empty scene; and those
+    images with their errors (``unread_images``)."""
+    got = extract_scenes([s["_rgb"] for s in scenes], backend=backend, errors="return", **settings)
+    preds, unread = [], []
+    for s, g in zip(scenes, got, strict=True):
+        if isinstance(g, PerceptionError):
+            unread.append({"image": s.get("image_filename"), "error": str(g)})
+        preds.append(Scene((s["_rgb"].shape[1], s["_rgb"].shape[0])) if isinstance(g, PerceptionError) else g)
+    return preds, unread
+
+
 def speed(images: list[np.ndarray], backend: str, settings: dict[str, Any]) -> dict[str, float]:
     from logicval_hf.perception import extract_scene
 
-    extract_scenes(images[:2], backend=backend, **settings)  # warm-up: model load
+    extract_scenes(images[:2], backend=backend, errors="return", **settings)  # warm-up: model load
     t0 = time.perf_counter()
-    extract_scenes(images, backend=backend, **settings)
+    extract_scenes(images, backend=backend, errors="return", **settings)
     batched = len(images) / (time.perf_counter() - t0)
     t0 = time.perf_counter()
     for im in images:
-        extract_scene(im, backend=backend, **settings)
+        with contextlib.suppress(PerceptionError):  # timed like a read: it cost the same
+            extract_scene(im, backend=backend, **settings)
     loop = len(images) / (time.perf_counter() - t0)
     return {"batched": batched, "per_image_loop": loop}
 
@@ -594,9 +615,10 @@ def suite(args, settings: dict[str, Any]) -> dict[str, Any]:
         if not scenes:
             continue
         t0 = time.perf_counter()
-        preds = extract_scenes([s["_rgb"] for s in scenes], backend=args.backend, **settings)
+        preds, unread = read(scenes, args.backend, settings)
         rate = len(scenes) / (time.perf_counter() - t0)
         r = score(scenes, preds)
+        r["unread_images"] = unread
         r["calibration"] = calibration(scenes, preds, r["per_image"])
         if args.constraints:
             r["verdicts"] = verdict_agreement(scenes, preds, args.constraints, args.seed)
@@ -696,6 +718,9 @@ def backend_settings(ap: argparse.ArgumentParser, backend: str, pairs: Sequence[
         except ValueError:
             settings[k] = v
     try:
+        check = get_backend(backend).check_settings
+        if check is not None:  # the vlm backend: is the endpoint up, does it serve the model
+            check(settings)
         extract_scenes([np.zeros((32, 32, 3), np.uint8)], backend=backend, **settings)
     except (ValueError, KeyError, FileNotFoundError) as e:
         ap.error(f"backend {backend!r} with settings {settings}: {e}")
@@ -716,8 +741,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--jpeg", type=int, metavar="Q", help="re-encode every image as JPEG at quality Q first")
     ap.add_argument("--model", help="model file for the backend (passed as model_path)")
     ap.add_argument("--threshold", type=float, help="detection threshold for the backend")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="another backend setting (VALUE read as JSON when it parses), e.g. --set second_look=false")
+    ap.add_argument("--set", "--setting", dest="set", action="append", default=[], metavar="KEY=VALUE",
+                    help="another backend setting (VALUE read as JSON when it parses), e.g. --set second_look=false, "
+                         "--setting url=http://127.0.0.1:8000/v1 (repeatable)")
     ap.add_argument("--constraints", type=int, default=5, help="sampled constraints per image (0 = skip)")
     ap.add_argument("--seed", type=int, default=0, help="constraint sampling seed")
     ap.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
@@ -762,10 +788,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             s["_rgb"] = jpeg(s["_rgb"], args.jpeg)
         name += f", JPEG q{args.jpeg}"
     images = [s["_rgb"] for s in scenes]
-    preds = extract_scenes(images, backend=args.backend, **settings)
+    preds, unread = read(scenes, args.backend, settings)
     r = score(scenes, preds)
     r = {"data": name, "backend": args.backend, "settings": settings, **r,
-         "calibration": calibration(scenes, preds, r["per_image"])}
+         "calibration": calibration(scenes, preds, r["per_image"]), "unread_images": unread}
     if args.oracle:  # the main job's figure: the row's own spec, strict, on the perceived scene
         import logicval_hf as lv
 
@@ -781,6 +807,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     print(f"backend {args.backend!r} on {name}: {r['images']} images, {r['objects_true']} true objects, "
           f"{r['objects_pred']} predicted")
+    if unread:
+        print(f"  unread images              {len(unread)} (scored as empty scenes), e.g. {unread[0]['error']}")
     print(f"  count accuracy             {r['count_accuracy']:.3f}")
     print(f"  detection recall/precision {_fmt(r['detection_recall'])} / {_fmt(r['detection_precision'])}")
     for a, v in r["attribute_accuracy_on_matched"].items():

@@ -9,7 +9,8 @@ that every registered family has one). Moved here from ``logicval_hf/training/lo
 uses it.
 
 Tiny perception models too: `tiny_grounding_dino` (a Grounding DINO detector over a word-level vocabulary) and
-`tiny_clip` (an open_clip model registered from a config), for the neural backend's tests.
+`tiny_clip` (an open_clip model registered from a config), for the neural backend's tests; `tiny_qwen25_vl` (a
+Qwen2.5-VL over a byte-level vocabulary), for the vlm backend's transformers transport.
 """
 
 from __future__ import annotations
@@ -196,3 +197,57 @@ def tiny_clip(config_dir: Any, seed: int = 1) -> tuple[Any, Any]:
     name = register_tiny_clip(config_dir)
     torch.manual_seed(seed)
     return open_clip.create_model(name, pretrained=None).eval(), open_clip.get_tokenizer(name)
+
+
+# ---------------------------------------------------------------------------------------------------
+# a tiny grounding VLM: Qwen2.5-VL (random weights, offline)
+# ---------------------------------------------------------------------------------------------------
+#: Qwen-VL's special tokens, after the 256 byte-level ones
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                 "<|image_pad|>", "<|video_pad|>"]
+#: Qwen-VL's chat template, cut down to what one user turn with images and text needs
+QWEN_CHAT = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% for c in m['content'] %}"
+             "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>{% else %}{{ c['text'] }}"
+             "{% endif %}{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+             "{% endif %}")
+
+
+def tiny_qwen25_vl(seed: int = 0) -> tuple[Any, Any]:
+    """``(Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor)``: the real classes, a byte-level vocabulary (one
+    token per byte, so any text encodes), a text model of width 32 with one layer, a vision tower of width 32 with
+    one block, and an image processor that resizes into 4-16 patches of 28 px (a 480x320 image is seen at 112x84)."""
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2Tokenizer,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    vocab = {c: i for i, c in enumerate(_byte_level_chars())}
+    for s in QWEN_SPECIALS:
+        vocab[s] = len(vocab)
+    tok = Qwen2Tokenizer(vocab=vocab, merges=[], unk_token=None, pad_token="<|endoftext|>", eos_token="<|im_end|>",
+                         extra_special_tokens={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
+                                               "vision_start_token": "<|vision_start|>",
+                                               "vision_end_token": "<|vision_end|>"})
+    tok.add_special_tokens({"additional_special_tokens": QWEN_SPECIALS})
+    pixels = {"min_pixels": 4 * 28 * 28, "max_pixels": 16 * 28 * 28}
+    proc = Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(**pixels), tokenizer=tok,
+                               video_processor=Qwen2VLVideoProcessor(**pixels), chat_template=QWEN_CHAT)
+    ids = {s: vocab[s] for s in QWEN_SPECIALS}
+    cfg = Qwen2_5_VLConfig(
+        text_config={"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 4096,
+                     "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+                     "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"],
+                     "bos_token_id": ids["<|endoftext|>"]},
+        vision_config={"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 32,
+                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 56,
+                       "fullatt_block_indexes": [0]},
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
+    torch.manual_seed(seed)
+    return Qwen2_5_VLForConditionalGeneration(cfg).eval(), proc

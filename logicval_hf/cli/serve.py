@@ -101,7 +101,9 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--port", type=int, default=18085, help="port (default 18085, where Flow-GRPO's client posts)")
     p.add_argument("--backend", default="clevr",
                    help="perception backend: clevr (LogicVal specs, default), neural (GenEval metadata: the coco "
-                        "domain; extra 'neural'), given (scene-graph JSON instead of images)")
+                        "domain; extra 'neural'), vlm (a grounding VLM behind an OpenAI-compatible endpoint: "
+                        "--setting url=URL --setting model=NAME; docs/vlm.md), given (scene-graph JSON instead of "
+                        "images)")
     p.add_argument("--setting", action="append", type=_setting, metavar="KEY=VALUE",
                    help="a backend setting, repeatable (e.g. second_look=false: the clevr parser without its "
                         "second look at uncertain peaks, about a third faster)")

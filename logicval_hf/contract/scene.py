@@ -12,7 +12,9 @@ JSON form (the same in and out)::
 
 Optional per object: ``"score"`` (detection confidence) and ``"probs"`` (``{attribute: {value: p}}``, from
 perception). Optional per scene: ``"confidence"``, the perception backend's probability that the whole scene
-graph is right (every object found, none invented, every perceived attribute and region right). Regions and
+graph is right (every object found, none invented, every perceived attribute and region right); ``"provenance"``,
+how the backend made it (a JSON object: for the ``vlm`` backend the model, the prompt sent and the answer), carried
+along unread. Regions and
 relations follow docs/regions.md §6: the centre decides the quadrant (a centre on a midline goes right / front),
 ``left(a, b)`` iff ``cx(a) < cx(b)``, ``behind(a, b)`` iff ``cy(a) < cy(b)``; equal coordinates give no relation
 on that axis. Other domains decide their relations from boxes as their domain file says
@@ -77,6 +79,8 @@ class Scene:
     domain: Domain = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     #: the perception backend's probability that this scene graph is exactly right (None: not estimated)
     confidence: float | None = field(default=None, compare=False)
+    #: how the perception backend made it (JSON-able: the model, the request, the answer), carried along unread
+    provenance: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.domain is None:
@@ -97,11 +101,14 @@ class Scene:
                 raise SceneError(f"scene: not valid JSON ({e})") from None
         if not isinstance(d, Mapping):
             raise SceneError(f"scene: must be a JSON object, got {type(d).__name__}")
-        extra = [k for k in d if k not in ("image_size", "objects", "domain", "confidence")]
+        extra = [k for k in d if k not in ("image_size", "objects", "domain", "confidence", "provenance")]
         missing = [k for k in ("image_size", "objects") if k not in d]
         if missing or extra:
-            raise SceneError(f"scene: expected keys ['image_size', 'objects'] and optionally 'domain', 'confidence' "
-                             f"(missing {missing}, unknown {extra})")
+            raise SceneError(f"scene: expected keys ['image_size', 'objects'] and optionally 'domain', 'confidence', "
+                             f"'provenance' (missing {missing}, unknown {extra})")
+        provenance = d.get("provenance")
+        if provenance is not None and not isinstance(provenance, Mapping):
+            raise SceneError(f"scene.provenance: must be a JSON object, got {type(provenance).__name__}")
         confidence = d.get("confidence")
         if confidence is not None:
             confidence = _number("scene.confidence", confidence)
@@ -128,7 +135,7 @@ class Scene:
         if not isinstance(objs, (list, tuple)):
             raise SceneError(f"scene.objects: must be a list, got {type(objs).__name__}")
         parsed = tuple(cls._parse_object(f"scene.objects[{i}]", o, (w, h), domain) for i, o in enumerate(objs))
-        return cls((w, h), parsed, domain, confidence)
+        return cls((w, h), parsed, domain, confidence, provenance)
 
     @staticmethod
     def _parse_object(path: str, o: Any, size: tuple[float, float], domain: Domain) -> SceneObject:
@@ -201,7 +208,7 @@ class Scene:
         if threshold is None or all(o.score is None or o.score > threshold for o in self.objects):
             return self
         kept = tuple(o for o in self.objects if o.score is None or o.score > threshold)
-        return Scene(self.image_size, kept, self.domain)
+        return Scene(self.image_size, kept, self.domain, provenance=self.provenance)
 
     # ---- output -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -213,6 +220,8 @@ class Scene:
         out["objects"] = [o.to_dict() for o in self.objects]
         if self.confidence is not None:
             out["confidence"] = self.confidence
+        if self.provenance is not None:
+            out["provenance"] = dict(self.provenance)
         return out
 
     def to_json(self) -> str:

@@ -6,6 +6,8 @@ Usage::
     scene = extract_scene("image.png")                 # default backend "clevr"
     scenes = extract_scenes([img1, img2], backend="clevr", n_jobs=2)
     scene = extract_scene("photo.png", backend="neural", domain="coco")   # COCO objects (80 classes, 10 colours)
+    scenes = extract_scenes(images, backend="vlm", url="http://127.0.0.1:8000/v1", model="Qwen/Qwen2.5-VL-7B-Instruct",
+                            multiple_of=28, errors="return")     # a grounding VLM; a bad answer is that image's error
 
 An image may be a PIL image, a ``numpy`` array of ``uint8`` (``H x W x 3`` RGB, ``H x W x 4`` RGBA or
 ``H x W`` grey) or a path (``str`` / ``pathlib.Path``). Bad input raises `PerceptionError` (a `ValueError`)
@@ -18,7 +20,7 @@ input (``given``: scene graphs) and the model files it depends on. `register_bac
 reference to either); backends are imported lazily, so registering one costs nothing until it is used.
 
 The ``domain`` setting (a name such as ``"coco"``, a domain file or a `Domain`) says which domain to perceive.
-A backend declares the domains it perceives (``neural`` and ``given``: any, and they receive the resolved
+A backend declares the domains it perceives (``neural``, ``vlm`` and ``given``: any, and they receive the resolved
 `Domain` as ``domain=``; ``clevr``, the shipped CLEVR scene parser: CLEVR only); asking a backend for a domain
 it does not perceive is a `PerceptionError`. Without ``domain`` a backend perceives its default domain (CLEVR).
 The scenes that come back are checked to be scenes, and to be in the domain asked for.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract.domain import Domain
@@ -50,6 +52,7 @@ BACKENDS: Registry[PerceptionBackend] = Registry("perception backend", {
     "clevr": "logicval_hf.perception.scene_parser:BACKEND",
     "given": "logicval_hf.perception.given:BACKEND",
     "neural": "logicval_hf.perception.neural:BACKEND",
+    "vlm": "logicval_hf.perception.vlm:BACKEND",
 }, adapt=as_backend)
 
 
@@ -138,16 +141,28 @@ def _init_worker(backend: PerceptionBackend) -> None:
         backend.init_worker()
 
 
-def _work(args: tuple[Any, PerceptionBackend, dict[str, Any]]) -> Any:
-    image, backend, settings = args
-    return backend.extract(load_image(image), **settings)
+def _work(args: tuple[Any, PerceptionBackend, dict[str, Any], bool, str]) -> Any:
+    image, backend, settings, keep_errors, what = args
+    return _one(backend, image, what, settings, keep_errors)
 
 
+@overload
+def extract_scenes(images: Iterable[Any], backend: str = ..., *, n_jobs: int = ..., domain: Any = ...,
+                   errors: Literal["raise"] = ..., **settings: Any) -> list[Scene]: ...
+@overload
+def extract_scenes(images: Iterable[Any], backend: str = ..., *, n_jobs: int = ..., domain: Any = ...,
+                   errors: Literal["return"], **settings: Any) -> list[Scene | PerceptionError]: ...
 def extract_scenes(
-    images: Iterable[Any], backend: str = "clevr", *, n_jobs: int = 1, domain: Any = None, **settings: Any
-) -> list[Scene]:
+    images: Iterable[Any], backend: str = "clevr", *, n_jobs: int = 1, domain: Any = None, errors: str = "raise",
+    **settings: Any
+) -> list[Any]:
     """Perceive several images; the result equals ``[extract_scene(im, backend, **settings) for im in images]``
     (``domain`` as for `extract_scene`).
+
+    ``errors="raise"`` (default): the first image that cannot be read raises its `PerceptionError` (named
+    ``images[i]``). ``errors="return"``: that image's entry is its `PerceptionError` instead and the others are
+    read (an image that does not decode, an answer a backend could not read: the ``vlm`` backend's malformed
+    JSON); errors of the whole call (bad settings, an unknown domain, a backend that cannot start) still raise.
 
     A backend with ``extract_batch`` gets the images in chunks of `BATCH_CHUNK`. Otherwise ``n_jobs > 1``
     spreads the images over that many worker processes started with "forkserver" (or "spawn"), never "fork"
@@ -160,14 +175,47 @@ def extract_scenes(
     items: Sequence[Any] = list(images)
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
+    if errors not in ("raise", "return"):
+        raise ValueError(f"errors must be 'raise' or 'return', got {errors!r}")
     dom = resolve_domain(domain)
     settings = _domain_settings(b, dom, settings)
-    scenes = _extract_scenes(b, items, n_jobs, settings)
-    return [_checked(s, b, dom, f"images[{i}]") for i, s in enumerate(scenes)]
+    scenes = _extract_scenes(b, items, n_jobs, settings, errors == "return")
+    out: list[Any] = []
+    for i, s in enumerate(scenes):
+        if isinstance(s, ValueError):  # the image's own error (a backend's extract_batch may return one)
+            msg = str(s)
+            cls = type(s) if isinstance(s, PerceptionError) else PerceptionError
+            err = cls(msg if msg.startswith(f"images[{i}]") else f"images[{i}]: {msg}")
+            if errors == "raise":
+                raise err
+            out.append(err)
+        else:
+            out.append(_checked(s, b, dom, f"images[{i}]"))
+    return out
+
+
+def _decoded(part: Sequence[Any], start: int, keep_errors: bool) -> list[Any]:
+    """The chunk's images decoded (a `PerceptionError` in place of one that does not, with ``keep_errors``)."""
+    out: list[Any] = []
+    for i, im in enumerate(part):
+        try:
+            out.append(load_image(im, f"images[{start + i}]"))
+        except PerceptionError as e:
+            if not keep_errors:
+                raise
+            out.append(e)
+    return out
 
 
 def _batched(b: PerceptionBackend, chunk: list[Any], start: int, settings: dict[str, Any]) -> list[Any]:
     assert b.extract_batch is not None
+    good = [i for i, x in enumerate(chunk) if not isinstance(x, PerceptionError)]
+    if len(good) < len(chunk):  # images that did not decode keep their errors; the others are read
+        read = _batched(b, [chunk[i] for i in good], start, settings) if good else []
+        merged = list(chunk)
+        for i, scene in zip(good, read, strict=True):
+            merged[i] = scene
+        return merged
     scenes = b.extract_batch(chunk, **settings)
     if not isinstance(scenes, (list, tuple)) or len(scenes) != len(chunk):
         got = f"{len(scenes)} scenes" if isinstance(scenes, (list, tuple)) else type(scenes).__name__
@@ -176,22 +224,30 @@ def _batched(b: PerceptionBackend, chunk: list[Any], start: int, settings: dict[
     return list(scenes)
 
 
+def _one(b: PerceptionBackend, item: Any, what: str, settings: dict[str, Any], keep_errors: bool) -> Any:
+    try:
+        return b.extract(item if b.raw_input else load_image(item, what), **settings)
+    except ValueError as e:  # PerceptionError, SceneError: this image's own
+        if keep_errors:
+            return e
+        raise
+
+
 def _extract_scenes(b: PerceptionBackend, items: Sequence[Any], n_jobs: int,
-                    settings: dict[str, Any]) -> list[Any]:
+                    settings: dict[str, Any], keep_errors: bool = False) -> list[Any]:
     if b.extract_batch is not None:  # BATCH_CHUNK images decoded at a time: host memory stays bounded
         out: list[Any] = []
         for start in range(0, len(items), BATCH_CHUNK):
             part = items[start:start + BATCH_CHUNK]
-            chunk = list(part) if b.raw_input else [load_image(im, f"images[{start + i}]")
-                                                     for i, im in enumerate(part)]
+            chunk = list(part) if b.raw_input else _decoded(part, start, keep_errors)
             out.extend(_batched(b, chunk, start, settings))
         return out
-    if b.raw_input:
-        return [b.extract(x, **settings) for x in items]
-    if n_jobs == 1 or len(items) < 2:
-        return [b.extract(load_image(im, f"images[{i}]"), **settings) for i, im in enumerate(items)]
+    if b.raw_input or n_jobs == 1 or len(items) < 2:
+        return [_one(b, im, f"images[{i}]", settings, keep_errors) for i, im in enumerate(items)]
     # validate cheaply up front so that errors carry the index
-    items = [im if isinstance(im, (str, os.PathLike)) else load_image(im, f"images[{i}]") for i, im in enumerate(items)]
+    items = [im if isinstance(im, (str, os.PathLike)) else _decoded([im], i, keep_errors)[0]
+             for i, im in enumerate(items)]
+    todo = [i for i, im in enumerate(items) if not isinstance(im, PerceptionError)]
     import multiprocessing as mp
 
     # not "fork": a process whose OpenCV/BLAS thread pools already ran can deadlock in forked children.
@@ -208,10 +264,14 @@ def _extract_scenes(b: PerceptionBackend, items: Sequence[Any], n_jobs: int,
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        with ProcessPoolExecutor(min(n_jobs, len(items)), mp_context=ctx, initializer=_init_worker,
+        with ProcessPoolExecutor(max(1, min(n_jobs, len(todo))), mp_context=ctx, initializer=_init_worker,
                                  initargs=(b,)) as pool:
-            return list(pool.map(_work, [(im, b, settings) for im in items],
-                                 chunksize=max(1, len(items) // (4 * n_jobs))))
+            read = pool.map(_work, [(items[i], b, settings, keep_errors, f"images[{i}]") for i in todo],
+                            chunksize=max(1, len(todo) // (4 * n_jobs)))
+            merged = list(items)
+            for i, scene in zip(todo, read, strict=True):
+                merged[i] = scene
+            return merged
     except BrokenProcessPool as e:
         raise RuntimeError(
             f"extract_scenes(n_jobs={n_jobs}): a worker process died. Worker processes re-import the calling "

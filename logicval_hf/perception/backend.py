@@ -57,7 +57,9 @@ class PerceptionBackend:
             plus ``domain=`` (a `Domain`) when ``takes_domain`` and a domain was asked for.
         extract_batch: optional ``extract_batch(images, **settings) -> list[Scene]``, one scene per image in
             order (same inputs and settings as ``extract``): used for every list of images when present
-            (one forward pass for many images).
+            (one forward pass for many images). An image it could not read may get a `PerceptionError` in place
+            of its scene (its message says what was wrong; ``vlm``: an answer outside the domain), so that the
+            others are still read: `extract_scenes` raises it, or returns it with ``errors="return"``.
         domains: names of the domains it perceives (default CLEVR only); ``None``: any domain. Asking for
             another domain is a `PerceptionError` before any image is touched.
         takes_domain: it receives the asked-for domain as ``domain=`` (required when ``domains`` is None).

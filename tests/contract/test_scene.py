@@ -70,3 +70,15 @@ class TestScene:
         with pytest.raises(SceneError, match=match):
             Scene.from_dict(bad)
         assert issubclass(SceneError, ValueError)
+
+
+def test_a_scene_carries_its_provenance_through_json_unread():
+    d = {"image_size": [480, 320], "objects": [obj("red", "cube", "metal", 100, 100)],
+         "provenance": {"backend": "vlm", "prompt": "Find every object", "sent_size": [476, 308]}}
+    s = Scene.from_dict(json.dumps(d))
+    assert s.provenance == d["provenance"] and s.to_dict() == d
+    assert s == Scene.from_dict({k: v for k, v in d.items() if k != "provenance"})  # not part of equality
+    assert s.above(0.5).provenance == d["provenance"]
+    assert "provenance" not in Scene.from_dict({"image_size": [4, 4], "objects": []}).to_dict()
+    with pytest.raises(SceneError, match=r"scene\.provenance: must be a JSON object, got str"):
+        Scene.from_dict({**d, "provenance": "vlm"})

@@ -132,6 +132,34 @@ def test_extract_scenes_batched_and_per_image(squares):
         extract_scenes(IMAGES, backend=squares, threshold=0.5)
 
 
+def test_errors_return_keeps_each_images_own_error_and_reads_the_others(squares, tmp_path):
+    """``errors="return"``: an image that does not decode, or that a batched backend returns an error for, is its
+    own `PerceptionError`; the others are read (batched, per image, in worker processes)."""
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    items = [IMAGES[0], broken, IMAGES[2]]
+    for name, jobs in ((squares, 1), (f"{squares}-each", 1), (f"{squares}-each", 2)):
+        out = extract_scenes(items, backend=name, n_jobs=jobs, errors="return")
+        assert out[0] == WANT[0] and out[2] == WANT[2], name
+        assert isinstance(out[1], PerceptionError) and str(out[1]).startswith("images[1]")
+        with pytest.raises(PerceptionError, match=r"^images\[1\]"):
+            extract_scenes(items, backend=name, n_jobs=jobs)
+    with pytest.raises(ValueError, match="errors must be 'raise' or 'return', got 'ignore'"):
+        extract_scenes(IMAGES, backend=squares, errors="ignore")
+
+    def refusing(images, **settings):  # a batched backend that cannot read its second image
+        return [PerceptionError("too dark") if i == 1 else squares_scene(im) for i, im in enumerate(images)]
+
+    register_backend("refusing-test", PerceptionBackend("refusing-test", squares_extract, refusing))
+    try:
+        out = extract_scenes(IMAGES, backend="refusing-test", errors="return")
+        assert out[0] == WANT[0] and out[2] == WANT[2] and str(out[1]) == "images[1]: too dark"
+        with pytest.raises(PerceptionError, match=r"^images\[1\]: too dark$"):
+            extract_scenes(IMAGES, backend="refusing-test")
+    finally:
+        BACKENDS.pop("refusing-test")
+
+
 def test_extract_scenes_in_worker_processes(squares):
     """The backend object travels to workers that never registered it (its functions are module-level), and
     its init_worker runs there first."""
