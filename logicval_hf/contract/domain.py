@@ -33,8 +33,10 @@ from typing import Any
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract import spatial
-from logicval_hf.contract.domain_file import QUADRANT_VALUES, check_domain_block
+from logicval_hf.contract.domain_file import DERIVED_KINDS, QUADRANT_VALUES, RELATION_KINDS, check_domain_block
 from logicval_hf.errors import SpecError
+
+__all__ = ["DEFAULT_DOMAIN", "DERIVED_KINDS", "RELATION_KINDS", "Domain", "Relation", "domain_names", "load_domain"]
 
 #: the domain of the paper's benchmark, and of every spec or scene that names none
 DEFAULT_DOMAIN = "clevr"
@@ -260,7 +262,7 @@ def _load_file(path: str) -> Domain:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: not JSON, or not UTF-8
         raise SpecError(f"domain file {path}: cannot read it ({e})") from None
     where = f"domain file {path}"
     check_domain_block(data, where)  # a file is a domain file, never a catalog's block

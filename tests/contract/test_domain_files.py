@@ -160,10 +160,14 @@ def test_a_bad_file_gets_one_line_naming_the_file_and_the_key(tmp_path, base, ed
 
 
 def test_a_file_that_is_not_a_domain_object(tmp_path):
-    for doc in ([FRUIT], "fruit", {"attributes_": 1}, {}):
-        path = write(tmp_path, doc)
-        with pytest.raises(ValueError, match=re.escape(f"domain file {path}: ")):
+    paths = [write(tmp_path, doc) for doc in ([FRUIT], "fruit", {"attributes_": 1}, {})]
+    for i, raw in enumerate((b"\xff\xfe{", b"{'name': 1}", b"[" * 100_000)):
+        paths.append(str(tmp_path / f"raw-{i}.json"))
+        (tmp_path / f"raw-{i}.json").write_bytes(raw)
+    for path in paths:
+        with pytest.raises(ValueError, match=re.escape(f"domain file {path}: ")) as e:
             load_domain(path)
+        assert "\n" not in str(e.value)
 
 
 # ---- any malformed file -------------------------------------------------------------------------------------------
