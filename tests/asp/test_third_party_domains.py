@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from logicval_hf.contract import reference
 from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.scene import Scene, SceneObject
 from logicval_hf.contract.spec import Spec
-from logicval_hf.errors import SpecError
+from logicval_hf.errors import SceneError, SpecError
 
 ORDERS = {
     "left": {"kind": "centre_order", "axis": "x", "sign": -1, "inverse": "right", "phrase": "to the left of"},
@@ -81,7 +82,8 @@ def test_centre_orders_without_regions_solve_and_their_witness_verifies(tmp_path
     r = "left" if "x" in axes else "behind"
     spec = spec_in(path, 3, pair_rel(lit("book", "novel"), lit("color", "red"), r), exact(lit("book", "atlas"), 2))
     witness = _witness_verifies(spec)
-    assert witness.to_dict()["domain"] == f"shelf_{''.join(axes)}"
+    assert witness.to_dict()["domain"] == str(Path(path).resolve())
+    assert Scene.from_dict(witness.to_json()).domain is witness.domain  # its JSON reads back by itself
     assert sum(o["book"] == "atlas" for o in witness) == 2
 
 
@@ -177,7 +179,7 @@ def test_cli_solves_and_verifies_in_a_domain_file(tmp_path, capsys):
     witness = tmp_path / "witness.json"
     assert main(["solve", str(spec), "--witness"]) == 0
     witness.write_text(capsys.readouterr().out)
-    assert json.loads(witness.read_text())["domain"] == "shelf"
+    assert json.loads(witness.read_text())["domain"] == str(Path(path).resolve())
     assert main(["verify", str(spec), str(witness)]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
@@ -202,3 +204,14 @@ def test_a_spec_in_a_domain_file_round_trips_and_is_labelled_in_a_child_process(
     assert grounding_estimate(spec) > ISOLATE_ABOVE  # labelled in a child process, which reads the spec's JSON
     result = lv.solve(raw, timeout=120)  # both leftmost: contradictory
     assert result.label == "UNSAT" and result.core == (0, 1)
+
+
+def test_a_scene_names_its_domain_by_name_or_by_file(tmp_path):
+    path = shelf(tmp_path, "shelf_named")
+    spec = spec_in(path, 2, exact(lit("book", "novel"), 1))
+    objs = [{"book": "novel", "color": "red", "bbox": [10, 10, 50, 50]},
+            {"book": "atlas", "color": "red", "bbox": [100, 10, 150, 50]}]
+    for named in ("shelf_named", path, os.path.relpath(path)):
+        assert lv.verify(spec, {"image_size": [480, 320], "domain": named, "objects": objs}).ok, named
+    with pytest.raises(SceneError, match="'coco'"):
+        lv.verify(spec, {"image_size": [480, 320], "domain": "coco", "objects": objs})
