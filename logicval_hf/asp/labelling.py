@@ -22,8 +22,10 @@ from logicval_hf.asp.budget import Deadline
 from logicval_hf.asp.placement import MAX_RANKS, FloatBox, Placement, realise, undecided
 from logicval_hf.asp.programs import relation_families, solve_program, universe
 from logicval_hf.contract.catalog import Catalog, load_catalog
+from logicval_hf.contract.domain_file import QUADRANT
 from logicval_hf.contract.layout import layout_scene
 from logicval_hf.contract.scene import Scene, SceneObject
+from logicval_hf.contract.spatial import region_cell
 from logicval_hf.contract.spec import Spec, as_spec
 from logicval_hf.errors import SolverLimit
 
@@ -311,7 +313,9 @@ class SpecSolver:
 
     # -- witnesses ---------------------------------------------------------------------------------------------------
     def _witness(self, model: list[Atom], image_size: tuple[float, float]) -> Scene:
-        """A witness of a centre-order domain (CLEVR): the model's values, regions and orders laid out."""
+        """A witness of a centre-order domain (CLEVR): the model's values, regions and orders laid out. An axis no
+        relation orders keeps the objects in their regions' order (back before front, left before right)."""
+        dom = self.spec.domain
         n = self.spec.n if self.spec.n is not None else sum(1 for name, _ in model if name == "object")
         attrs: list[dict[str, str]] = [{} for _ in range(n)]
         regions = [""] * n
@@ -320,15 +324,19 @@ class SpecSolver:
         for name, args in model:
             if name == "hasProperty":
                 i, prop, val = args
-                if prop == "region":
+                if prop == QUADRANT:
                     regions[i] = val
                 else:
                     attrs[i][prop] = val
             elif name == "precedes":
                 (x_before if args[0] == "x" else y_before)[args[2]] += 1
-        x_order = sorted(range(n), key=lambda i: x_before[i])
-        y_order = sorted(range(n), key=lambda i: y_before[i])
-        return layout_scene(attrs, regions, x_order, y_order, image_size)
+        if QUADRANT not in dom.derived:
+            return layout_scene(attrs, None, sorted(range(n), key=lambda i: x_before[i]),
+                                sorted(range(n), key=lambda i: y_before[i]), image_size, dom)
+        cells = [region_cell(r) for r in regions]
+        x_order = sorted(range(n), key=lambda i: (cells[i][0], x_before[i]))
+        y_order = sorted(range(n), key=lambda i: (cells[i][1], y_before[i]))
+        return layout_scene(attrs, regions, x_order, y_order, image_size, dom)
 
     def _placed_witness(self, model: list[Atom], boxes: Mapping[int, FloatBox]) -> Scene:
         """A witness of a box-geometry domain: the placement's boxes, scores falling with the object number (so

@@ -24,13 +24,9 @@ from typing import Any
 
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.clip_tokens import CLIP_CONTEXT, clip_token_count
+from logicval_hf.contract.grammar import REGION_ATTRIBUTE, count_phrase, join_words
 from logicval_hf.contract.spec import Spec, as_spec
-from logicval_hf.contract.verbalise import (
-    REGION_ATTRIBUTE,
-    _join,
-    constraint_text,
-    count_phrase,
-)
+from logicval_hf.contract.verbalise import constraint_text
 
 __all__ = ["COMPACT_CLOSING", "COMPACT_LEAD", "compact_fits", "compact_prompt"]
 
@@ -45,7 +41,7 @@ COMPACT_REGIONS = "Regions are quarters of the floor: back is higher in the imag
 
 
 def _vocabulary(domain: Domain) -> str:
-    values = [_join(list(domain.values(a)), "or") for a in domain.perceived_attributes]
+    values = [join_words(list(domain.values(a)), "or") for a in domain.perceived_attributes]
     return COMPACT_VOCABULARY.format(values="; ".join(values))
 
 

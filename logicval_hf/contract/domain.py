@@ -21,6 +21,7 @@ domain's name.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
@@ -32,14 +33,13 @@ from typing import Any
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract import spatial
+from logicval_hf.contract.domain_file import DERIVED_KINDS, QUADRANT_VALUES, RELATION_KINDS, check_domain_block
 from logicval_hf.errors import SpecError
+
+__all__ = ["DEFAULT_DOMAIN", "DERIVED_KINDS", "RELATION_KINDS", "Domain", "Relation", "domain_names", "load_domain"]
 
 #: the domain of the paper's benchmark, and of every spec or scene that names none
 DEFAULT_DOMAIN = "clevr"
-DERIVED_KINDS = ("quadrant", "score_rank")
-RELATION_KINDS = ("centre_order", "box_offset", "box_area", "box_inside")
-_KEYS = ("name", "description", "attributes", "derived", "relations", "theta", "n_range", "max_objects", "noun",
-         "adjectives", "slot_props", "constants", "image_size")
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,6 @@ class Relation:
         return self.sign * (aa - ab) > 1e-9 * max(abs(aa), abs(ab))
 
 
-def _fail(where: str, msg: str) -> SpecError:
-    return SpecError(f"{where}: {msg}")
-
-
 @dataclass(frozen=True, eq=False)
 class Domain:
     """The vocabulary of one domain and the geometry of its relations (see the module docstring)."""
@@ -96,56 +92,46 @@ class Domain:
     adjectives: tuple[str, ...] = ()
     slot_props: Mapping[str, str] | None = None
     constants: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    image_size: tuple[int, int] = (480, 320)
+    image_size: tuple[float, float] = (480, 320)
     description: str = ""
+    #: the paragraph that opens a full prompt (``{attributes}``, ``{regions}``: docs/domains.md §1); "" builds one
+    prompt_description: str = ""
+    #: the file a domain of one's own was read from, as specs name it when written back ("" for a shipped domain)
+    source: str = ""
 
     # ---- construction --------------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, block: Mapping[str, Any], where: str = "domain") -> Domain:
         """A domain file's JSON, or (for catalogs) a catalog's ``domain`` block: the vocabulary at top level,
-        everything else taken from the CLEVR domain file."""
-        if not isinstance(block, Mapping):
-            raise _fail(where, f"must be a JSON object, got {type(block).__name__}")
-        if "attributes" not in block:
+        everything else taken from the CLEVR domain file.
+
+        Raises:
+            SpecError: a domain file that breaks the schema (`logicval_hf.contract.domain_file`), one line naming
+                ``where`` and the key.
+        """
+        if isinstance(block, Mapping) and "attributes" not in block and "name" not in block:
             return _from_catalog_block(block)
-        unknown = [k for k in block if k not in _KEYS]
-        if unknown:
-            raise _fail(where, f"unknown keys {unknown}; a domain has {list(_KEYS)}")
-        for key in ("name", "attributes", "relations", "theta"):
-            if key not in block:
-                raise _fail(where, f"missing {key!r}")
-        name = block["name"]
+        check_domain_block(block, where)
         attrs = {str(a): tuple(str(v) for v in vals) for a, vals in block["attributes"].items()}
         derived = {str(k): dict(v) for k, v in block.get("derived", {}).items()}
         for k, d in derived.items():
-            if d.get("kind") not in DERIVED_KINDS:
-                raise _fail(f"{where}.derived.{k}.kind", f"{d.get('kind')!r} is not one of {list(DERIVED_KINDS)}")
             if d["kind"] == "quadrant":
-                attrs[k] = tuple(d["values"])
-            elif d.get("within") not in attrs:
-                raise _fail(f"{where}.derived.{k}.within", f"{d.get('within')!r} is not an attribute")
-        rules = {}
-        for r, d in block["relations"].items():
-            if d.get("kind") not in RELATION_KINDS:
-                raise _fail(f"{where}.relations.{r}.kind", f"{d.get('kind')!r} is not one of {list(RELATION_KINDS)}")
-            rules[r] = Relation(r, d["kind"], d["inverse"], d.get("phrase", r), d.get("axis"), int(d.get("sign", 1)),
-                                float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)))
-        for r, rule in rules.items():
-            if rules.get(rule.inverse) is None or rules[rule.inverse].inverse != r:
-                raise _fail(f"{where}.relations.{r}.inverse",
-                            f"{rule.inverse!r} must be a relation whose inverse is {r!r}")
-        kinds = {rule.kind == "centre_order" for rule in rules.values()}
-        if len(kinds) > 1:
-            raise _fail(f"{where}.relations", "mixes centre_order with box relations; one domain uses one geometry")
+                d["values"] = list(QUADRANT_VALUES)
+                attrs[k] = QUADRANT_VALUES
+        rules = {r: Relation(r, d["kind"], d["inverse"], d.get("phrase", r), d.get("axis"), int(d["sign"]),
+                             float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)))
+                 for r, d in block["relations"].items()}
         n_range = block.get("n_range")
         max_objects = int(block.get("max_objects") or (n_range[1] if n_range else 16))
         lo, hi = (int(n_range[0]), int(n_range[1])) if n_range else (1, max_objects)
         constants = {str(c): {str(v): int(w) for v, w in table.items()}
-                     for c, table in block.get("constants", {}).items()}
-        return cls(attrs, tuple(rules), tuple(block["theta"]), lo, hi, name=str(name), open_size=n_range is None,
-                   derived=derived, rules=rules, noun=block.get("noun"), adjectives=tuple(block.get("adjectives", ())),
-                   slot_props=block.get("slot_props"), constants=constants,
-                   image_size=tuple(block.get("image_size", (480, 320))), description=block.get("description", ""))
+                     for c, table in (block.get("constants") or {}).items()}
+        size = block.get("image_size") or (480, 320)
+        return cls(attrs, tuple(rules), tuple(block["theta"]), lo, hi, name=str(block["name"]),
+                   open_size=n_range is None, derived=derived, rules=rules, noun=block.get("noun"),
+                   adjectives=tuple(block.get("adjectives", ())), slot_props=block.get("slot_props"),
+                   constants=constants, image_size=(size[0], size[1]), description=block.get("description", ""),
+                   prompt_description=block.get("prompt_description", ""))
 
     # ---- identity --------------------------------------------------------------------------------------------
     @functools.cached_property
@@ -194,7 +180,10 @@ class Domain:
 
     @property
     def ordered(self) -> bool:
-        """Whether relations are strict centre orders (CLEVR): solved as two total orders, not box placements."""
+        """Whether relations are strict centre orders (CLEVR): solved as two total orders, not box placements. A
+        domain without relations is solved so too, unless it ranks scores (ranks are solved with boxes)."""
+        if not self.rules:
+            return not self.numeric_attributes
         return all(r.kind == "centre_order" for r in self.rules.values())
 
     def canonical_relations(self) -> list[tuple[str, str]]:
@@ -254,7 +243,8 @@ def _from_catalog_block(block: Mapping[str, Any]) -> Domain:
     rules = {r: base.rules[r] for r in block["relations"]}
     domain = Domain(attrs, tuple(block["relations"]), tuple(block["theta"]), int(lo), int(hi), name=base.name,
                   derived={k: v for k, v in base.derived.items() if k in derived and k in attrs}, rules=rules,
-                  noun=base.noun, adjectives=base.adjectives, image_size=base.image_size, description=base.description)
+                  noun=base.noun, adjectives=base.adjectives, image_size=base.image_size, description=base.description,
+                  prompt_description=base.prompt_description)
     return base if domain == base else domain  # the shipped catalog: one CLEVR domain object everywhere
 
 
@@ -272,9 +262,17 @@ def _load_file(path: str) -> Domain:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: not JSON, or not UTF-8
         raise SpecError(f"domain file {path}: cannot read it ({e})") from None
-    return Domain.from_dict(data, where=f"domain file {path}")
+    where = f"domain file {path}"
+    check_domain_block(data, where)  # a file is a domain file, never a catalog's block
+    domain = Domain.from_dict(data, where=where)
+    shipped = _domain_dir() / f"{domain.name}.json"
+    if not shipped.is_file():
+        return dataclasses.replace(domain, source=path)
+    if Path(path).resolve() != shipped.resolve():
+        raise SpecError(f"{where}: name: {domain.name!r} is a shipped domain's name; give this domain its own")
+    return domain
 
 
 def load_domain(domain: str | Path | Domain | None = None) -> Domain:

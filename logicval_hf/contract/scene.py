@@ -43,6 +43,11 @@ def _number(path: str, v: Any) -> float:
     return v
 
 
+def _names(named: str, domain: Domain) -> bool:
+    """Whether a scene's ``domain`` key names ``domain``: by its name, or by the path of its file."""
+    return named == domain.name or (bool(domain.source) and str(Path(named).resolve()) == domain.source)
+
+
 @dataclass(frozen=True)
 class SceneObject:
     """One object: its attribute values (e.g. colour, shape, material) and its box ``[x0, y0, x1, y1]``."""
@@ -122,7 +127,7 @@ class Scene:
                 domain = load_catalog().domain if named in (None, DEFAULT_DOMAIN) else load_domain(named)
             except SpecError as e:
                 raise SceneError(f"scene.domain: {e}") from None
-        elif named is not None and named != domain.name:
+        elif named is not None and not _names(named, domain):
             raise SceneError(f"scene.domain: the scene is in domain {named!r}, but domain {domain.name!r} is expected "
                              "(the spec's)")
         size = d["image_size"]
@@ -215,8 +220,8 @@ class Scene:
         # image sizes are pixel counts: integral values are written as integers ([480, 320], not [480.0, 320.0])
         size = [int(v) if float(v).is_integer() else v for v in self.image_size]
         out: dict[str, Any] = {"image_size": size}
-        if self.domain.name != DEFAULT_DOMAIN:
-            out["domain"] = self.domain.name
+        if self.domain.name != DEFAULT_DOMAIN:  # a domain of one's own by its file, so that the JSON reads back
+            out["domain"] = self.domain.source or self.domain.name
         out["objects"] = [o.to_dict() for o in self.objects]
         if self.confidence is not None:
             out["confidence"] = self.confidence

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from logicval_hf.contract.catalog import Catalog, Slot, Template, load_catalog
@@ -175,10 +175,12 @@ def _literals(where: str, values: list[ParamValue], kind: type[_Lit]) -> list[_L
 
 @dataclass(frozen=True)
 class Constraint:
-    """A template instantiated with parameter values."""
+    """A template instantiated with parameter values, in a domain (None: built without one, read as the catalog's;
+    the verbaliser then uses the shipped domains' words)."""
 
     template: Template
     params: Mapping[str, ParamValue]
+    domain: Domain | None = field(default=None, compare=False, repr=False)
 
     @property
     def template_id(self) -> str:
@@ -211,7 +213,7 @@ class Constraint:
                             f"{dom.name!r} lacks (it has {list(dom.numeric_attributes) or 'none'})")
         params = {s.name: _parse_param(f"{path}.params.{s.name}", s, raw[s.name], dom) for s in template.slots}
         _check_slot_rules(path + ".params", template, params, dom)
-        c = cls(template, params)
+        c = cls(template, params, dom)
         if n is not None:
             c.check_counts(n, catalog, path, dom)
         return c
@@ -353,8 +355,8 @@ class Spec:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if self.domain.name != DEFAULT_DOMAIN:
-            out["domain"] = self.domain.name
+        if self.domain.name != DEFAULT_DOMAIN:  # a domain of one's own by its file, so that the JSON reads back
+            out["domain"] = self.domain.source or self.domain.name
         if self.n is not None:
             out["n"] = self.n
         out["constraints"] = [c.to_dict() for c in self.constraints]

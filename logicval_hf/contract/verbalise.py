@@ -1,97 +1,80 @@
 """The deterministic verbaliser: constraints and specs to English, and Soft-TIFA sub-questions.
 
-Everything rendered here comes from the catalog: the template strings (``nl.short``, ``nl.long``,
-``nl.anti_vacuity`` and ``subquestions``, docs/verbaliser.md) and the domain vocabulary (``load_catalog().domain``).
+Everything rendered here comes from the catalog and the spec's domain: the template strings (``nl.short``,
+``nl.long``, ``nl.anti_vacuity`` and ``subquestions``, docs/verbaliser.md), the domain's vocabulary and words (its
+noun, adjectives and relation phrases: `logicval_hf.contract.grammar`) and the domain file's prompt description.
 This module only knows the *grammar* of the placeholders:
 
-* noun phrases put the colour and material adjectives first, then the shape noun (or ``object``), then the
-  region (``in the back-left region (r0)``), then the negated literals as a relative clause
-  (``red object that is not a cube``, ``objects that are not red and not metal``);
+* noun phrases put the domain's adjectives first (CLEVR: colour, then material), then its noun (CLEVR: the shape;
+  ``object`` without one), then the region (``in the back-left region (r0)``), then the negated literals as a
+  relative clause (``red object that is not a cube``, ``objects that are not red and not metal``);
 * articles (a/an) follow the sound of the next word, plurals follow English spelling rules, and a count
   agrees with its noun (``1 red object``, ``2 red objects``);
 * an unknown placeholder, a missing slot or a slot of the wrong type raises `VerbaliseError`; no brace
   ever reaches the output.
 
-The full prompt (Appendix C of the paper) is assembled from the module-level string templates below
-(``DOMAIN_TEMPLATE``, ``PROMPT_TEMPLATE``, ...), so the exact wording can be reviewed in one place.
+The full prompt (Appendix C of the paper) is assembled from the domain's description and the module-level string
+templates below (``PROMPT_TEMPLATE``, ...), so the exact wording can be reviewed in one place; CLEVR's description
+is ``prompt_description`` in ``domains/clevr.json``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
-from logicval_hf.contract.domain import domain_names, load_domain
-from logicval_hf.contract.spatial import region_cell
+from logicval_hf.contract.grammar import (
+    ADJECTIVE_ORDER,
+    GENERIC_NOUN,
+    IRREGULAR_PLURALS,
+    NOUN_ATTRIBUTE,
+    NOUN_ATTRIBUTES,
+    REGION_ATTRIBUTE,
+    REGION_COLUMN_WORDS,
+    REGION_ROW_WORDS,
+    REGION_TEMPLATE,
+    REL_PHRASES,
+    THETA_FLIP,
+    THETA_PHRASES,
+    VerbaliseError,
+    article,
+    constraint_names,
+    count_phrase,
+    join_words,
+    noun_phrase,
+    plural,
+    predicate,
+    region_name,
+    rel_phrase,
+    with_article,
+)
 from logicval_hf.contract.spec import AttrLit, Constraint, RelLit, Spec, as_spec
 
 __all__ = [
     "VerbaliseError", "REGISTERS", "article", "with_article", "plural", "region_name", "noun_phrase",
     "predicate", "render", "constraint_text", "domain_description", "full_prompt", "subquestions",
     "spec_subquestions", "check_expect", "count_candidates", "parse_expect", "constraint_names",
+    # the grammar's names, read from here by callers (logicval_hf.contract.grammar)
+    "ADJECTIVE_ORDER", "GENERIC_NOUN", "IRREGULAR_PLURALS", "NOUN_ATTRIBUTE", "NOUN_ATTRIBUTES", "REGION_ATTRIBUTE",
+    "REGION_COLUMN_WORDS", "REGION_ROW_WORDS", "REGION_TEMPLATE", "REL_PHRASES", "THETA_FLIP", "THETA_PHRASES",
+    "count_phrase", "rel_phrase",
 ]
 
-
-class VerbaliseError(ValueError):
-    """A template string cannot be rendered (unknown placeholder, missing or mistyped slot, bad register)."""
-
-
 REGISTERS = ("short", "long")
-
-# ------------------------------------------------------------------------------------------------
-# Grammar of the attribute vocabulary. Attribute *names* play fixed grammatical roles; the attribute
-# *values* (the vocabulary) are always read from the catalog's domain block.
-# ------------------------------------------------------------------------------------------------
-
-_DOMAINS = [load_domain(name) for name in domain_names()]
-#: attributes rendered as adjectives before the noun, in this order (docs/verbaliser.md §3: colour, material), as every
-#: shipped domain file declares them
-ADJECTIVE_ORDER = tuple(dict.fromkeys(a for d in _DOMAINS for a in d.adjectives))
-#: the attributes whose value is the head noun (CLEVR ``cube``, COCO ``dog``); without one the noun is
-#: ``GENERIC_NOUN``
-NOUN_ATTRIBUTES = frozenset(d.noun for d in _DOMAINS if d.noun)
-NOUN_ATTRIBUTE = "shape"  # CLEVR's, kept for callers that name it
-#: the attribute rendered as a prepositional phrase after the noun
-REGION_ATTRIBUTE = "region"
-GENERIC_NOUN = "object"
-
-#: the phrase of each relation, reading ``rel(a, b)`` as "a is <phrase> b" (docs/regions.md §3; the domain files)
-REL_PHRASES = {r: rule.phrase for d in _DOMAINS for r, rule in d.rules.items()}
-
-#: comparators in words, for "the number of A is <words> the number of B"
-THETA_PHRASES = {
-    "=": "equal to",
-    "!=": "different from",
-    "<": "smaller than",
-    "<=": "at most",
-    ">": "greater than",
-    ">=": "at least",
-}
-
-#: the mirrored comparator: ``a T b`` iff ``b FLIP[T] a``
-THETA_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-
-#: region words by (row, column) of docs/regions.md §2: row 0 = back, row 1 = front; column 0 = left, 1 = right
-REGION_ROW_WORDS = ("back", "front")
-REGION_COLUMN_WORDS = ("left", "right")
-REGION_TEMPLATE = "the {row}-{column} region ({value})"
 
 # ------------------------------------------------------------------------------------------------
 # The prompt (Appendix C). ``{...}`` fields here are Python format fields, filled by `full_prompt`.
 # ------------------------------------------------------------------------------------------------
 
-#: the CLEVR domain description at the top of every prompt (fields filled by `domain_description`)
-DOMAIN_TEMPLATE = (
-    "The image shows a CLEVR scene: simple 3D objects standing on a flat surface, seen by a camera "
-    "from the front and above. {attributes} "
-    "The surface is divided into a 2 x 2 grid of four regions by its vertical and horizontal midlines: {regions}. "
-    "Back means farther from the camera (higher in the image) and front means closer to the camera "
-    "(lower in the image); left and right are as seen in the image. "
-    "The regions fix only the order across the midlines: every object in a left region is to the left "
-    "of every object in a right region, and every object in a back region is behind every object in a "
-    "front region; objects on the same side of a midline may be in either order along that direction."
+#: the description of a domain whose file has no ``prompt_description``: its ``description`` (or
+#: `GENERIC_DESCRIPTION`), the attribute vocabulary, and the regions when it has them
+GENERIC_DESCRIPTION = "The image shows a scene of objects."
+GENERIC_DOMAIN_TEMPLATE = "{description} {attributes}"
+GENERIC_REGIONS_TEMPLATE = (
+    " The image is divided into a 2 x 2 grid of four regions by its vertical and horizontal midlines: {regions}; "
+    "back means the upper half of the image and front the lower half."
 )
 #: how the attribute vocabulary is listed ("one color (gray, red, ... or yellow)")
 ATTRIBUTES_TEMPLATE = "Every object has {items}."
@@ -118,156 +101,9 @@ EMPTY_SCENE_INSTRUCTION_WHITE = (
     "generate an empty white scene without any objects."
 )
 
-# ------------------------------------------------------------------------------------------------
-# Words
-# ------------------------------------------------------------------------------------------------
-
-# words spelled with a vowel but pronounced with a consonant sound, and the other way round
-_A_PREFIXES = ("uni", "use", "usu", "uti", "ure", "eu", "ewe", "one", "once", "ubiq")
-_AN_PREFIXES = ("hour", "honest", "honor", "honour", "heir")
-
-
-def article(phrase: str) -> str:
-    """``a`` or ``an`` for the phrase that follows (by the sound of its first word)."""
-    word = phrase.strip().split(" ", 1)[0].lower() if phrase.strip() else ""
-    if not word:
-        raise VerbaliseError("an article needs a following word")
-    if word.startswith(_AN_PREFIXES):
-        return "an"
-    if word.startswith(_A_PREFIXES):
-        return "a"
-    if word[0].isdigit():  # "an 8", "an 11", "an 18", "a 2"
-        return "an" if word[0] == "8" or word in ("11", "18") else "a"
-    return "an" if word[0] in "aeiou" else "a"
-
-
-def with_article(phrase: str) -> str:
-    return f"{article(phrase)} {phrase}"
-
-
-#: plurals the regular rule gets wrong (COCO's nouns among them)
-IRREGULAR_PLURALS = {"person": "people", "sheep": "sheep", "skis": "skis", "scissors": "scissors", "knife": "knives",
-                     "mouse": "mice", "broccoli": "broccoli", "tv": "tvs"}
-
-
-def plural(noun: str) -> str:
-    """English plural of a (regular) noun: cube/cubes, box/boxes, body/bodies."""
-    if not noun:
-        raise VerbaliseError("cannot pluralise an empty noun")
-    head, _, last = noun.rpartition(" ")
-    if last.lower() in IRREGULAR_PLURALS:  # on the last word: "computer mouse" -> "computer mice"
-        return (head + " " if head else "") + IRREGULAR_PLURALS[last.lower()]
-    low = noun.lower()
-    if low.endswith(("s", "x", "z", "ch", "sh")):
-        return noun + "es"
-    if low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
-        return noun[:-1] + "ies"
-    return noun + "s"
-
-
-def _join(items: Sequence[str], conj: str = "and") -> str:
-    items = [i for i in items if i]
-    if not items:
-        return ""
-    if len(items) == 1:
-        return items[0]
-    return f"{', '.join(items[:-1])} {conj} {items[-1]}"
-
-
-def constraint_names(indices: Iterable[int]) -> str:
-    """Constraint indices (0-based, as in ``Verdict.violated`` and ``SolveResult.core``) named as the prompt
-    numbers them (from 1, `CONSTRAINT_ITEM_TEMPLATE`): ``[]`` -> ``"none"``, ``[0]`` -> ``"Constraint 1"``,
-    ``[0, 2]`` -> ``"Constraints 1 and 3"``. For every human-facing text; JSON and Python stay 0-based."""
-    nums = [str(int(i) + 1) for i in sorted(set(indices))]
-    if not nums:
-        return "none"
-    return ("Constraint " if len(nums) == 1 else "Constraints ") + _join(nums)
-
-
-def region_name(value: str) -> str:
-    """``the back-left region (r0)`` (docs/regions.md §2)."""
-    try:
-        col, row = region_cell(value)
-        return REGION_TEMPLATE.format(row=REGION_ROW_WORDS[row], column=REGION_COLUMN_WORDS[col], value=value)
-    except (ValueError, IndexError):
-        raise VerbaliseError(f"unknown region {value!r}; regions are r0..r3 (docs/regions.md §2)") from None
-
 
 def _capitalise(s: str) -> str:
     return s[:1].upper() + s[1:]
-
-
-# ------------------------------------------------------------------------------------------------
-# Literals: predicates and noun phrases
-# ------------------------------------------------------------------------------------------------
-
-
-def predicate(lit: AttrLit, plural_form: bool = False, positive: bool = False) -> str:
-    """``red`` / ``a cube`` / ``cubes`` / ``in the back-left region (r0)``, prefixed ``not`` when negated.
-
-    ``positive=True`` drops the negation (``{pos:..}``, ``{posp:..}``).
-    """
-    if lit.prop in NOUN_ATTRIBUTES:
-        core = plural(lit.value) if plural_form else with_article(lit.value)
-    elif lit.prop == REGION_ATTRIBUTE:
-        core = "in " + region_name(lit.value)
-    else:
-        core = lit.value
-    return f"not {core}" if lit.negated and not positive else core
-
-
-def noun_phrase(lits: Iterable[AttrLit], plural_form: bool = False, with_art: bool = False) -> str:
-    """The noun phrase of a conjunction of literals (docs/verbaliser.md §3).
-
-    Positive colour/material literals become adjectives (in ``ADJECTIVE_ORDER``, then any other attribute),
-    the positive shape literal the head noun (otherwise ``object``), the positive region literal a trailing
-    ``in the ... region (rK)``, and negated literals (in the given order) a relative clause
-    ``that is not red and not a cube`` / ``that are not red and not cubes``.
-    """
-    lits = list(lits)
-    for lit in lits:
-        if not isinstance(lit, AttrLit):
-            raise VerbaliseError(f"a noun phrase takes attribute literals, got {lit!r}")
-    adjectives: list[AttrLit] = []
-    noun: AttrLit | None = None
-    region: AttrLit | None = None
-    clause: list[AttrLit] = []
-    for lit in lits:
-        if lit.negated:
-            clause.append(lit)
-        elif lit.prop in NOUN_ATTRIBUTES and noun is None:
-            noun = lit
-        elif lit.prop == REGION_ATTRIBUTE and region is None:
-            region = lit
-        elif lit.prop not in NOUN_ATTRIBUTES | {REGION_ATTRIBUTE} and all(a.prop != lit.prop for a in adjectives):
-            adjectives.append(lit)
-        else:  # a second positive value of one attribute: cannot be an adjective, say it in the clause
-            clause.append(lit)
-    order = {p: i for i, p in enumerate(ADJECTIVE_ORDER)}
-    adjectives.sort(key=lambda a: order.get(a.prop, len(order)))  # stable: unknown attributes keep their order
-    head = plural(noun.value if noun else GENERIC_NOUN) if plural_form else (noun.value if noun else GENERIC_NOUN)
-    words = [a.value for a in adjectives] + [head]
-    if region is not None:
-        words.append("in " + region_name(region.value))
-    if clause:
-        positives = [predicate(c, plural_form) for c in clause if not c.negated]
-        negatives = [predicate(c, plural_form) for c in clause if c.negated]
-        words.append(("that are " if plural_form else "that is ") + _join(positives + negatives))
-    phrase = " ".join(words)
-    return with_article(phrase) if with_art and not plural_form else phrase
-
-
-def count_phrase(k: int, lits: Sequence[AttrLit]) -> str:
-    """``1 red object``, ``2 red objects``, ``3 objects``."""
-    return f"{k} {noun_phrase(lits, plural_form=(k != 1))}"
-
-
-def rel_phrase(lit: RelLit) -> str:
-    try:
-        core = REL_PHRASES[lit.rel]
-    except KeyError:
-        raise VerbaliseError(f"no English phrase for relation {lit.rel!r}; known: {sorted(REL_PHRASES)}") from None
-    return f"not {core}" if lit.negated else core
 
 
 # ------------------------------------------------------------------------------------------------
@@ -290,7 +126,7 @@ def _slot(params: Mapping[str, Any], name: str, kind: str, types: tuple[type, ..
     return v
 
 
-def _render_one(body: str, params: Mapping[str, Any], n: int | None) -> str:
+def _render_one(body: str, params: Mapping[str, Any], n: int | None, domain: Domain | None) -> str:
     kind, sep, arg = body.partition(":")
     kind = kind.strip()
     args = [a.strip() for a in arg.split(",")] if sep else []
@@ -315,34 +151,34 @@ def _render_one(body: str, params: Mapping[str, Any], n: int | None) -> str:
         if kind in ("prop", "val") and len(lits) != 1:
             raise VerbaliseError(f"placeholder {{{body}}} takes exactly one attribute slot")
         if kind == "np":
-            return noun_phrase(lits)
+            return noun_phrase(lits, domain=domain)
         if kind == "a":
-            return noun_phrase(lits, with_art=True)
+            return noun_phrase(lits, with_art=True, domain=domain)
         if kind == "nps":
-            return noun_phrase(lits, plural_form=True)
+            return noun_phrase(lits, plural_form=True, domain=domain)
         if kind == "posnps":
-            return noun_phrase([AttrLit(lit.prop, lit.value, False) for lit in lits], plural_form=True)
+            return noun_phrase([AttrLit(lit.prop, lit.value, False) for lit in lits], plural_form=True, domain=domain)
         if kind == "pred":
-            return _join([predicate(lit) for lit in lits])
+            return join_words([predicate(lit, domain=domain) for lit in lits])
         if kind == "ppred":
-            return _join([predicate(lit, plural_form=True) for lit in lits])
+            return join_words([predicate(lit, plural_form=True, domain=domain) for lit in lits])
         if kind == "pos":
-            return _join([predicate(lit, positive=True) for lit in lits])
+            return join_words([predicate(lit, positive=True, domain=domain) for lit in lits])
         if kind == "posp":
-            return _join([predicate(lit, plural_form=True, positive=True) for lit in lits])
+            return join_words([predicate(lit, plural_form=True, positive=True, domain=domain) for lit in lits])
         if kind == "mustbe":
-            return _join([("must not be " if lit.negated else "must be ") + predicate(lit, positive=True)
-                          for lit in lits])
+            return join_words([("must not be " if lit.negated else "must be ")
+                               + predicate(lit, positive=True, domain=domain) for lit in lits])
         if kind == "prop":
             return lits[0].prop
         return lits[0].value  # val
     if kind == "rel":
         rels = [_slot(params, a, kind, (RelLit,)) for a in args]
-        return _join([rel_phrase(r) for r in rels])
+        return join_words([rel_phrase(r, domain) for r in rels])
     if kind == "num":
         k = _slot(params, args[0], kind, (int,))
         lits = [_slot(params, a, kind, (AttrLit,)) for a in args[1:]]
-        return count_phrase(k, lits)
+        return count_phrase(k, lits, domain)
     if kind in ("theta", "flip"):
         if len(args) != 1:
             raise VerbaliseError(f"placeholder {{{body}}} takes exactly one comparator slot")
@@ -354,15 +190,18 @@ def _render_one(body: str, params: Mapping[str, Any], n: int | None) -> str:
     raise VerbaliseError(f"unknown placeholder {{{body}}}; kinds are {list(_ALL_KINDS)}")
 
 
-def render(text: str, params: Mapping[str, Any] | Constraint, n: int | None = None) -> str:
+def render(text: str, params: Mapping[str, Any] | Constraint, n: int | None = None,
+           domain: Domain | None = None) -> str:
     """Fill every placeholder of a catalog string with the constraint's parameters.
 
-    ``params`` is a `Constraint` or its ``params`` mapping. Raises `VerbaliseError` on an unknown placeholder,
-    a missing or mistyped slot, or a stray brace; the result never contains ``{`` or ``}``.
+    ``params`` is a `Constraint` or its ``params`` mapping; ``domain`` gives the words (default: the constraint's
+    domain, else the shipped domains' words: `logicval_hf.contract.grammar`). Raises `VerbaliseError` on an unknown
+    placeholder, a missing or mistyped slot, or a stray brace; the result never contains ``{`` or ``}``.
     """
     if isinstance(params, Constraint):
+        domain = domain or params.domain
         params = params.params
-    out = _PLACEHOLDER.sub(lambda m: _render_one(m.group(1), params, n), text)
+    out = _PLACEHOLDER.sub(lambda m: _render_one(m.group(1), params, n, domain), text)
     if "{" in out or "}" in out:
         raise VerbaliseError(f"unbalanced brace in template string {text!r}")
     return out
@@ -383,28 +222,36 @@ def _check_register(register: str) -> None:
         raise VerbaliseError(f"unknown register {register!r}; expected one of {list(REGISTERS)}")
 
 
-def constraint_text(constraint: Constraint, n: int | None = None, register: str = "short") -> str:
+def constraint_text(constraint: Constraint, n: int | None = None, register: str = "short",
+                    domain: Domain | None = None) -> str:
     """The constraint in English: the register's sentence, then the anti-vacuity sentence if any
-    (docs/verbaliser.md §1)."""
+    (docs/verbaliser.md §1), in the words of ``domain`` (default: the constraint's)."""
     _check_register(register)
     nl = constraint.template.nl
     if register not in nl:
         raise VerbaliseError(f"template {constraint.template.id} has no {register!r} string")
-    parts = [_sentence(render(nl[register], constraint, n))]
+    parts = [_sentence(render(nl[register], constraint, n, domain))]
     if nl.get("anti_vacuity"):
-        parts.append(_sentence(render(nl["anti_vacuity"], constraint, n)))
+        parts.append(_sentence(render(nl["anti_vacuity"], constraint, n, domain)))
     return " ".join(parts)
 
 
 def domain_description(domain: Domain | None = None) -> str:
-    """The CLEVR domain description (attribute vocabulary and the 2x2 regions) read from the catalog domain."""
+    """The paragraph that opens a full prompt: the domain file's ``prompt_description`` with the attribute
+    vocabulary and the region names filled in, or, without one, its ``description`` followed by the vocabulary
+    and the regions (docs/domains.md §1). Default domain: the catalog's (CLEVR)."""
     domain = domain or load_catalog().domain
     items = [
-        ATTRIBUTE_ITEM_TEMPLATE.format(attribute=a, values=_join(list(domain.values(a)), "or"))
+        ATTRIBUTE_ITEM_TEMPLATE.format(attribute=a, values=join_words(list(domain.values(a)), "or"))
         for a in domain.perceived_attributes
     ]
-    regions = [region_name(r) for r in domain.attributes.get(REGION_ATTRIBUTE, ())]
-    return DOMAIN_TEMPLATE.format(attributes=ATTRIBUTES_TEMPLATE.format(items=_join(items)), regions=_join(regions))
+    attributes = ATTRIBUTES_TEMPLATE.format(items=join_words(items))
+    regions = join_words([region_name(r) for r in domain.attributes.get(REGION_ATTRIBUTE, ())])
+    if domain.prompt_description:
+        return domain.prompt_description.format(attributes=attributes, regions=regions)
+    text = GENERIC_DOMAIN_TEMPLATE.format(description=domain.description or GENERIC_DESCRIPTION,
+                                          attributes=attributes)
+    return text + (GENERIC_REGIONS_TEMPLATE.format(regions=regions) if regions else "")
 
 
 def full_prompt(
@@ -431,7 +278,7 @@ def full_prompt(
         lead_in = LEAD_IN_MANY.format(m=len(texts))
         body = "\n".join(CONSTRAINT_ITEM_TEMPLATE.format(i=i, text=t) for i, t in enumerate(texts, 1))
     return PROMPT_TEMPLATE.format(
-        domain=domain_description(catalog.domain),
+        domain=domain_description(spec.domain),
         objects=count_phrase(n, []),
         lead_in=lead_in,
         constraints=body,
@@ -544,7 +391,7 @@ def subquestions(constraint: Constraint, n: int, catalog: Catalog | None = None)
                     f"{where}: value expectation must be a {{val:SLOT}} placeholder, got {raw_expect!r}")
             lit = _slot(constraint.params, m.group(1), "val", (AttrLit,))
             expect = lit.value
-            candidates = list(catalog.domain.values(lit.prop))
+            candidates = list((constraint.domain or catalog.domain).values(lit.prop))
         elif qtype == "count":
             expect = render(raw_expect, constraint, n).replace(" ", "")
             expect = re.sub(r"(?<![A-Za-z0-9_])n(?![A-Za-z0-9_])", str(n), expect)
