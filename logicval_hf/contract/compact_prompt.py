@@ -5,7 +5,7 @@ description of about 220 words, so a model that encodes its prompt with CLIP (St
 reads the first 75 tokens of that description and never a constraint. The compact prompt puts what decides the
 verdict first and the description last, shortened:
 
-1. the number of objects, in a one-line description of the scene;
+1. the number of objects, in a one-line description of the scene (the domain file's ``compact_description``);
 2. the constraints (numbered ``(1) ... (2) ...`` when there are several);
 3. the instruction to draw an empty scene when nothing can satisfy the description;
 4. then, each only while the whole prompt stays within `CLIP_CONTEXT` tokens: what the regions are when a
@@ -30,8 +30,9 @@ from logicval_hf.contract.verbalise import constraint_text
 
 __all__ = ["COMPACT_CLOSING", "COMPACT_LEAD", "compact_fits", "compact_prompt"]
 
-#: the scene in one line, with the number of objects (``{objects}``: "exactly 5 objects")
-COMPACT_LEAD = "A CLEVR scene, seen from the front and above, with exactly {objects}."
+#: the scene in one line, with the number of objects (``{objects}``: "5 objects"), for a domain whose file has no
+#: ``compact_description`` (CLEVR's: "A CLEVR scene, seen from the front and above, with exactly {objects}.")
+COMPACT_LEAD = "A scene with exactly {objects}."
 #: the empty-scene instruction, shortened
 COMPACT_CLOSING = "If this is impossible, show an empty scene."
 #: the vocabulary: "Objects: gray, ... or yellow; cube, sphere or cylinder; rubber or metal."
@@ -51,10 +52,11 @@ def _names_a_region(spec: Spec) -> bool:
     return any(f'"{REGION_ATTRIBUTE}"' in json.dumps(c.to_dict()) for c in spec.constraints)
 
 
-def _core(spec: Spec, n: int) -> str:
+def _core(spec: Spec, n: int, domain: Domain) -> str:
     texts = [constraint_text(c, n, "short") for c in spec.constraints]
     body = texts[0] if len(texts) == 1 else " ".join(f"({i}) {t}" for i, t in enumerate(texts, 1))
-    return " ".join((COMPACT_LEAD.format(objects=count_phrase(n, [])), body, COMPACT_CLOSING))
+    lead = domain.compact_description or COMPACT_LEAD
+    return " ".join((lead.format(objects=count_phrase(n, [])), body, COMPACT_CLOSING))
 
 
 def compact_prompt(spec: Spec | Mapping[str, Any] | str, catalog: Catalog | None = None) -> str:
@@ -70,7 +72,7 @@ def compact_prompt(spec: Spec | Mapping[str, Any] | str, catalog: Catalog | None
     spec = as_spec(spec, catalog)
     n = spec.fixed_n("a compact prompt")
     domain = spec.domain or catalog.domain
-    text = _core(spec, n)
+    text = _core(spec, n, domain)
     # the constraints name regions by their full names ("the back-left region (r0)"): what is left to say is
     # where back is
     extras = [COMPACT_REGIONS, _vocabulary(domain)] if _names_a_region(spec) else [_vocabulary(domain)]

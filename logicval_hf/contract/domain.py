@@ -96,6 +96,8 @@ class Domain:
     description: str = ""
     #: the paragraph that opens a full prompt (``{attributes}``, ``{regions}``: docs/domains.md §1); "" builds one
     prompt_description: str = ""
+    #: the compact prompt's opening sentence (``{objects}``: "exactly 5 objects"); "" for a generic one
+    compact_description: str = ""
     #: the file a domain of one's own was read from, as specs name it when written back ("" for a shipped domain)
     source: str = ""
 
@@ -131,7 +133,8 @@ class Domain:
                    open_size=n_range is None, derived=derived, rules=rules, noun=block.get("noun"),
                    adjectives=tuple(block.get("adjectives", ())), slot_props=block.get("slot_props"),
                    constants=constants, image_size=(size[0], size[1]), description=block.get("description", ""),
-                   prompt_description=block.get("prompt_description", ""))
+                   prompt_description=block.get("prompt_description", ""),
+                   compact_description=block.get("compact_description", ""))
 
     # ---- identity --------------------------------------------------------------------------------------------
     @functools.cached_property
@@ -244,7 +247,7 @@ def _from_catalog_block(block: Mapping[str, Any]) -> Domain:
     domain = Domain(attrs, tuple(block["relations"]), tuple(block["theta"]), int(lo), int(hi), name=base.name,
                   derived={k: v for k, v in base.derived.items() if k in derived and k in attrs}, rules=rules,
                   noun=base.noun, adjectives=base.adjectives, image_size=base.image_size, description=base.description,
-                  prompt_description=base.prompt_description)
+                  prompt_description=base.prompt_description, compact_description=base.compact_description)
     return base if domain == base else domain  # the shipped catalog: one CLEVR domain object everywhere
 
 

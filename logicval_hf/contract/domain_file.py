@@ -21,8 +21,8 @@ from logicval_hf.errors import SpecError
 __all__ = ["AXES", "DERIVED_KINDS", "KEYS", "QUADRANT", "QUADRANT_VALUES", "RELATION_KINDS", "THETAS",
            "check_domain_block"]
 
-KEYS = ("name", "description", "prompt_description", "attributes", "derived", "relations", "theta", "n_range",
-        "max_objects", "noun", "adjectives", "slot_props", "constants", "image_size")
+KEYS = ("name", "description", "prompt_description", "compact_description", "attributes", "derived", "relations",
+        "theta", "n_range", "max_objects", "noun", "adjectives", "slot_props", "constants", "image_size")
 REQUIRED = ("name", "attributes", "relations", "theta")
 DERIVED_KINDS = ("quadrant", "score_rank")
 RELATION_KINDS = ("centre_order", "box_offset", "box_area", "box_inside")
@@ -283,6 +283,22 @@ def _words(c: _Checker, block: Mapping[str, Any], attributes: Mapping[str, Any],
             if f not in allowed or spec or conv:
                 raise c.fail("prompt_description", f"field {{{f}}} is not one of "
                                                    f"{['{' + a + '}' for a in allowed]}")
+    if "compact_description" in block:
+        _template(c, "compact_description", block["compact_description"], ("objects",), required=True)
+
+
+def _template(c: _Checker, key: str, text: Any, allowed: tuple[str, ...], required: bool = False) -> None:
+    """A one-line template string whose fields are among ``allowed`` (all of them when ``required``)."""
+    if not isinstance(text, str) or not text.strip() or "\n" in text:
+        raise c.fail(key, f"must be a non-empty one-line string, got {_show(text)}")
+    try:
+        fields = {f for _, f, spec, conv in string.Formatter().parse(text) if f is not None and not (spec or conv)}
+        bad = [f for _, f, spec, conv in string.Formatter().parse(text) if f is not None and (f not in allowed
+                                                                                              or spec or conv)]
+    except ValueError as e:
+        raise c.fail(key, f"is not a template string ({e}); write a literal brace as {{{{ or }}}}") from None
+    if bad or (required and fields != set(allowed)):
+        raise c.fail(key, f"must hold exactly the field(s) {['{' + a + '}' for a in allowed]}")
 
 
 def _constants(c: _Checker, block: Mapping[str, Any], attributes: Mapping[str, Any]) -> None:

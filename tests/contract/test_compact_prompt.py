@@ -105,3 +105,30 @@ def test_the_compact_prompt_states_each_constraint_as_the_verbaliser_does(rows):
     text = compact_prompt(spec)
     for i, c in enumerate(spec.constraints, 1):
         assert f"({i}) {constraint_text(c, spec.n, 'short')}" in text
+
+
+
+def test_the_compact_prompt_opens_with_the_spec_domain(tmp_path):
+    import json
+
+    from logicval_hf.contract.domain import load_domain
+    from logicval_hf.contract.spec import Spec, SpecError
+
+    def lit(prop, value):
+        return {"prop": prop, "value": value, "negated": False}
+
+    coco = Spec.from_dict({"domain": "coco", "n": 2, "constraints": [
+        {"template": "C1/1prop", "params": {"A1": lit("color", "red")}}]}, allowed_m=None)
+    assert compact_prompt(coco).startswith("A photograph of exactly 2 objects.")
+    shelf = {"name": "shelf", "attributes": {"book": ["novel", "atlas"], "color": ["red", "blue"]},
+             "relations": {}, "theta": ["="], "n_range": [1, 4], "noun": "book"}
+    path = tmp_path / "shelf.json"
+    path.write_text(json.dumps(shelf))
+    spec = Spec.from_dict({"domain": str(path), "n": 3, "constraints": [
+        {"template": "C1/1prop", "params": {"A1": lit("color", "red")}}]}, allowed_m=None)
+    assert compact_prompt(spec).startswith("A scene with exactly 3 objects. There is a red object.")
+    for bad in ("Books: {count}.", "No field here.", 7):
+        other = tmp_path / "bad.json"
+        other.write_text(json.dumps(dict(shelf, name="badshelf", compact_description=bad)))
+        with pytest.raises(SpecError, match="compact_description"):
+            load_domain(str(other))
