@@ -31,8 +31,9 @@ from logicval_hf.contract.spec import Spec
 from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, check_size, open_checked
 
-__all__ = ["MAX_PIXELS", "ROW_KEYS", "check_domain", "check_lists", "is_scene_graph", "prediction_kind",
-           "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json", "takes_raw_input"]
+__all__ = ["MAX_PIXELS", "ROW_KEYS", "check_domain", "check_lists", "check_one_kind", "is_scene_graph",
+           "prediction_kind", "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json",
+           "takes_raw_input"]
 
 #: benchmark-row fields a reference keeps (the rest of a row, e.g. the prompt or the witness, is not needed)
 ROW_KEYS = ("id", "package", "label", "spec_json")
@@ -181,6 +182,19 @@ def normalise_prediction(x: Any, what: str = "prediction", backend: str | None =
     )
 
 
+def check_one_kind(predictions: Sequence[Any], backend: str | None = None) -> None:
+    """Refuse images and scene graphs in one call, naming the first item of the other kind (unless the backend
+    takes raw input: then the backend decides)."""
+    if not predictions or takes_raw_input(backend):
+        return
+    first = prediction_kind(predictions[0])
+    for i, p in enumerate(predictions):
+        if prediction_kind(p) != first:
+            raise ValueError(
+                f"predictions mix images and scene graphs: predictions[0] is {_describe(predictions[0])} but "
+                f"predictions[{i}] is {_describe(p)}; score scene graphs and images in separate calls")
+
+
 def normalise_predictions(predictions: Sequence[Any], backend: str | None = None,
                           domains: Sequence[Domain | None] | None = None) -> list[Any]:
     """Every prediction checked (`normalise_prediction`; scene graphs read in ``domains[i]``, the domains of
@@ -191,13 +205,7 @@ def normalise_predictions(predictions: Sequence[Any], backend: str | None = None
         domains = [None] * len(predictions)
     elif len(domains) != len(predictions):
         raise ValueError(f"got {len(domains)} domains for {len(predictions)} predictions")
-    if not takes_raw_input(backend) and predictions:
-        first = prediction_kind(predictions[0])
-        for i, p in enumerate(predictions):
-            if prediction_kind(p) != first:
-                raise ValueError(
-                    f"predictions mix images and scene graphs: predictions[0] is {_describe(predictions[0])} but "
-                    f"predictions[{i}] is {_describe(p)}; score scene graphs and images in separate calls")
+    check_one_kind(predictions, backend)
     return [normalise_prediction(p, f"predictions[{i}]", backend, d)
             for i, (p, d) in enumerate(zip(predictions, domains, strict=True))]
 

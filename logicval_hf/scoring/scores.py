@@ -84,12 +84,7 @@ class Record:
         ``count_ok``, ``violated``, ``n_objects``, ``load``, ``confidence`` (the perception backend's
         probability that the scene graph is right; None when it gives none) and ``scene`` (its objects'
         ``probs`` only when ``probs``)."""
-        scene = None
-        if self.scene is not None:
-            scene = self.scene.to_dict()
-            if not probs:
-                for o in scene["objects"]:
-                    o.pop("probs", None)
+        scene = scene_sample(self.scene, probs)
         return {
             "id": self.id,
             "package": self.package,
@@ -115,6 +110,17 @@ class Record:
         strict = Verdict(bool(sample["ok"]), bool(sample["count_ok"]), violated, label, "strict", n_objects)
         relaxed = Verdict(bool(sample["relaxed_ok"]), bool(sample["count_ok"]), violated, label, "relaxed", n_objects)
         return cls(spec, label, strict, relaxed, sample.get("package"), sample.get("id"), scene)
+
+
+def scene_sample(scene: Scene | None, probs: bool = False) -> dict[str, Any] | None:
+    """A scene graph as a ``per_sample`` entry holds it: its JSON, the objects' ``probs`` only when ``probs``."""
+    if scene is None:
+        return None
+    out = scene.to_dict()
+    if not probs:
+        for o in out["objects"]:
+            o.pop("probs", None)
+    return out
 
 
 def compositional_load(spec: Spec) -> int:

@@ -281,6 +281,11 @@ def region_legend(domain: Any) -> str:
             "upper half, farther from the camera).")
 
 
+def _region(scene: Scene, i: int) -> str | None:
+    """Object ``i``'s region code, or None in a domain without regions (COCO)."""
+    return scene.region(i) if REGION_ATTRIBUTE in scene.domain.derived else None
+
+
 def scene_headers(scene_or_domain: Any) -> list[str]:
     return ["#", *attribute_order(scene_or_domain), "region", "x0", "y0", "x1", "y1", "score"]
 
@@ -293,7 +298,9 @@ def scene_rows(scene: Scene) -> list[list[Any]]:
     for i, o in enumerate(scene.objects):
         x0, y0, x1, y1 = (round(float(v), 1) for v in o.bbox)
         score = "" if o.score is None else round(float(o.score), 3)
-        rows.append([i, *(o.attributes[a] for a in order), region_label(scene.region(i)), x0, y0, x1, y1, score])
+        region = _region(scene, i)
+        rows.append([i, *(o.attributes[a] for a in order), "" if region is None else region_label(region), x0, y0, x1,
+                     y1, score])
     return rows
 
 
@@ -302,7 +309,7 @@ def boxes_json(scene: Scene) -> list[dict[str, Any]]:
     ``region_name`` its words (``back left``)."""
     return [
         {"index": i, "label": object_label(scene, i), "bbox": [round(float(v), 2) for v in o.bbox],
-         "region": scene.region(i), "region_name": region_words(scene.region(i))}
+         "region": _region(scene, i), "region_name": region_words(_region(scene, i) or "")}
         for i, o in enumerate(scene.objects)
     ]
 

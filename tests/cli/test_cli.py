@@ -216,6 +216,36 @@ def test_check_says_how_sure_the_backend_is(files, witness_png, capsys):
         BACKENDS.pop("one-red-cube-test")
 
 
+def test_check_min_confidence_sets_an_unsure_reading_apart(files, witness_png, capsys):
+    import argparse
+
+    from logicval_hf.cli.core import cmd_check
+    from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
+
+    args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test",
+                              timeout=20.0, relaxed=False, probs=False, pretty=False, min_confidence="0.5")
+    register_backend("one-red-cube-test", PerceptionBackend("one-red-cube-test", _sure_of_one_red_cube))
+    try:
+        assert cmd_check(args) == 0
+        res = json.loads(capsys.readouterr().out)  # 0.37 < 0.5: no verdict either way, and why
+        assert res["unread"] == "scene confidence 0.370 is below the minimum 0.5"
+        assert res["ok"] is None and res["count_ok"] is None and res["confidence"] == 0.37
+        assert len(res["scene"]["objects"]) == 1
+        args.min_confidence = "0.3"
+        assert cmd_check(args) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["unread"] is None and res["ok"] is False and res["n_objects"] == 1
+    finally:
+        BACKENDS.pop("one-red-cube-test")
+    # the shipped parser through the command line: 0 reads everything
+    rc, out, _ = run(capsys, "check", files / "spec.json", witness_png, "--min-confidence", "0")
+    assert rc == 0 and json.loads(out)["unread"] is None and json.loads(out)["ok"] is True
+    for bad in ("1.5", "-0.1", "sure"):
+        rc, out, err = run(capsys, "check", files / "spec.json", witness_png, "--min-confidence", bad)
+        assert rc == 2 and out == "" and err.count("\n") == 1
+        assert err.startswith("logicval: error: --min-confidence must be a number in [0, 1]") and bad in err
+
+
 def test_check_bad_input(files, witness_png, capsys):
     rc, out, err = run(capsys, "check", files / "spec.json", files / "scene.json")
     assert rc == 2 and out == "" and "is a JSON file" in err and "logicval verify" in err
