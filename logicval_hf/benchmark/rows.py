@@ -12,19 +12,22 @@ writes it back, column for column::
     row.to_dict() == dataset[0]                       # the same columns back
 
 ``n``, ``m``, ``classes`` and ``templates`` are read from the parsed spec (the columns say the same thing).
+`typed_benchmark` gives the whole benchmark's rows so, parsed once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.contract.catalog import Catalog
 from logicval_hf.contract.spec import Spec, as_spec
 
-__all__ = ["BenchmarkRow", "RowConstraint", "as_row", "as_rows"]
+__all__ = ["ROW_META", "BenchmarkRow", "RowConstraint", "as_row", "as_rows", "is_row", "split_row", "typed_benchmark"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,38 @@ class BenchmarkRow:
             "chance_rate": self.chance_rate,
         }
         return full if columns is None else {k: full[k] for k in columns}
+
+
+#: what a row-like reference may say of itself beside its spec
+ROW_META = ("id", "package", "label")
+
+
+def is_row(x: Any) -> bool:
+    """Whether ``x`` is a benchmark row's columns (a mapping with ``spec_json``), typed or not."""
+    return isinstance(x, BenchmarkRow) or (isinstance(x, Mapping) and "spec_json" in x)
+
+
+def split_row(d: Mapping[str, Any], keys: Iterable[str] = ROW_META) -> tuple[Any, dict[str, Any]]:
+    """A row-like mapping (a benchmark row's columns, or a user's subset of them with ``spec_json``) as its spec's
+    data (``spec_json``: JSON text or a dict) and the ``keys`` it has (not None); a ``witness`` given as JSON text is
+    parsed. Readers of such mappings (the metric's references, the generators, the Space) go through here."""
+    meta = {k: d[k] for k in keys if d.get(k) is not None}
+    if isinstance(meta.get("witness"), str):
+        meta["witness"] = json.loads(meta["witness"])
+    return d["spec_json"], meta
+
+
+def typed_benchmark(seed: int = DEFAULT_SEED) -> tuple[BenchmarkRow, ...]:
+    """The benchmark's rows of ``seed`` (`logicval_hf.benchmark.sampler.cached_benchmark`), typed, in package
+    order: parsed once per process (the last seed asked for)."""
+    return _typed_benchmark(int(seed))
+
+
+@functools.lru_cache(maxsize=1)
+def _typed_benchmark(seed: int) -> tuple[BenchmarkRow, ...]:
+    from logicval_hf.benchmark.sampler import cached_benchmark
+
+    return tuple(BenchmarkRow.from_dict(r) for r in cached_benchmark(seed).all_rows())
 
 
 def as_row(row: BenchmarkRow | Mapping[str, Any], catalog: Catalog | None = None) -> BenchmarkRow:

@@ -59,7 +59,6 @@ from typing import Any
 
 from logicval_hf.asp.programs import spec_program
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, SolveResult
-from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.benchmark.store import USER_CACHE, read_stored, write_stored
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.params import random_constraint
@@ -427,13 +426,7 @@ class Benchmark:
         return sum(len(r) for r in self.rows.values())
 
     def all_rows(self) -> list[dict[str, Any]]:
-        """Every row's columns (the serialised form the dataset and the stores write), in package order."""
         return [r for name in PACKAGE_NAMES for r in self.rows.get(name, ())]
-
-    @functools.cached_property
-    def typed_rows(self) -> tuple[BenchmarkRow, ...]:
-        """Every row as a `BenchmarkRow` (its spec parsed once per benchmark), in package order."""
-        return tuple(BenchmarkRow.from_dict(r) for r in self.all_rows())
 
 
 def build_benchmark(

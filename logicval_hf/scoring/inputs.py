@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from logicval_hf.benchmark.rows import is_row, split_row
 from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
@@ -220,9 +221,8 @@ def parse_reference(ref: Any, catalog: Any = None) -> tuple[Spec, dict[str, Any]
             ref = json.loads(ref)
         except json.JSONDecodeError as e:
             raise SpecError(f"reference is not valid spec JSON ({e})") from None
-    if isinstance(ref, Mapping) and "spec_json" in ref:
-        meta = {k: ref[k] for k in ("id", "package", "label") if k in ref and ref[k] is not None}
-        ref = ref["spec_json"]
+    if isinstance(ref, Mapping) and is_row(ref):
+        ref, meta = split_row(ref)
         if isinstance(ref, str):
             try:
                 ref = json.loads(ref)
@@ -245,7 +245,8 @@ def reference_json(ref: Any) -> str:
     if isinstance(ref, str):
         return ref
     if isinstance(ref, Mapping):
-        if "spec_json" in ref:
-            ref = {k: ref[k] for k in ROW_KEYS if ref.get(k) is not None}
+        if is_row(ref):
+            spec_json, meta = split_row(ref)
+            ref = {**meta, "spec_json": spec_json}
         return json.dumps(ref, separators=(",", ":"), default=str)
     raise SpecError(f"reference: expected a spec or a benchmark row (JSON or dict), got {type(ref).__name__}")

@@ -44,8 +44,8 @@ from logicval_hf.contract.spec import Spec
 from logicval_hf.scoring import inputs
 from logicval_hf.scoring.scores import Record, compositional_load, scene_sample
 
-__all__ = ["DEFAULT_CHUNK", "PROBABILISTIC_SETTINGS", "JudgeOptions", "Judgement", "judge", "judge_one",
-           "perceived_domain", "read_scenes"]
+__all__ = ["DEFAULT_CHUNK", "PROBABILISTIC_SETTINGS", "JudgeOptions", "Judgement", "check_min_confidence", "judge",
+           "judge_one", "parse_reference", "perceived_domain", "read_scenes", "unread_reason"]
 
 #: images decoded and perceived at a time (4-megapixel images: about 0.5 GB of pixels per chunk)
 DEFAULT_CHUNK = 16
@@ -296,14 +296,8 @@ class _Run:
 
     # 3. minimum confidence
     def gate(self, item: _Item) -> None:
-        floor = self.options.min_confidence
-        if floor is None or item.scene is None:
-            return
-        c = item.scene.confidence
-        if c is None:
-            item.unread = f"no scene confidence (the {self.options.backend!r} backend or the scene graph gives none)"
-        elif c < floor:
-            item.unread = f"scene confidence {c:.3f} is below the minimum {floor:g}"
+        if item.scene is not None:
+            item.unread = unread_reason(item.scene.confidence, self.options.min_confidence, self.options.backend)
 
     # 4. labels
     def label(self, item: _Item, given: Sequence[str | None], solved: dict[str, str]) -> None:
@@ -362,6 +356,18 @@ class _Run:
             item.repair = r
         else:
             item.repair_error = r
+
+
+def unread_reason(confidence: float | None, min_confidence: float | None, backend: str = "clevr") -> str | None:
+    """Why a reading of this scene ``confidence`` is set apart under ``min_confidence`` (None: it is read): below
+    the minimum, or no confidence at all (the ``backend``, or the scene graph given, says none)."""
+    if min_confidence is None:
+        return None
+    if confidence is None:
+        return f"no scene confidence (the {backend!r} backend or the scene graph gives none)"
+    if confidence < min_confidence:
+        return f"scene confidence {confidence:.3f} is below the minimum {min_confidence:g}"
+    return None
 
 
 def _renamed(e: ValueError, message: str) -> ValueError:
