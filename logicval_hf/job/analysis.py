@@ -236,8 +236,8 @@ def analyse(name: str, folder: Path | None, rows: Sequence[BenchmarkRow], record
                            "n_unread": len(unread), "images": [{"id": i, "reason": why} for i, why in unread.items()]}
     if intended is None:
         return entry, []
+    changes = _perturbations(scored, intended) if name == "perturbed" else {}
     entry["truth"] = _scores([_truth_record(r, intended[r.id]) for r in scored])
     entry["agreement"], disagreements = _agreement(scored, intended, records)
-    if name == "perturbed":
-        entry.update(_perturbations(scored, intended))
+    entry.update(changes)
     return entry, disagreements

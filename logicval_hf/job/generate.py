@@ -19,6 +19,7 @@ from logicval_hf.asp.solver import default_solver
 from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json
 from logicval_hf.job import cache
+from logicval_hf.job.options import render_settings
 from logicval_hf.job.workers import WORKER, Workers
 
 __all__ = ["generate", "render_settings"]
@@ -28,27 +29,6 @@ def png_bytes(image: Any) -> bytes:
     buf = io.BytesIO()
     image.save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
-
-
-def render_settings(renderer: str, assets: str | Path | None, jobs: int) -> dict[str, Any]:
-    """How the built-in generators draw (``renderer`` and, for Blender, its assets and threads), checked before
-    any work.
-
-    Raises:
-        ValueError: an unknown renderer; Blender without ``assets`` or with a folder that is not the assets.
-    """
-    render: dict[str, Any] = {"renderer": renderer}
-    if renderer == "blender":
-        from logicval_hf.generation.blender import load_assets
-
-        if assets is None:
-            raise ValueError("--renderer blender needs --assets DIR (the official CLEVR generator's "
-                             "image_generation/data/ folder)")
-        load_assets(assets)  # a bad folder is reported before any work
-        render.update(assets=str(assets), blender={"threads": 1 if jobs > 1 else 2})
-    elif renderer != "numpy":
-        raise ValueError(f"unknown renderer {renderer!r}; known renderers: numpy, blender")
-    return render
 
 
 def _gen_task(task: tuple[str, int, tuple[int, int], BenchmarkRow, str, str, dict]

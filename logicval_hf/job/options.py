@@ -18,7 +18,7 @@ from logicval_hf.job.timer import StageTimer
 from logicval_hf.job.workers import Workers
 from logicval_hf.scoring.judge import JudgeOptions, check_min_confidence
 
-__all__ = ["DEFAULT_OUT", "KEEP_IMAGES", "JobContext", "RunOptions"]
+__all__ = ["DEFAULT_OUT", "KEEP_IMAGES", "JobContext", "RunOptions", "render_settings"]
 
 DEFAULT_OUT = "logicval_report"
 
@@ -83,6 +83,27 @@ class RunOptions:
     def workers(self) -> int:
         """Worker processes: ``jobs``, or ``min(2, cpu count)``."""
         return max(1, int(self.jobs if self.jobs is not None else min(2, os.cpu_count() or 1)))
+
+
+def render_settings(renderer: str, assets: str | Path | None, jobs: int) -> dict[str, Any]:
+    """How the built-in generators draw (``renderer`` and, for Blender, its assets and threads), checked before
+    any work.
+
+    Raises:
+        ValueError: an unknown renderer; Blender without ``assets`` or with a folder that is not the assets.
+    """
+    render: dict[str, Any] = {"renderer": renderer}
+    if renderer == "blender":
+        from logicval_hf.generation.blender import load_assets
+
+        if assets is None:
+            raise ValueError("--renderer blender needs --assets DIR (the official CLEVR generator's "
+                             "image_generation/data/ folder)")
+        load_assets(assets)  # a bad folder is reported before any work
+        render.update(assets=str(assets), blender={"threads": 1 if jobs > 1 else 2})
+    elif renderer != "numpy":
+        raise ValueError(f"unknown renderer {renderer!r}; known renderers: numpy, blender")
+    return render
 
 
 @dataclass

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from logicval_hf.benchmark.rows import BenchmarkRow
 
-__all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators"]
+__all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators", "run_rows"]
 
 #: the built-in generators (`logicval_hf.generation.builtin.GENERATORS`), in report order
 BUILTIN_GENERATORS = ("oracle", "naive", "perturbed")
@@ -31,6 +31,14 @@ def limit_rows(rows: Sequence[BenchmarkRow], limit: int | None) -> list[Benchmar
         picks = range(k) if k <= limit else sorted({(i * k) // limit for i in range(limit)})
         keep.update(members[i].id for i in picks)
     return [r for r in rows if r.id in keep]
+
+
+def run_rows(seed: int, cache_file: Path, limit: int | None) -> list[BenchmarkRow]:
+    """The rows a run covers: the benchmark of ``seed`` (`logicval_hf.job.cache.load_rows`: from ``cache_file`` when
+    it matches the seed and the code, which is checked even without resuming) cut to ``limit`` per package."""
+    from logicval_hf.job.cache import load_rows
+
+    return limit_rows(load_rows(seed, cache_file, reuse=True), limit)
 
 
 def _safe_name(text: str) -> str:

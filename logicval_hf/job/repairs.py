@@ -82,12 +82,13 @@ def self_correct(name: str, records: Mapping[str, Record], seed: int, size: tupl
     from logicval_hf.generation.builtin import make_generator, seed_for
     from logicval_hf.repairs.loop import correct, summarise
 
+    read = _reader(backend)
     editor = make_generator("oracle", seed=seed, image_size=size, renderer=renderer,
                             assets=None if assets is None else str(assets))
     items = [(i, rec.spec, rec.scene) for i, rec in records.items() if rec.scene is not None]
     with tqdm(total=len(items), desc=f"self-correct {name}", disable=not progress, unit="img", leave=False) as bar:
         outcome = correct(items, lambda rid, r: editor.render(r.scene, seed_for("self-correct", name, rid))[0],
-                          _reader(backend), progress=bar.update)
+                          read, progress=bar.update)
     return summarise(outcome)
 
 

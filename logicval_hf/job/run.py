@@ -51,9 +51,9 @@ from logicval_hf.common.version import __version__
 from logicval_hf.job import cache
 from logicval_hf.job.analysis import WORST_SHOWN, analyse, known_truth, unread_images
 from logicval_hf.job.gallery import pick_examples, prune_images, write_gallery
-from logicval_hf.job.generate import generate, render_settings
-from logicval_hf.job.options import DEFAULT_OUT, JobContext, RunOptions
-from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, limit_rows, resolve_generators
+from logicval_hf.job.generate import generate
+from logicval_hf.job.options import DEFAULT_OUT, JobContext, RunOptions, render_settings
+from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, resolve_generators, run_rows
 from logicval_hf.job.repairs import repair_records, repair_summary, self_correct
 from logicval_hf.job.score import GeneratorImages, Scored, score
 from logicval_hf.job.timer import StageTimer
@@ -127,14 +127,13 @@ def _start(opts: RunOptions) -> JobContext:
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
-    plan = resolve_generators(opts.generators, opts.image_folder)
     cache.backend_fingerprint(opts.backend)  # an unknown or broken backend is reported before any work
     render = render_settings(opts.renderer, opts.assets, opts.workers)
+    plan = resolve_generators(opts.generators, opts.image_folder)
     with timer.stage("benchmark"):
         log.info("benchmark: reading the prompts of seed %s from a cache, or building them (~15 s on 2 cores)",
                  opts.seed)
-        # the rows cache is checked against the seed and the code, so it is reused even without `resume`
-        rows = limit_rows(cache.load_rows(opts.seed, out / "benchmark.json", reuse=True), opts.limit)
+        rows = run_rows(opts.seed, out / "benchmark.json", opts.limit)
     log.info("benchmark: %d specifications ready in %.1f s", len(rows), timer.wall["benchmark"])
     return JobContext(opts, out, rows, default_solver(), Workers(opts.workers), timer, render, plan)
 

@@ -154,6 +154,12 @@ def aggregate(records: Sequence[Record]) -> dict[str, Any]:
     sat = [r for r in records if r.label == "SAT"]
     unsat = [r for r in records if r.label == "UNSAT"]
     single_sat = [r for r in sat if r.spec.m == 1]
+    groups = {  # the breakdowns first: the per-operator tally below reads the catalog
+        "by_package": _group(records, lambda r: [r.package] if r.package else []),
+        "by_class": _group(single_sat, lambda r: [r.spec.constraints[0].cls]),
+        "by_template": _group(single_sat, lambda r: [r.spec.constraints[0].template_id]),
+        "by_load": _group(sat, lambda r: [str(r.load)], order=lambda kv: int(kv[0])),
+    }
     per_constraint: dict[str, list[bool]] = {}
     per_operator: dict[str, list[bool]] = {}
     for r in sat:
@@ -172,10 +178,7 @@ def aggregate(records: Sequence[Record]) -> dict[str, Any]:
         "count_accuracy": _rate([r.strict.count_ok for r in sat]),
         "abstention_rate": _rate([r.abstained for r in unsat]),
         "false_abstention_rate": _rate([r.abstained for r in sat]),
-        "by_package": _group(records, lambda r: [r.package] if r.package else []),
-        "by_class": _group(single_sat, lambda r: [r.spec.constraints[0].cls]),
-        "by_template": _group(single_sat, lambda r: [r.spec.constraints[0].template_id]),
-        "by_load": _group(sat, lambda r: [str(r.load)], order=lambda kv: int(kv[0])),
+        **groups,
         "constraint_success_by_class": {k: {"n": len(v), "rate": _rate(v)} for k, v in sorted(per_constraint.items())},
         "constraint_success_by_operator": {k: {"n": len(per_operator[k]), "rate": _rate(per_operator[k])}
                                            for k in OPERATORS if k in per_operator},
