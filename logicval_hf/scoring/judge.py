@@ -225,6 +225,7 @@ class _Item:
     index: int
     prediction: Any
     name: str
+    ref_name: str
     spec: Spec | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     scene: Scene | None = None
@@ -272,7 +273,7 @@ class _Run:
         try:
             item.spec, item.meta = parse_reference(references[item.index], self.solver.catalog)
         except ValueError as e:
-            raise _renamed(e, f"references[{item.index}]: {e}") from None
+            raise _renamed(e, f"{item.ref_name}: {e}") from None
 
     # 2. predictions
     def read_scene_graph(self, item: _Item) -> None:
@@ -309,7 +310,7 @@ class _Run:
                 try:
                     solved[key] = self.solver.solve(item.spec, timeout=self.options.timeout).label
                 except ValueError as e:  # SolverTimeout among them: say which reference
-                    raise _renamed(e, f"references[{item.index}]: {e}") from None
+                    raise _renamed(e, f"{item.ref_name}: {e}") from None
             label = solved[key]
         check_mode("strict", label)
         item.label = label
@@ -458,7 +459,8 @@ def judge(references: Sequence[Any], predictions: Sequence[Any], options: JudgeO
         options: `JudgeOptions` (default: the ``clevr`` backend, strict count, nothing extra).
         solver: the `Solver` to use for every item (default: the shared one).
         labels: each spec's label where the caller knows it (None entries: from the row, else solved).
-        names: how error messages name each prediction (default ``predictions[i]``; a command: the file name).
+        names: how error messages name each item (default ``predictions[i]`` for its prediction and
+            ``references[i]`` for its reference; a command: the file or line, for both).
     Returns:
         One `Judgement` per item, in order.
     Raises:
@@ -467,12 +469,14 @@ def judge(references: Sequence[Any], predictions: Sequence[Any], options: JudgeO
     """
     options = options or JudgeOptions()
     references, predictions = list(references), list(predictions)
-    names = [f"predictions[{i}]" for i in range(len(predictions))] if names is None else list(names)
-    if len({len(references), len(predictions), len(names), len(references if labels is None else labels)}) > 1:
+    given = None if names is None else list(names)
+    if len({len(references), len(predictions), len(references if given is None else given),
+            len(references if labels is None else labels)}) > 1:
         extra = "" if labels is None else f" and {len(labels)} labels"
         raise ValueError(f"got {len(predictions)} predictions for {len(references)} references{extra}")
-    run = _Run([_Item(i, p, name) for i, (p, name) in enumerate(zip(predictions, names, strict=True))], options,
-               solver or default_solver())
+    items = [_Item(i, p, f"predictions[{i}]" if given is None else given[i],
+                   f"references[{i}]" if given is None else given[i]) for i, p in enumerate(predictions)]
+    run = _Run(items, options, solver or default_solver())
     run.each("reference", run.items, run.read_reference, references)
     run.each("prediction", [it for it in run.going() if inputs.is_scene_graph(it.prediction)], run.read_scene_graph)
     images = [it for it in run.going() if it.scene is None]

@@ -50,6 +50,21 @@ def test_verify_jsonl(files, capsys):
     assert rc == 2 and "2 line(s)" in err  # bad input exits 2, as the README says; the good lines still get verdicts
 
 
+def test_verify_jsonl_a_pair_the_judge_cannot_label_fails_alone(files, capsys):
+    """A spec that cannot be labelled within the budget gets its error line; the pairs beside it their verdicts."""
+    horses = {"domain": "coco", "constraints": [{"template": "X1/count_cmp", "params": {
+        "A1": {"prop": "class", "value": "horse", "negated": False}, "T": ">=", "K": 4}}]}
+    empty = {"domain": "coco", "image_size": [512, 512], "objects": []}
+    lines = [{"spec": SPEC, "scene": SCENE, "label": "SAT"}, {"spec": horses, "scene": empty},
+             {"spec": SPEC, "scene": SCENE, "label": "SAT", "count": "relaxed"}]
+    (files / "pairs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    rc, out, err = run(capsys, "verify", "--jsonl", files / "pairs.jsonl", "--timeout", "1e-9")
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert [r.get("ok") for r in rows] == [False, None, True]
+    assert rows[1]["line"] == 2 and rows[1]["error"].startswith("line 2: labelling the spec exceeded its time budget")
+    assert rc == 2 and "1 line(s)" in err
+
+
 def test_bad_input_exit_code_and_message(files, capsys):
     (files / "bad.json").write_text('{"n": 3, "constraints": [{"template": "C1/nope", "params": {}}]}')
     rc, out, err = run(capsys, "solve", files / "bad.json")
