@@ -374,6 +374,8 @@ def make_row(
     """One dataset row (columns documented in the dataset card, `logicval_hf.benchmark.dataset.COLUMNS`)."""
     catalog = catalog or load_catalog()
     per_constraint, joint = chance
+    # every English text first, then the program: the row's parts in the order the verbaliser makes them
+    prompts = {f"prompt_{register}": prompt_body(spec, register) for register in ("short", "long")}
     subqs = [
         {
             "constraint": int(sq["constraint"]),
@@ -385,6 +387,20 @@ def make_row(
         }
         for sq in spec_subquestions(spec, catalog)
     ]
+    constraints = [
+        {
+            "template": c.template_id,
+            "class": c.cls,
+            "params_json": json.dumps(c.to_dict()["params"], separators=(",", ":")),
+            "text_short": constraint_text(c, spec.n, "short"),
+            "text_long": constraint_text(c, spec.n, "long"),
+        }
+        for c in spec.constraints
+    ]
+    for white in (False, True):
+        for register in ("short", "long"):
+            prompts[f"full_prompt_{'white_' if white else ''}{register}"] = full_prompt(spec, register, white, catalog)
+    prompts["full_prompt_compact"] = compact_prompt(spec, catalog)
     row: dict[str, Any] = {
         "id": row_id,
         "package": package,
@@ -393,25 +409,10 @@ def make_row(
         "label": result.label,
         "classes": [c.cls for c in spec.constraints],
         "templates": [c.template_id for c in spec.constraints],
-        "constraints": [
-            {
-                "template": c.template_id,
-                "class": c.cls,
-                "params_json": json.dumps(c.to_dict()["params"], separators=(",", ":")),
-                "text_short": constraint_text(c, spec.n, "short"),
-                "text_long": constraint_text(c, spec.n, "long"),
-            }
-            for c in spec.constraints
-        ],
+        "constraints": constraints,
         "spec_json": spec.to_json(),
         "asp_program": spec_program(spec, catalog),
-        "prompt_short": prompt_body(spec, "short"),
-        "prompt_long": prompt_body(spec, "long"),
-        "full_prompt_short": full_prompt(spec, "short", False, catalog),
-        "full_prompt_long": full_prompt(spec, "long", False, catalog),
-        "full_prompt_white_short": full_prompt(spec, "short", True, catalog),
-        "full_prompt_white_long": full_prompt(spec, "long", True, catalog),
-        "full_prompt_compact": compact_prompt(spec, catalog),
+        **prompts,
         "subquestions": subqs,
         "witness": _witness(result.witness, catalog.domain),
         "core": list(result.core) if result.core is not None else None,

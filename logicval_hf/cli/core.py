@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from logicval_hf.cli.dispatch import NO_BUDGET, check_output_dir, timeout_seconds
+from logicval_hf.cli.dispatch import NO_BUDGET, check_output_dir, min_confidence, min_confidence_option, timeout_seconds
 from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
 from logicval_hf.cli.dispatch import emit as _emit
 from logicval_hf.cli.dispatch import read_json as _read_json
@@ -61,6 +61,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from logicval_hf.contract.scene import Scene
     from logicval_hf.contract.spec import as_spec
     from logicval_hf.errors import SceneError
+    from logicval_hf.scoring.judge import JudgeOptions, judge_one
 
     count = "relaxed" if args.relaxed else "strict"
     if args.jsonl:
@@ -77,18 +78,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
         scene = Scene.from_dict(scene_of(data, f"scene {args.scene!r}"), spec.domain)
     except SceneError as e:
         raise SceneError(f"{e}; {hint}") from None
-    _emit(solver.verify(spec, scene, count=count, timeout=args.timeout).to_dict(), args.pretty)
+    j = judge_one(spec, scene, JudgeOptions(backend="given", timeout=args.timeout, errors="raise"), solver=solver,
+                  name=f"scene {args.scene!r}")
+    _emit((j.relaxed if count == "relaxed" else j.strict).to_dict(), args.pretty)  # type: ignore[union-attr]
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Image -> scene graph (perception backend) -> verdict; exit 0 whatever the verdict."""
+    """Image -> scene graph (perception backend) -> verdict, through the judge; exit 0 whatever the verdict."""
     from logicval_hf.asp.solver import default_solver
-    from logicval_hf.common.extras import require_backend
     from logicval_hf.contract.spec import as_spec
-    from logicval_hf.perception import extract_scene
-    from logicval_hf.scoring.inputs import normalise_prediction
+    from logicval_hf.scoring.judge import JudgeOptions, judge_one
+    from logicval_hf.scoring.scores import scene_sample
 
+    floor = min_confidence(args)
     solver = default_solver()
     spec = as_spec(_read_json(args.spec, "spec"), solver.catalog)
     if args.image.lower().endswith(".json"):
@@ -96,18 +99,20 @@ def cmd_check(args: argparse.Namespace) -> int:
                          f"`logicval verify {args.spec} {args.image}`; `logicval check` takes an image")
     if not os.path.isfile(args.image):
         raise ValueError(f"cannot read image {args.image!r}: no such file")
-    image = normalise_prediction(args.image, "image")
-    require_backend(args.backend)
     # perceived in the spec's domain (the clevr backend perceives CLEVR only: another domain is a one-line error)
-    domain = None if spec.domain == solver.catalog.domain else spec.domain
-    scene = extract_scene(image, backend=args.backend, domain=domain)
-    verdict = solver.verify(spec, scene, count="relaxed" if args.relaxed else "strict", timeout=args.timeout)
-    out = verdict.to_dict()
+    options = JudgeOptions(backend=args.backend, min_confidence=floor, timeout=args.timeout, errors="raise")
+    j = judge_one(spec, args.image, options, solver=solver, name="image")
+    assert j.scene is not None
+    mode = "relaxed" if args.relaxed else "strict"
+    if j.unread is not None:  # set apart: no verdict either way
+        out: dict[str, Any] = {"ok": None, "count_ok": None, "violated": [], "label": j.label, "count": mode,
+                               "n_objects": len(j.scene), "unread": j.unread}
+    else:
+        out = (j.relaxed if args.relaxed else j.strict).to_dict()  # type: ignore[union-attr]
+        if floor is not None:
+            out["unread"] = None
     # how sure the backend is that the scene graph is right (None: it does not say): a low one is worth a look
-    out.update(image=args.image, backend=args.backend, confidence=scene.confidence, scene=scene.to_dict())
-    if not args.probs:
-        for o in out["scene"]["objects"]:
-            o.pop("probs", None)
+    out.update(image=args.image, backend=args.backend, confidence=j.confidence, scene=scene_sample(j.scene, args.probs))
     _emit(out, args.pretty)
     return 0
 
@@ -125,27 +130,31 @@ def _open_pairs(path: str) -> TextIO:
 def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | None = None) -> int:
     """One ``{"spec": ..., "scene": ...}`` per line in, one verdict per line out (errors reported per line).
 
-    Lines are checked one by one, then verified in chunks so that scenes of one spec share a grounding.
+    Lines are checked one by one, then judged in chunks (`logicval_hf.scoring.judge.judge`) so that scenes of one
+    spec share a grounding; a pair the judge cannot verify (a spec not labelled within the budget) gets its error
+    line, the others their verdicts.
     """
     from logicval_hf.asp.solver import check_mode, default_solver
     from logicval_hf.contract.scene import Scene
     from logicval_hf.contract.spec import as_spec
+    from logicval_hf.scoring.judge import JudgeOptions, judge
 
     solver = default_solver()
+    options = JudgeOptions(backend="given", timeout=timeout)
     fh = _open_pairs(path)
     failures = 0
     pending: list[tuple[int, Any]] = []  # (line number, parsed item or error dict)
 
     def flush() -> None:
+        nonlocal failures
         good = [(k, item) for k, item in pending if not isinstance(item, dict)]
-        by_mode: dict[str, list[tuple[int, Any]]] = {}
-        for k, item in good:
-            by_mode.setdefault(item[3], []).append((k, item))
+        results = judge([it[0] for _, it in good], [it[1] for _, it in good], options, solver=solver,
+                        labels=[it[2] for _, it in good], names=[f"line {k}" for k, _ in good])
         verdicts: dict[int, dict] = {}
-        for mode, items in by_mode.items():
-            results = solver.verify_many([(it[0], it[1]) for _, it in items], count=mode,
-                                         labels=[it[2] for _, it in items], timeout=timeout)
-            verdicts.update({k: v.to_dict() for (k, _), v in zip(items, results, strict=True)})
+        for (k, item), j in zip(good, results, strict=True):
+            verdict = j.relaxed if item[3] == "relaxed" else j.strict
+            verdicts[k] = verdict.to_dict() if verdict is not None else {"line": k, "error": j.error}
+            failures += verdict is None
         for k, item in pending:
             out = item if isinstance(item, dict) else verdicts[k]
             print(json.dumps(out, separators=(",", ":")))
@@ -257,6 +266,7 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("--relaxed", action="store_true", help=_RELAXED_HELP)
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    min_confidence_option(c)
     _timeout_option(c)
     c.set_defaults(func=cmd_check)
 

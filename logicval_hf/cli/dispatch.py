@@ -19,7 +19,7 @@ from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
 __all__ = ["NO_BUDGET", "USER_ERRORS", "check_output_dir", "check_output_file", "dispatch", "emit", "hub_upload",
-           "positive_int", "push_options",
+           "min_confidence", "min_confidence_option", "positive_int", "push_options",
            "read_json", "standalone", "standalone_main", "timeout_seconds"]
 
 #: errors that mean bad input: reported in one line, exit status 2
@@ -51,6 +51,28 @@ def positive_int(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
     return v
+
+
+def min_confidence_option(p: argparse.ArgumentParser) -> None:
+    """``--min-confidence T`` on a command that perceives images (read back with `min_confidence`)."""
+    p.add_argument("--min-confidence", metavar="T", default=None,
+                   help="set apart as unread (with the reason, scored neither as a pass nor as a failure) every "
+                        "image whose scene graph's confidence is below T, a number in [0, 1], or that has none")
+
+
+def min_confidence(args: argparse.Namespace) -> float | None:
+    """``--min-confidence`` as a number in [0, 1] (None when not given); a one-line `ValueError` otherwise (checked
+    here, not by argparse, whose refusal takes two lines)."""
+    text = getattr(args, "min_confidence", None)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise ValueError(f"--min-confidence must be a number in [0, 1], got {text!r}")
+    return value
 
 
 def read_json(path: str, what: str, hint: str = "", binary_hint: str | None = None) -> Any:

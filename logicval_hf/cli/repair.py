@@ -4,7 +4,6 @@ image) satisfies a spec, as JSON (`logicval_hf.repair`); exit 0 for any repair, 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -16,8 +15,9 @@ from logicval_hf.cli.dispatch import emit, read_json, standalone_main, timeout_s
 __all__ = ["add_subcommands", "main"]
 
 
-def _scene(path: str, spec: Any, backend: str) -> tuple[Any, bool]:
-    """The scene in ``path``: JSON as it is, an image perceived with ``backend`` (and whether it was one)."""
+def _prediction(path: str, spec: Any) -> tuple[Any, bool]:
+    """What ``path`` holds for the judge: a scene graph (JSON, read in the spec's domain) or an image file to
+    perceive, and whether it is an image."""
     from logicval_hf.contract.scene import Scene
 
     if path == "-" or path.lower().endswith(".json"):
@@ -26,32 +26,28 @@ def _scene(path: str, spec: Any, backend: str) -> tuple[Any, bool]:
     if not os.path.isfile(path):
         what = "a folder" if os.path.isdir(path) else "no such file"
         raise ValueError(f"cannot read scene or image {path!r}: {what}")
-    from logicval_hf.common.extras import require_backend
-    from logicval_hf.perception import extract_scene
-    from logicval_hf.scoring.inputs import normalise_prediction
-
-    image = normalise_prediction(path, "image")
-    require_backend(backend)
-    domain = None if spec.domain.name == "clevr" else spec.domain
-    return extract_scene(image, backend=backend, domain=domain), True
+    return path, True
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
     from logicval_hf.asp.solver import default_solver
     from logicval_hf.contract.spec import as_spec
-    from logicval_hf.repairs import parse_costs, repair
+    from logicval_hf.repairs import parse_costs
+    from logicval_hf.scoring.judge import JudgeOptions, judge_one
+    from logicval_hf.scoring.scores import scene_sample
 
     costs = parse_costs(args.costs) if args.costs is not None else None
-    spec = as_spec(read_json(args.spec, "spec"), default_solver().catalog)
-    scene, perceived = _scene(args.scene, spec, args.backend)
-    result = repair(spec, scene, count="relaxed" if args.relaxed else "strict", costs=costs,
-                    timeout=math.inf if args.timeout is None else args.timeout)
-    out = result.to_dict()
+    solver = default_solver()
+    spec = as_spec(read_json(args.spec, "spec"), solver.catalog)
+    prediction, perceived = _prediction(args.scene, spec)
+    options = JudgeOptions(backend=args.backend, count="relaxed" if args.relaxed else "strict", repair=True,
+                           repair_costs=costs, timeout=args.timeout, errors="raise")
+    j = judge_one(spec, prediction, options, solver=solver, name="image" if perceived else "scene")
+    if j.repair is None:  # a scene past the repair's limit, a budget spent before any repair: one line
+        raise ValueError(j.repair_error or "no repair")
+    out = j.repair.to_dict()
     if perceived:  # the edits name objects of the perceived scene: show it
-        seen = scene.to_dict()
-        for o in seen["objects"]:
-            o.pop("probs", None)
-        out.update(image=args.scene, backend=args.backend, perceived=seen)
+        out.update(image=args.scene, backend=args.backend, perceived=scene_sample(j.scene))
     emit(out, args.pretty)
     return 0
 

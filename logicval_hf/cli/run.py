@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
+from logicval_hf.cli.dispatch import min_confidence, min_confidence_option, standalone
 from logicval_hf.cli.dispatch import positive_int as _positive_int
-from logicval_hf.cli.dispatch import standalone
 
 __all__ = ["add_subcommands", "cmd_run", "main"]
 
@@ -28,29 +28,32 @@ def _warn(message: Any, *_: Any, **__: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from logicval_hf.cli.dispatch import check_output_dir
     from logicval_hf.common.extras import require_backend
-    from logicval_hf.job.run import DEFAULT_GENERATORS, MissingImagesWarning, run
+    from logicval_hf.job.run import DEFAULT_GENERATORS, MissingImagesWarning, RunOptions, run
 
+    floor = min_confidence(args)
     require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
     check_output_dir(args.out, "--out")
+    options = RunOptions(
+        out_dir=args.out,
+        generators=args.generator or list(DEFAULT_GENERATORS),
+        seed=args.seed,
+        backend=args.backend,
+        resume=not args.no_resume,
+        progress=not args.quiet,
+        limit=args.limit,
+        jobs=args.jobs,
+        renderer=args.renderer,
+        assets=args.assets,
+        only_present=args.only_present,
+        keep_images=args.keep_images,
+        repair=args.repair,
+        min_confidence=floor,
+    )
 
     with _stage_lines(not args.quiet), warnings.catch_warnings():
         warnings.simplefilter("always", MissingImagesWarning)  # said as soon as known, in the CLI's one-line form
         warnings.showwarning = _warn
-        summary = run(
-            out_dir=args.out,
-            generators=args.generator or list(DEFAULT_GENERATORS),
-            seed=args.seed,
-            backend=args.backend,
-            resume=not args.no_resume,
-            progress=not args.quiet,
-            limit=args.limit,
-            jobs=args.jobs,
-            renderer=args.renderer,
-            assets=args.assets,
-            only_present=args.only_present,
-            keep_images=args.keep_images,
-            repair=args.repair,
-        )
+        summary = run(options)
     print(_headline(summary, args.out))
     for e in summary["generators"].values():  # again after the scores, which they qualify
         for note in e.get("warnings") or ():
@@ -96,6 +99,10 @@ def _headline(summary: dict[str, Any], out: str) -> str:
             line += f"  | failed generations: {len(e['missing'])} missing, {len(e['unreadable'])} unreadable"
         if e.get("left_out"):
             line += f"  | {m['n_samples']} specs scored, {len(e['left_out'])} without an image left out"
+        if e.get("unread") is not None:
+            u = e["unread"]
+            line += (f"  | {u['n_read']} read with confidence >= {summary['min_confidence']:g} (the scores are "
+                     f"theirs), {u['n_unread']} unread")
         lines.append(line)
     lines.append(f"report: {out}/report.md, {out}/report.html, {out}/summary.json")
     return "\n".join(lines)
@@ -130,6 +137,7 @@ def add_subcommands(subparsers: Any) -> None:
                         "failures (those the metric rejects or gets wrong) or none; the report keeps small "
                         "thumbnails either way, and a later run redraws what was deleted")
     r.add_argument("--quiet", action="store_true", help="no progress bars and no stage lines")
+    min_confidence_option(r)
     r.add_argument("--renderer", choices=("numpy", "blender"), default="numpy",
                    help="how the built-in generators draw scenes: numpy (fast, default) or blender (the CLEVR look "
                         "from the official assets; seconds per image; bpy here or in $LOGICVAL_BLENDER_PYTHON)")

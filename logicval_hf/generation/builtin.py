@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import abc
 import hashlib
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from typing import Any, NamedTuple, cast
 from PIL import Image
 
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver, Verdict, default_solver
+from logicval_hf.benchmark.rows import BenchmarkRow, is_row, split_row
 from logicval_hf.benchmark.sampler import random_scene
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract.catalog import Domain
@@ -80,18 +80,17 @@ def seed_for(*parts: Any) -> int:
 
 
 def ref_fields(ref: Any, solver: Solver) -> tuple[Spec, str, str | None, Mapping[str, Any] | None]:
-    """``(spec, id, label or None, witness dict or None)`` of a benchmark row or a plain spec.
+    """``(spec, id, label or None, witness dict or None)`` of a benchmark row (a `BenchmarkRow`, or its columns as a
+    dict) or a plain spec.
 
     A plain spec gets the id ``spec-<first 12 hex digits of SHA-256 of its key>``.
     """
-    if isinstance(ref, Mapping) and "spec_json" in ref:
-        spec = as_spec(ref["spec_json"], solver.catalog)
-        rid = ref.get("id") or _spec_id(spec)
-        label = ref.get("label")
-        witness = ref.get("witness")
-        if isinstance(witness, str):
-            witness = json.loads(witness)
-        return spec, str(rid), label, witness
+    if isinstance(ref, BenchmarkRow):
+        return ref.spec, ref.id, ref.label, ref.witness
+    if isinstance(ref, Mapping) and is_row(ref):
+        spec_data, meta = split_row(ref, ("id", "label", "witness"))
+        spec = as_spec(spec_data, solver.catalog)
+        return spec, str(meta.get("id") or _spec_id(spec)), meta.get("label"), meta.get("witness")
     spec = as_spec(ref, solver.catalog)
     return spec, _spec_id(spec), None, None
 

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.asp.solver import Verdict
+from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.common.matching import match_centres
 from logicval_hf.contract.scene import Scene
-from logicval_hf.contract.spec import Spec
 from logicval_hf.scoring.scores import Record
 
-__all__ = ["LEAST_CERTAIN_SHOWN", "WORST_SHOWN", "analyse", "confidence_summary", "known_truth", "scene_diff"]
+__all__ = ["LEAST_CERTAIN_SHOWN", "WORST_SHOWN", "analyse", "confidence_summary", "known_truth", "scene_diff",
+           "unread_images"]
 
 #: worst disagreements kept per generator in the summary / report (all go to disagreements.json)
 WORST_SHOWN = 15
@@ -45,7 +46,7 @@ def _scores(records: Sequence[Record]) -> dict[str, Any]:
     return agg
 
 
-def _truth_record(spec: Spec, row: Mapping[str, Any], rec: Mapping[str, Any]) -> Record:
+def _truth_record(row: BenchmarkRow, rec: Mapping[str, Any]) -> Record:
     """The known truth of one generated image: the solver's verdicts on the scene its generator intended."""
     meta = rec["metadata"]
     violated = tuple(meta.get("truth_violated") or ())
@@ -53,7 +54,7 @@ def _truth_record(spec: Spec, row: Mapping[str, Any], rec: Mapping[str, Any]) ->
     strict = Verdict(bool(meta["truth_ok"]), bool(meta["truth_count_ok"]), violated, label, "strict", n_objects)
     relaxed = Verdict(bool(meta["truth_relaxed_ok"]), bool(meta["truth_count_ok"]), violated, label, "relaxed",
                       n_objects)
-    return Record(spec, row["label"], strict, relaxed, row["package"], row["id"])
+    return Record(row.spec, row.label, strict, relaxed, row.package, row.id)
 
 
 def _as_scene(x: Scene | Mapping[str, Any]) -> Scene:
@@ -112,29 +113,29 @@ def _confusion(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
     return {"n": n, "accuracy": (tp + tn) / n if n else None, "tp": tp, "fp": fp, "fn": fn, "tn": tn}
 
 
-def _agreement(rows: Sequence[dict], intended: Mapping[str, dict], records: Mapping[str, Record]
+def _agreement(rows: Sequence[BenchmarkRow], intended: Mapping[str, dict], records: Mapping[str, Record]
                ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     strict_pairs, relaxed_pairs = [], []
     by_pkg: dict[str, list[tuple[bool, bool]]] = {}
     disagreements, exact = [], []
     for row in rows:
-        rec, v = intended[row["id"]], records[row["id"]]
+        rec, v = intended[row.id], records[row.id]
         meta = rec["metadata"]
         t, m = bool(meta["truth_ok"]), v.strict.ok
         strict_pairs.append((t, m))
         relaxed_pairs.append((bool(meta["truth_relaxed_ok"]), v.relaxed.ok))
-        by_pkg.setdefault(row["package"], []).append((t, m))
+        by_pkg.setdefault(row.package, []).append((t, m))
         diff = scene_diff(rec["intended"], v.scene)
         exact.append(diff["exact"])
         if t != m:
             disagreements.append({
-                "id": row["id"], "package": row["package"], "label": row["label"],
+                "id": row.id, "package": row.package, "label": row.label,
                 "truth": t, "metric": m, "kind": "false positive" if m else "false negative",
                 "intended_objects": len(rec["intended"]["objects"]),
                 "perceived_objects": None if v.scene is None else v.strict.n_objects,
                 "scene_errors": diff["errors"], "diff": diff["text"],
                 "truth_violated": meta.get("truth_violated"), "metric_violated": list(v.strict.violated),
-                "n": row.get("n"), "truth_count_ok": meta.get("truth_count_ok"),
+                "n": row.n, "truth_count_ok": meta.get("truth_count_ok"),
                 "metric_count_ok": None if v.scene is None else v.strict.count_ok,
                 "generation": meta.get("description"), "confidence": v.confidence,
             })
@@ -148,63 +149,95 @@ def _agreement(rows: Sequence[dict], intended: Mapping[str, dict], records: Mapp
     return out, disagreements
 
 
-def _perturbations(rows: Sequence[dict], intended: Mapping[str, dict]) -> dict[str, Any]:
+def _perturbations(rows: Sequence[BenchmarkRow], intended: Mapping[str, dict]) -> dict[str, Any]:
     kinds: dict[str, int] = {}
     for r in rows:
-        m = intended[r["id"]]["metadata"]
+        m = intended[r.id]["metadata"]
         k = f"{m['perturbation']['kind']}/{m['broken']['what']}"
         kinds[k] = kinds.get(k, 0) + 1
     return {"perturbations": dict(sorted(kinds.items())),
-            "inexact_perturbations": [r["id"] for r in rows if not intended[r["id"]]["metadata"].get("exact", True)]}
+            "inexact_perturbations": [r.id for r in rows if not intended[r.id]["metadata"].get("exact", True)]}
 
 
-def known_truth(rows: Sequence[dict], intended: Mapping[str, dict] | None) -> dict[str, bool] | None:
+def known_truth(rows: Sequence[BenchmarkRow], intended: Mapping[str, dict] | None) -> dict[str, bool] | None:
     """``{id: whether the intended scene satisfies its spec}`` of a built-in generator; None for a folder."""
     if intended is None:
         return None
-    return {r["id"]: bool(intended[r["id"]]["metadata"]["truth_ok"]) for r in rows}
+    return {r.id: bool(intended[r.id]["metadata"]["truth_ok"]) for r in rows}
 
 
-def confidence_summary(rows: Sequence[dict], records: Mapping[str, Record],
+def confidence_summary(rows: Sequence[BenchmarkRow], records: Mapping[str, Record],
                        truth: Mapping[str, bool] | None = None) -> dict[str, Any] | None:
     """How sure the perception backend was of its scene graphs (`Scene.confidence`): their number, mean and
     lowest, and the `LEAST_CERTAIN_SHOWN` least certain images, lowest first (the ones to look at); None when
     the backend gives no confidence."""
-    rated = [(c, r) for r in rows if (c := records[r["id"]].confidence) is not None]
+    rated = [(c, r) for r in rows if (c := records[r.id].confidence) is not None]
     if not rated:
         return None
-    rated.sort(key=lambda cr: (cr[0], cr[1]["id"]))
+    rated.sort(key=lambda cr: (cr[0], cr[1].id))
     least = []
     for c, r in rated[:LEAST_CERTAIN_SHOWN]:
-        rec = records[r["id"]]
-        least.append({"id": r["id"], "package": r["package"], "confidence": c, "ok": rec.strict.ok,
-                      "truth": None if truth is None else truth[r["id"]], "violated": list(rec.strict.violated),
-                      "n_objects": rec.strict.n_objects, "count_ok": rec.strict.count_ok, "n": r.get("n"),
+        rec = records[r.id]
+        least.append({"id": r.id, "package": r.package, "confidence": c, "ok": rec.strict.ok,
+                      "truth": None if truth is None else truth[r.id], "violated": list(rec.strict.violated),
+                      "n_objects": rec.strict.n_objects, "count_ok": rec.strict.count_ok, "n": r.n,
                       "label": rec.label})
     values = [c for c, _ in rated]
     return {"n": len(values), "mean": sum(values) / len(values), "min": values[0], "least_certain": least}
 
 
-def analyse(name: str, folder: Path | None, rows: Sequence[dict], specs: Mapping[str, Spec],
-            records: Mapping[str, Record], failed: Mapping[str, Mapping[str, str]],
-            intended: Mapping[str, dict] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def unread_images(rows: Sequence[BenchmarkRow], records: Mapping[str, Record], min_confidence: float | None,
+                  backend: str = "clevr") -> dict[str, str]:
+    """``{id: why}`` of the images set apart under ``min_confidence`` (`logicval_hf.scoring.judge.unread_reason`);
+    a failed generation (no scene) is a failure, never unread. Empty without a minimum."""
+    from logicval_hf.scoring.judge import unread_reason
+
+    out: dict[str, str] = {}
+    for r in rows:
+        rec = records[r.id]
+        why = None if rec.scene is None else unread_reason(rec.confidence, min_confidence, backend)
+        if why is not None:
+            out[r.id] = why
+    return out
+
+
+def analyse(name: str, folder: Path | None, rows: Sequence[BenchmarkRow], records: Mapping[str, Record],
+            failed: Mapping[str, Mapping[str, str]], intended: Mapping[str, dict] | None,
+            unread: Mapping[str, str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One generator's summary entry (`logicval_hf.job.report.GENERATOR_KEYS`) and its disagreements with the
-    known truth (none for a folder of images: it has no known truth)."""
+    known truth (none for a folder of images: it has no known truth).
+
+    Args:
+        name: the generator.
+        folder: its folder of images (None: a built-in generator).
+        rows: the rows it is scored on.
+        records: a `Record` per id.
+        failed: why each failed generation failed.
+        intended: a built-in generator's intended scenes and metadata by id (the known truth).
+        unread: ``{id: why}`` of the images set apart under a minimum confidence (`unread_images`): every score,
+            the known truth's and the agreement included, is over the other rows.
+    Returns:
+        The entry and the disagreements.
+    """
+    scored = [r for r in rows if r.id not in (unread or {})]
     entry: dict[str, Any] = {
         "kind": "builtin" if folder is None else "folder",
         "folder": str(folder) if folder is not None else None,
-        "n_images": sum(1 for r in rows if failed.get(r["id"], {}).get("failed") != "missing"),
-        "missing": [r["id"] for r in rows if failed.get(r["id"], {}).get("failed") == "missing"],
-        "unreadable": [r["id"] for r in rows if failed.get(r["id"], {}).get("failed") == "unreadable"],
-        "metric": _scores([records[r["id"]] for r in rows]),
+        "n_images": sum(1 for r in rows if failed.get(r.id, {}).get("failed") != "missing"),
+        "missing": [r.id for r in rows if failed.get(r.id, {}).get("failed") == "missing"],
+        "unreadable": [r.id for r in rows if failed.get(r.id, {}).get("failed") == "unreadable"],
+        "metric": _scores([records[r.id] for r in scored]),
         "truth": None,
         "agreement": None,
     }
     entry["confidence"] = confidence_summary(rows, records, known_truth(rows, intended))
+    if unread is not None:
+        entry["unread"] = {"n_read": sum(1 for r in scored if records[r.id].scene is not None),
+                           "n_unread": len(unread), "images": [{"id": i, "reason": why} for i, why in unread.items()]}
     if intended is None:
         return entry, []
-    entry["truth"] = _scores([_truth_record(specs[r["id"]], r, intended[r["id"]]) for r in rows])
-    entry["agreement"], disagreements = _agreement(rows, intended, records)
-    if name == "perturbed":
-        entry.update(_perturbations(rows, intended))
+    changes = _perturbations(scored, intended) if name == "perturbed" else {}
+    entry["truth"] = _scores([_truth_record(r, intended[r.id]) for r in scored])
+    entry["agreement"], disagreements = _agreement(scored, intended, records)
+    entry.update(changes)
     return entry, disagreements

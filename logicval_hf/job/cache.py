@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from logicval_hf.benchmark.fingerprint import benchmark_fingerprint
+from logicval_hf.benchmark.rows import BenchmarkRow, as_rows, typed_benchmark
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.common.atomic import atomic_write_json
 from logicval_hf.common.fingerprint import files_hash, modules_hash
@@ -42,21 +42,19 @@ def sha1(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: bool = True) -> list[dict]:
-    """The benchmark rows (the fields the job needs): read from ``cache`` when ``reuse`` and it matches the seed
-    and the code, else built with `cached_benchmark` (and then written to ``cache``)."""
+def load_rows(seed: int = DEFAULT_SEED, cache: str | Path | None = None, reuse: bool = True) -> list[BenchmarkRow]:
+    """The benchmark rows, typed (with the columns the job needs, `ROW_FIELDS`): read from ``cache`` when ``reuse``
+    and it matches the seed and the code, else built with `cached_benchmark` (and then written to ``cache``)."""
     fp = benchmark_fingerprint()
     if cache is not None and reuse:
         d = read_json(Path(cache))
         if isinstance(d, dict) and d.get("seed") == seed and d.get("fingerprint") == fp and \
                 isinstance(d.get("rows"), list):
-            return d["rows"]
-    from logicval_hf.benchmark.sampler import cached_benchmark
-
-    bench = cached_benchmark(seed)  # memoised per process (keyed on the seed's value, so shared with callers)
-    rows = [{k: r.get(k) for k in ROW_FIELDS} for r in bench.all_rows()]
+            return as_rows(d["rows"])
+    rows = list(typed_benchmark(seed))  # memoised per process (keyed on the seed's value)
     if cache is not None:
-        atomic_write_json(cache, {"seed": seed, "fingerprint": fp, "logicval_version": __version__, "rows": rows})
+        atomic_write_json(cache, {"seed": seed, "fingerprint": fp, "logicval_version": __version__,
+                                  "rows": [r.to_dict(ROW_FIELDS) for r in rows]})
     return rows
 
 
@@ -82,13 +80,13 @@ def backend_fingerprint(backend: str) -> str:
     return files_hash([*b.source_files(), *b.model_files], f"{__version__}/{backend}")
 
 
-def intended_ok(rec: Any, name: str, seed: int, size: tuple[int, int], row: Mapping[str, Any],
+def intended_ok(rec: Any, name: str, seed: int, size: tuple[int, int], row: BenchmarkRow,
                 renderer: str = "numpy") -> bool:
     """Whether an intended-scene record on disk was made by this generator, seed, size, renderer and code for
     this spec."""
     return (isinstance(rec, dict) and rec.get("generator") == name and rec.get("seed") == seed
             and rec.get("renderer", "numpy") == renderer
-            and rec.get("image_size") == list(size) and rec.get("spec_json") == row["spec_json"]
+            and rec.get("image_size") == list(size) and rec.get("spec_json") == row.spec_json
             and rec.get("generator_fingerprint") == generator_fingerprint()
             and isinstance(rec.get("metadata"), dict) and isinstance(rec.get("intended"), dict))
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.scoring.scores import Record
 
@@ -32,7 +33,7 @@ def _failed(rec: Record, truth_ok: bool | None) -> bool:
     return not rec.strict.ok or (truth_ok is not None and truth_ok != rec.strict.ok)
 
 
-def pick_examples(rows: Sequence[dict], records: Mapping[str, Record], truth: Mapping[str, bool] | None = None,
+def pick_examples(rows: Sequence[BenchmarkRow], records: Mapping[str, Record], truth: Mapping[str, bool] | None = None,
                   size: int = GALLERY_SIZE) -> list[str]:
     """Ids of up to ``size`` images worth showing: failures first (disagreements with the known truth before
     them), then the rest; within each group one package after the other, so that the examples cover the
@@ -41,17 +42,17 @@ def pick_examples(rows: Sequence[dict], records: Mapping[str, Record], truth: Ma
     rank: dict[str, int] = {}
     per_package: dict[str, int] = {}
     for r in rows:
-        rank[r["id"]] = per_package.get(r["package"], 0)
-        per_package[r["package"]] = rank[r["id"]] + 1
+        rank[r.id] = per_package.get(r.package, 0)
+        per_package[r.package] = rank[r.id] + 1
     order = {p: k for k, p in enumerate(per_package)}
 
-    def key(r: dict) -> tuple:
-        rec, t = records[r["id"]], truth.get(r["id"])
+    def key(r: BenchmarkRow) -> tuple:
+        rec, t = records[r.id], truth.get(r.id)
         disagrees = t is not None and t != rec.strict.ok
-        return (not _failed(rec, t), not disagrees, rank[r["id"]], order[r["package"]])
+        return (not _failed(rec, t), not disagrees, rank[r.id], order[r.package])
 
-    shown = [r for r in rows if records[r["id"]].scene is not None]
-    return [r["id"] for r in sorted(shown, key=key)[:size]]
+    shown = [r for r in rows if records[r.id].scene is not None]
+    return [r.id for r in sorted(shown, key=key)[:size]]
 
 
 def caption(rec: Record, truth_ok: bool | None = None) -> str:

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.asp.solver import default_solver
+from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.common.atomic import atomic_write_bytes, atomic_write_json
 from logicval_hf.job import cache
+from logicval_hf.job.options import render_settings
 from logicval_hf.job.workers import WORKER, Workers
 
 __all__ = ["generate", "render_settings"]
@@ -29,28 +31,8 @@ def png_bytes(image: Any) -> bytes:
     return buf.getvalue()
 
 
-def render_settings(renderer: str, assets: str | Path | None, jobs: int) -> dict[str, Any]:
-    """How the built-in generators draw (``renderer`` and, for Blender, its assets and threads), checked before
-    any work.
-
-    Raises:
-        ValueError: an unknown renderer; Blender without ``assets`` or with a folder that is not the assets.
-    """
-    render: dict[str, Any] = {"renderer": renderer}
-    if renderer == "blender":
-        from logicval_hf.generation.blender import load_assets
-
-        if assets is None:
-            raise ValueError("--renderer blender needs --assets DIR (the official CLEVR generator's "
-                             "image_generation/data/ folder)")
-        load_assets(assets)  # a bad folder is reported before any work
-        render.update(assets=str(assets), blender={"threads": 1 if jobs > 1 else 2})
-    elif renderer != "numpy":
-        raise ValueError(f"unknown renderer {renderer!r}; known renderers: numpy, blender")
-    return render
-
-
-def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str, dict]) -> tuple[tuple[str, dict], float]:
+def _gen_task(task: tuple[str, int, tuple[int, int], BenchmarkRow, str, str, dict]
+              ) -> tuple[tuple[str, dict], float]:
     from logicval_hf.generation.builtin import make_generator
 
     c0 = time.process_time()
@@ -65,21 +47,21 @@ def _gen_task(task: tuple[str, int, tuple[int, int], dict, str, str, dict]) -> t
     atomic_write_bytes(img_path, data)
     record = {
         "generator": name,
-        "id": row["id"],
+        "id": row.id,
         "seed": seed,
         "image_size": list(size),
         "renderer": render.get("renderer", "numpy"),
-        "spec_json": row["spec_json"],
+        "spec_json": row.spec_json,
         "image_sha1": cache.sha1(data),
         "generator_fingerprint": cache.generator_fingerprint(),
         "metadata": meta,
         "intended": scene.to_dict(),
     }
     atomic_write_json(meta_path, record)
-    return (row["id"], record), time.process_time() - c0
+    return (row.id, record), time.process_time() - c0
 
 
-def generate(name: str, seed: int, size: tuple[int, int], rows: Sequence[dict], out: Path, resume: bool,
+def generate(name: str, seed: int, size: tuple[int, int], rows: Sequence[BenchmarkRow], out: Path, resume: bool,
              workers: Workers, progress: bool, render: Mapping[str, Any] | None = None
              ) -> tuple[dict[str, dict], dict[str, int], float]:
     """Images and intended scenes of one built-in generator: ``({id: record}, work counters, worker CPU s)``."""
@@ -90,11 +72,11 @@ def generate(name: str, seed: int, size: tuple[int, int], rows: Sequence[dict], 
     records: dict[str, dict] = {}
     tasks = []
     for row in rows:
-        img, meta = img_dir / f"{row['id']}.png", meta_dir / f"{row['id']}.json"
+        img, meta = img_dir / f"{row.id}.png", meta_dir / f"{row.id}.json"
         if resume and img.is_file():
             rec = cache.read_json(meta)
             if rec is not None and cache.intended_ok(rec, name, seed, size, row, renderer):
-                records[row["id"]] = rec
+                records[row.id] = rec
                 continue
         tasks.append((name, seed, tuple(size), row, str(img), str(meta), dict(render or {})))
     work = {"generated": len(tasks), "reused": len(records)}

@@ -7,28 +7,38 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators"]
+from logicval_hf.benchmark.rows import BenchmarkRow
+
+__all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators", "run_rows"]
 
 #: the built-in generators (`logicval_hf.generation.builtin.GENERATORS`), in report order
 BUILTIN_GENERATORS = ("oracle", "naive", "perturbed")
 
 
-def limit_rows(rows: Sequence[dict], limit: int | None) -> list[dict]:
+def limit_rows(rows: Sequence[BenchmarkRow], limit: int | None) -> list[BenchmarkRow]:
     """At most ``limit`` rows per package, evenly spaced through the package (so a small limit still reaches
     several classes of 1SAT), in benchmark order."""
     if limit is None:
         return list(rows)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive number of specs per package, got {limit!r}")
-    by_pkg: dict[str, list[dict]] = {}
+    by_pkg: dict[str, list[BenchmarkRow]] = {}
     for r in rows:
-        by_pkg.setdefault(r["package"], []).append(r)
+        by_pkg.setdefault(r.package, []).append(r)
     keep: set[str] = set()
     for members in by_pkg.values():
         k = len(members)
         picks = range(k) if k <= limit else sorted({(i * k) // limit for i in range(limit)})
-        keep.update(members[i]["id"] for i in picks)
-    return [r for r in rows if r["id"] in keep]
+        keep.update(members[i].id for i in picks)
+    return [r for r in rows if r.id in keep]
+
+
+def run_rows(seed: int, cache_file: Path, limit: int | None) -> list[BenchmarkRow]:
+    """The rows a run covers: the benchmark of ``seed`` (`logicval_hf.job.cache.load_rows`: from ``cache_file`` when
+    it matches the seed and the code, which is checked even without resuming) cut to ``limit`` per package."""
+    from logicval_hf.job.cache import load_rows
+
+    return limit_rows(load_rows(seed, cache_file, reuse=True), limit)
 
 
 def _safe_name(text: str) -> str:
@@ -73,8 +83,8 @@ def resolve_generators(generators: Iterable[str] | str | None, image_folder: str
     return out
 
 
-def folder_rows(folder: Path, rows: Sequence[dict], found: Mapping[str, Path], only_present: bool
-                ) -> tuple[list[dict], list[str]]:
+def folder_rows(folder: Path, rows: Sequence[BenchmarkRow], found: Mapping[str, Path], only_present: bool
+                ) -> tuple[list[BenchmarkRow], list[str]]:
     """The rows a folder of images is scored on, and what a reader must be told about them.
 
     Every row by default (an id without an image is a failed generation, not ok); with ``only_present`` only
@@ -85,13 +95,13 @@ def folder_rows(folder: Path, rows: Sequence[dict], found: Mapping[str, Path], o
     """
     n, k = len(rows), len(found)
     if not found:
-        example = f" (e.g. {rows[0]['id']}.png)" if rows else ""
+        example = f" (e.g. {rows[0].id}.png)" if rows else ""
         raise ValueError(f"no image in {str(folder)!r} is named by a benchmark id of this run{example}; images are "
                          "found as <id>.png, .jpg, .jpeg or .webp")
     if only_present:
         notes = [f"only the {k} of {n} specs with an image in {folder} are scored (--only-present); the "
                  f"{n - k} without one are left out, so the score is not comparable with a full run"] if k < n else []
-        return [r for r in rows if r["id"] in found], notes
+        return [r for r in rows if r.id in found], notes
     if k == n:
         return list(rows), []
     return list(rows), [f"{n - k} of {n} specs have no image in {folder}: each counts as a failed generation (not "

@@ -13,11 +13,12 @@ import hashlib
 import json
 import statistics
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from logicval_hf.common.atomic import atomic_write_json
+from logicval_hf.contract.scene import Scene
 from logicval_hf.scoring.scores import Record
 
 __all__ = ["repair_records", "repair_summary", "self_correct"]
@@ -79,13 +80,30 @@ def self_correct(name: str, records: Mapping[str, Record], seed: int, size: tupl
     from tqdm import tqdm
 
     from logicval_hf.generation.builtin import make_generator, seed_for
-    from logicval_hf.perception import extract_scenes
     from logicval_hf.repairs.loop import correct, summarise
 
+    read = _reader(backend)
     editor = make_generator("oracle", seed=seed, image_size=size, renderer=renderer,
                             assets=None if assets is None else str(assets))
     items = [(i, rec.spec, rec.scene) for i, rec in records.items() if rec.scene is not None]
     with tqdm(total=len(items), desc=f"self-correct {name}", disable=not progress, unit="img", leave=False) as bar:
         outcome = correct(items, lambda rid, r: editor.render(r.scene, seed_for("self-correct", name, rid))[0],
-                          lambda images: extract_scenes(images, backend=backend), progress=bar.update)
+                          read, progress=bar.update)
     return summarise(outcome)
+
+
+def _reader(backend: str) -> Callable[[Sequence[Any]], list[Scene]]:
+    """The judge's reading of the edited images (the benchmark's specs are CLEVR: the backend's default domain);
+    an image it cannot read stops the round with its error, as a broken renderer should."""
+    from logicval_hf.scoring.judge import JudgeOptions, read_scenes
+
+    options = JudgeOptions(backend=backend)
+
+    def read(images: Sequence[Any]) -> list[Scene]:
+        scenes = read_scenes(images, None, options)
+        for s in scenes:
+            if not isinstance(s, Scene):
+                raise s
+        return scenes  # type: ignore[return-value]
+
+    return read

@@ -1,17 +1,19 @@
 """The main job: benchmark -> images -> scene graphs -> verdicts -> report, offline, in one call.
 
-``run(out_dir)`` reads the benchmark (`logicval_hf.benchmark.sampler.cached_benchmark`: from the user-level cache,
-or built once), generates one image per
-specification with each generator (`logicval_hf.generation.builtin`: ``oracle``, ``naive``, ``perturbed``), scores
-every image (`logicval_hf.scoring.evaluation.to_scenes` and `verify_scenes`; perception backend ``"clevr"`` by
-default: the shipped CLEVR scene parser), compares the metric's verdicts with the generators' *known truth* (the
+``run(out_dir, **settings)`` (or ``run(RunOptions(...))``: `logicval_hf.job.options.RunOptions`) reads the
+benchmark's typed rows (`logicval_hf.benchmark.rows.BenchmarkRow`: from the user-level cache, or built once),
+generates one image per specification with each generator (`logicval_hf.generation.builtin`: ``oracle``,
+``naive``, ``perturbed``), judges every image (`logicval_hf.scoring.judge`: perception backend ``"clevr"`` by
+default, the shipped CLEVR scene parser), compares the metric's verdicts with the generators' *known truth* (the
 solver's verdict on the scene each generator intended) and writes a report. A folder of images named by benchmark
 id (``<id>.png`` / ``.jpg`` / ``.jpeg`` / ``.webp``: a user's model outputs) is scored the same way; ids without
 an image count as failed generations (verdict false, listed in the report).
 
-The stages live in their own modules: `plan` (which generators and rows), `cache` (fingerprints and what may be
-reused), `workers` (the process pool), `generate` (stage 1), `score` (stage 2), `analysis` (stage 3), `timer`
-(seconds per stage) and `report` (the files).
+The stages live in their own modules: `options` (what a run is asked, what its stages share), `plan` (which
+generators and rows), `cache` (fingerprints and what may be reused), `workers` (the process pool), `generate`
+(stage 1), `score` (stage 2), `analysis` (stage 3), `timer` (seconds per stage) and `report` (the files). With a
+minimum confidence (``min_confidence``) the images read below it are set apart as unread: every score is over the
+others, and the summary and the report say how many were read and which were not, with the reason.
 
 Output folder::
 
@@ -36,189 +38,185 @@ missing. Generation and perception use ``jobs`` worker processes (default: up to
 from __future__ import annotations
 
 import logging
-import os
 import warnings
-from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, default_solver
-from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
+from logicval_hf.asp.solver import default_solver
+from logicval_hf.benchmark.rows import BenchmarkRow
+from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.common.atomic import atomic_write_json, remove_stale_temps
 from logicval_hf.common.version import __version__
-from logicval_hf.contract.spec import as_spec
 from logicval_hf.job import cache
-from logicval_hf.job.analysis import WORST_SHOWN, analyse, known_truth
-from logicval_hf.job.gallery import KEEP_IMAGES, pick_examples, prune_images, write_gallery
-from logicval_hf.job.generate import generate, render_settings
-from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, limit_rows, resolve_generators
+from logicval_hf.job.analysis import WORST_SHOWN, analyse, known_truth, unread_images
+from logicval_hf.job.gallery import pick_examples, prune_images, write_gallery
+from logicval_hf.job.generate import generate
+from logicval_hf.job.options import DEFAULT_OUT, JobContext, RunOptions, render_settings
+from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, resolve_generators, run_rows
 from logicval_hf.job.repairs import repair_records, repair_summary, self_correct
-from logicval_hf.job.score import score
+from logicval_hf.job.score import GeneratorImages, Scored, score
 from logicval_hf.job.timer import StageTimer
 from logicval_hf.job.workers import Workers
 
 #: one line per stage (`logicval run` shows them on stderr; the progress bars show the rest)
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_GENERATORS", "DEFAULT_OUT", "MissingImagesWarning", "run"]
+__all__ = ["DEFAULT_GENERATORS", "DEFAULT_OUT", "GeneratorResult", "MissingImagesWarning", "RunOptions", "run"]
 
 DEFAULT_GENERATORS = BUILTIN_GENERATORS
-DEFAULT_OUT = "logicval_report"
 
 
 class MissingImagesWarning(UserWarning):
-    """A folder of images lacks images for some specs of the run (see `run`'s ``only_present``)."""
+    """A folder of images lacks images for some specs of the run (see `RunOptions.only_present`)."""
 
 
-def run(
-    out_dir: str | Path = DEFAULT_OUT,
-    generators: Iterable[str] | str = DEFAULT_GENERATORS,
-    seed: int = DEFAULT_SEED,
-    backend: str = "clevr",
-    image_folder: str | Path | None = None,
-    resume: bool = True,
-    progress: bool = True,
-    limit: int | None = None,
-    jobs: int | None = None,
-    image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
-    renderer: str = "numpy",
-    assets: str | Path | None = None,
-    only_present: bool = False,
-    keep_images: str = "all",
-    repair: bool = False,
-) -> dict[str, Any]:
-    """Generate, perceive, verify and report; returns the summary (also written to ``summary.json``).
+@dataclass
+class GeneratorResult:
+    """Everything one generator's stages produced: the rows it was scored on with their image files, its
+    records, its summary entry, the work done, its disagreements with the known truth (None for a folder) and
+    the repair of every perceived scene."""
+
+    name: str
+    folder: Path | None
+    rows: list[BenchmarkRow]
+    images: dict[str, Path | None]
+    scored: Scored
+    intended: dict[str, dict] | None
+    entry: dict[str, Any]
+    work: dict[str, Any]
+    disagreements: list[dict[str, Any]] | None
+    repairs: dict[str, dict]
+
+
+def run(options: RunOptions | str | Path | None = None, /, **settings: Any) -> dict[str, Any]:
+    """Generate, perceive, judge and report; returns the summary (also written to ``summary.json``).
 
     Args:
-        out_dir: the report folder (created; see the module docstring for its layout).
-        generators: built-in generator names (``oracle``, ``naive``, ``perturbed``) and/or folders of images
-            named by benchmark id (scored as a model's outputs; named after the folder).
-        seed: benchmark seed (`cached_benchmark`); also seeds the generators.
-        backend: perception backend (default ``"clevr"``, the shipped CLEVR scene parser).
-        image_folder: one more folder of images to score (same as listing it in ``generators``).
-        resume: reuse images, intended scenes and verdicts already in ``out_dir`` (each checked against the spec,
-            seed, image hash and perception backend); ``False`` regenerates and re-scores every image. The
-            benchmark rows cached in ``benchmark.json`` are reused either way when seed and code match.
-        progress: tqdm progress bars on stderr.
-        limit: only the first ``limit`` specs of every package (quick runs, tests).
-        jobs: worker processes for generation and perception (default ``min(2, cpu count)``). Workers start
-            from a fresh interpreter (forkserver / spawn), so, as with any such multiprocessing code, a script
-            that calls `run` must do so under ``if __name__ == "__main__":``.
-        image_size: size of generated images ``(W, H)``.
-        renderer: how the built-in generators draw their scenes: ``"numpy"`` (fast, default) or ``"blender"``
-            (the CLEVR look, from the official assets in ``assets``; seconds per image; see
-            `logicval_hf.generation.blender_process` for where bpy runs).
-        assets: the official CLEVR generator's ``image_generation/data/`` folder, for ``renderer="blender"``.
-        only_present: score a folder of images on the specs it has an image for only (by default an id without
-            an image counts as a failed generation). Either way a folder with missing images gets a warning
-            (`MissingImagesWarning`, and in the summary's and the report's ``warnings``).
-        keep_images: which generated images stay in ``images/`` once scored: ``"all"`` (default),
-            ``"failures"`` (those the metric rejects or that disagree with the known truth) or ``"none"``; the
-            report's gallery keeps small thumbnails either way, and a later run draws deleted images again.
-            Images of a folder are never touched.
-        repair: also run one round of self-correction on every generator's images (`logicval_hf.job.repairs`: the
-            repaired scene drawn by the built-in renderer, perceived again and verified); every perceived scene's
-            cheapest repair is computed either way (the repair-cost distribution, the gallery's instructions).
+        options: a `RunOptions`, or the report folder (``out_dir``); the keyword settings are `RunOptions`'s
+            fields (``run("out", generators=["oracle"], limit=2)`` builds the options).
+        settings: `RunOptions` fields, when ``options`` is not one.
+    Returns:
+        The summary (`logicval_hf.job.report.SUMMARY_KEYS`).
     Raises:
         ValueError: an unknown generator / missing folder, a folder with no image named by a benchmark id, a
-            bad ``limit`` or ``keep_images``.
-    """
-    from logicval_hf.job.report import write_report
-    from logicval_hf.scoring.evaluation import images_in_folder
+            bad ``limit``, ``keep_images`` or ``min_confidence``.
+        TypeError: a setting `RunOptions` does not have, or settings beside a `RunOptions`.
 
+    Workers start from a fresh interpreter (forkserver / spawn), so, as with any such multiprocessing code, a
+    script that calls `run` must do so under ``if __name__ == "__main__":``.
+    """
+    if isinstance(options, RunOptions):
+        if settings:
+            raise TypeError(f"run: settings {sorted(settings)} beside a RunOptions; put them in the options")
+        opts = options
+    else:
+        opts = RunOptions(**settings) if options is None else RunOptions(options, **settings)
+    ctx = _start(opts)
+    try:
+        results = [_one_generator(ctx, name, folder) for name, folder in ctx.plan]
+    finally:
+        ctx.workers.close()
+        remove_stale_temps(ctx.out)
+    return _finish(ctx, results)
+
+
+def _start(opts: RunOptions) -> JobContext:
+    """The run's folder, plan, checks made before any work, and the benchmark rows."""
     timer = StageTimer()
-    out = Path(out_dir)
+    out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
-    plan = resolve_generators(generators, image_folder)
-    cache.backend_fingerprint(backend)  # an unknown or broken backend is reported before any work
-    jobs = max(1, int(jobs if jobs is not None else min(2, os.cpu_count() or 1)))
-    size = (int(image_size[0]), int(image_size[1]))
-    render = render_settings(renderer, assets, jobs)
-    if keep_images not in KEEP_IMAGES:
-        raise ValueError(f"keep_images must be one of {list(KEEP_IMAGES)}, got {keep_images!r}")
+    cache.backend_fingerprint(opts.backend)  # an unknown or broken backend is reported before any work
+    render = render_settings(opts.renderer, opts.assets, opts.workers)
+    plan = resolve_generators(opts.generators, opts.image_folder)
     with timer.stage("benchmark"):
         log.info("benchmark: reading the prompts of seed %s from a cache, or building them (~15 s on 2 cores)",
-                 seed)
-        # the rows cache is checked against the seed and the code, so it is reused even without `resume`
-        rows = limit_rows(cache.load_rows(seed, out / "benchmark.json", reuse=True), limit)
+                 opts.seed)
+        rows = run_rows(opts.seed, out / "benchmark.json", opts.limit)
     log.info("benchmark: %d specifications ready in %.1f s", len(rows), timer.wall["benchmark"])
-    solver = default_solver()
-    specs = {r["id"]: as_spec(r["spec_json"], solver.catalog) for r in rows}
-    gens: dict[str, dict[str, Any]] = {}
-    work: dict[str, dict[str, int]] = {}
-    disagreements: dict[str, list[dict[str, Any]]] = {}
-    shown: dict[str, tuple] = {}  # per generator, what its gallery is drawn from
-    repairs: dict[str, dict[str, dict]] = {}  # per generator, id -> the repair of its perceived scene
-    workers = Workers(jobs)
-    try:
-        for name, folder in plan:
-            intended: dict[str, dict] | None = None
-            scored_rows = rows
-            notes: list[str] = []
-            items: list[tuple[dict, Path | None]]
-            with timer.stage(f"generate/{name}") as stage:
-                log.info("generate/%s: %s", name, f"drawing {len(rows)} image(s) with {jobs} worker(s), reusing "
-                         "those already drawn" if folder is None else f"reading the images of {folder}")
-                if folder is None:
-                    intended, work[name], worker_cpu = generate(name, seed, size, rows, out, resume, workers,
-                                                                progress, render)
-                    stage.add_cpu(worker_cpu)
-                    items = [(r, out / "images" / name / f"{r['id']}.png") for r in rows]
-                else:
-                    found = images_in_folder(folder, [r["id"] for r in rows])
-                    scored_rows, notes = folder_rows(folder, rows, found, only_present)
-                    for note in notes:  # before the long part, so a wrong folder can be stopped at once
-                        warnings.warn(note, MissingImagesWarning, stacklevel=2)
-                    items = [(r, found.get(r["id"])) for r in scored_rows]
-                    work[name] = {"found": len(found)}
-            scored = score(name, items, specs, out, backend, resume, workers, progress, solver, timer)
-            work[name].update(scored.work)
-            gens[name], found_disagreements = analyse(name, folder, scored_rows, specs, scored.records,
-                                                      scored.failed, intended)
-            scored_ids = {r["id"] for r in scored_rows}
-            gens[name].update(left_out=[r["id"] for r in rows if r["id"] not in scored_ids], warnings=notes)
-            if intended is not None:
-                disagreements[name] = found_disagreements
-            with timer.stage(f"repair/{name}"):
-                log.info("repair/%s: the cheapest repair of every perceived scene%s", name,
-                         ", then one round of self-correction" if repair else "")
-                repairs[name] = repair_records(out, name, scored.records, progress)
-                gens[name]["repair"] = repair_summary(repairs[name], scored.records)
-                if repair:
-                    gens[name]["self_correction"] = self_correct(name, scored.records, seed, size, backend, renderer,
-                                                                 assets, progress)
-            shown[name] = (folder, scored_rows, {r["id"]: p for r, p in items}, scored.records,
-                           known_truth(rows, intended))
-    finally:
-        workers.close()
-        remove_stale_temps(out)
+    return JobContext(opts, out, rows, default_solver(), Workers(opts.workers), timer, render, plan)
 
-    timer.begin("report")  # ended by write_report, just before it writes summary.json
-    log.info("report: thumbnails, tables and plots into %s", out)
-    for name, (folder, scored_rows, images, records, truth) in shown.items():
-        picked = pick_examples(scored_rows, records, truth)
-        gens[name]["gallery"] = write_gallery(out, name, picked, images, records, truth)
-        for entry in gens[name]["gallery"]:  # what would make each shown image right
-            entry["instructions"] = repairs[name].get(entry["id"], {}).get("instructions")
+
+def _images(ctx: JobContext, name: str, folder: Path | None
+            ) -> tuple[list[tuple[BenchmarkRow, Path | None]], dict[str, dict] | None, dict[str, Any], list[str]]:
+    """Stage 1: a built-in generator draws its images (or a folder's are found): each row with its image file,
+    the intended scenes (None for a folder), the work done and what a reader must be told."""
+    opts, rows = ctx.options, ctx.rows
+    with ctx.timer.stage(f"generate/{name}") as stage:
+        log.info("generate/%s: %s", name, f"drawing {len(rows)} image(s) with {opts.workers} worker(s), reusing "
+                 "those already drawn" if folder is None else f"reading the images of {folder}")
         if folder is None:
-            work[name]["deleted_images"] = prune_images(out / "images" / name, [r["id"] for r in rows], records,
-                                                        truth or {}, keep_images)
-    summary = {
+            intended, work, worker_cpu = generate(name, opts.seed, opts.image_size, rows, ctx.out, opts.resume,
+                                                  ctx.workers, opts.progress, ctx.render)
+            stage.add_cpu(worker_cpu)
+            return [(r, ctx.out / "images" / name / f"{r.id}.png") for r in rows], intended, dict(work), []
+        from logicval_hf.scoring.evaluation import images_in_folder
+
+        found = images_in_folder(folder, [r.id for r in rows])
+        scored_rows, notes = folder_rows(folder, rows, found, opts.only_present)
+        for note in notes:  # before the long part, so a wrong folder can be stopped at once
+            warnings.warn(note, MissingImagesWarning, stacklevel=5)
+        return [(r, found.get(r.id)) for r in scored_rows], None, {"found": len(found)}, notes
+
+
+def _one_generator(ctx: JobContext, name: str, folder: Path | None) -> GeneratorResult:
+    """Stages 1 to 3 and the repairs of one generator."""
+    opts = ctx.options
+    items, intended, work, notes = _images(ctx, name, folder)
+    scored = score(GeneratorImages(name, items), ctx)
+    work.update(scored.work)
+    rows = [r for r, _ in items]
+    unread = None if opts.min_confidence is None else \
+        unread_images(rows, scored.records, opts.min_confidence, opts.backend)
+    entry, disagreements = analyse(name, folder, rows, scored.records, scored.failed, intended, unread)
+    scored_ids = {r.id for r in rows}
+    entry.update(left_out=[r.id for r in ctx.rows if r.id not in scored_ids], warnings=notes)
+    with ctx.timer.stage(f"repair/{name}"):
+        log.info("repair/%s: the cheapest repair of every perceived scene%s", name,
+                 ", then one round of self-correction" if opts.repair else "")
+        repairs = repair_records(ctx.out, name, scored.records, opts.progress)
+        entry["repair"] = repair_summary(repairs, scored.records)
+        if opts.repair:
+            entry["self_correction"] = self_correct(name, scored.records, opts.seed, opts.image_size, opts.backend,
+                                                    opts.renderer, opts.assets, opts.progress)
+    return GeneratorResult(name, folder, rows, {r.id: p for r, p in items}, scored, intended, entry, work,
+                           disagreements if intended is not None else None, repairs)
+
+
+def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
+    """The report stage: galleries, pruned images, ``summary.json``, ``disagreements.json`` and the report."""
+    opts, timer = ctx.options, ctx.timer
+    timer.begin("report")  # ended by write_report, just before it writes summary.json
+    log.info("report: thumbnails, tables and plots into %s", ctx.out)
+    for g in results:
+        truth = known_truth(ctx.rows, g.intended)
+        picked = pick_examples(g.rows, g.scored.records, truth)
+        g.entry["gallery"] = write_gallery(ctx.out, g.name, picked, g.images, g.scored.records, truth)
+        for shot in g.entry["gallery"]:  # what would make each shown image right
+            shot["instructions"] = g.repairs.get(shot["id"], {}).get("instructions")
+        if g.folder is None:
+            g.work["deleted_images"] = prune_images(ctx.out / "images" / g.name, [r.id for r in ctx.rows],
+                                                    g.scored.records, truth or {}, opts.keep_images)
+    summary: dict[str, Any] = {
         "logicval_version": __version__,
-        "seed": seed,
-        "backend": backend,
-        "backend_fingerprint": cache.backend_fingerprint(backend),
-        "image_size": list(size),
-        "limit": limit,
-        "n_specs": len(rows),
-        "packages": {p: sum(1 for r in rows if r["package"] == p) for p in PACKAGE_NAMES},
-        "generators": gens,
-        "jobs": jobs,
+        "seed": opts.seed,
+        "backend": opts.backend,
+        "backend_fingerprint": cache.backend_fingerprint(opts.backend),
+        **({} if opts.min_confidence is None else {"min_confidence": opts.min_confidence}),
+        "image_size": list(opts.image_size),
+        "limit": opts.limit,
+        "n_specs": len(ctx.rows),
+        "packages": {p: sum(1 for r in ctx.rows if r.package == p) for p in PACKAGE_NAMES},
+        "generators": {g.name: g.entry for g in results},
+        "jobs": opts.workers,
         "timings": timer.wall,
         "cpu_seconds": timer.cpu,
-        "work": work,
+        "work": {g.name: g.work for g in results},
     }
-    atomic_write_json(out / "disagreements.json", disagreements, indent=1)
-    write_report(out, summary, {name: d[:WORST_SHOWN] for name, d in disagreements.items()}, timer=timer)
+    from logicval_hf.job.report import write_report
+
+    disagreements = {g.name: g.disagreements for g in results if g.disagreements is not None}
+    atomic_write_json(ctx.out / "disagreements.json", disagreements, indent=1)
+    write_report(ctx.out, summary, {name: d[:WORST_SHOWN] for name, d in disagreements.items()}, timer=timer)
     return summary

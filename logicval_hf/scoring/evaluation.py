@@ -26,99 +26,73 @@ from typing import Any
 import numpy as np
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
-from logicval_hf.asp.solver import Solver, check_mode, default_solver
-from logicval_hf.contract.catalog import load_catalog
+from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
-from logicval_hf.errors import SolverTimeout
 from logicval_hf.scoring import inputs
+from logicval_hf.scoring.judge import (
+    PROBABILISTIC_SETTINGS,
+    Judgement,
+    JudgeOptions,
+    judge,
+    perceived_domain,
+    read_scenes,
+)
 from logicval_hf.scoring.scores import Record, aggregate
 
 __all__ = ["PROBABILISTIC_SETTINGS", "compute", "images_in_folder", "parse_reference", "perceived_domain",
-           "to_scenes", "verify_scenes"]
-
-#: settings of the probabilistic score (`logicval_hf.scoring.probabilistic.probability`)
-PROBABILISTIC_SETTINGS = ("max_exact", "samples", "seed", "epsilon")
+           "summarise", "to_scenes", "verify_scenes"]
 
 
 def parse_reference(ref: Any, solver: Solver | None = None) -> tuple[Spec, dict[str, Any]]:
     """A reference as (spec, metadata with id / package / label when the reference carries them)."""
-    return inputs.parse_reference(ref, (solver or default_solver()).catalog)
+    from logicval_hf.scoring.judge import parse_reference as parse
 
-
-def perceived_domain(domain: Domain | None) -> Domain | None:
-    """The ``domain=`` a perception backend is asked for, for a prediction whose spec is in ``domain``: None for
-    CLEVR (every backend's default, so a CLEVR-only backend is never asked), the domain otherwise."""
-    return None if domain is None or domain == load_catalog().domain else domain
+    return parse(ref, (solver or default_solver()).catalog)
 
 
 def to_scenes(predictions: Sequence[Any], backend: str = "clevr", domains: Sequence[Domain | None] | None = None,
               **settings: Any) -> list[Scene]:
-    """Scene graphs for predictions: images through the perception backend, scene graphs parsed (one kind per
-    call; see `logicval_hf.scoring.inputs.normalise_predictions`).
+    """Scene graphs for predictions: images through the perception backend (the judge's reading,
+    `logicval_hf.scoring.judge.read_scenes`), scene graphs parsed (one kind per call; see
+    `logicval_hf.scoring.inputs.normalise_predictions`).
 
     ``domains``: the domain of each prediction (its reference's spec's). Scene graphs are read in it; images of
     a domain other than CLEVR are perceived with ``domain=`` that domain (a ``domain`` in ``settings`` is used for
     every image instead; `perceived_domain`); CLEVR images are perceived as without domains.
+
+    Raises:
+        ValueError: the first prediction that cannot be read, named (``predictions[i]: ...``).
     """
-    checked = inputs.normalise_predictions(predictions, backend=backend, domains=domains)
-    scenes: list[Scene | None] = [p if isinstance(p, Scene) else None for p in checked]
-    image_idx = [i for i, s in enumerate(scenes) if s is None]
-    if image_idx:
-        from logicval_hf.common.extras import require_backend
-        from logicval_hf.perception import extract_scenes
-
-        require_backend(backend)  # e.g. "neural" without its extra: one line naming `logicval-hf[neural]`
-        groups: dict[Any, list[int]] = {}
-        for i in image_idx:
-            d = None if domains is None or "domain" in settings else perceived_domain(domains[i])
-            groups.setdefault(d, []).append(i)
-        for d, idx in groups.items():
-            extra = {} if d is None else {"domain": d}
-            try:
-                extracted = extract_scenes([checked[i] for i in idx], backend=backend, **settings, **extra)
-            except ValueError as e:
-                if inputs.takes_raw_input(backend):  # raw items are cheap to read again: name the one refused
-                    _raise_for_first_refused(checked, idx, backend, {**settings, **extra})
-                if d is None:
-                    raise
-                raise type(e)(f"predictions[{idx[0]}]: its spec is in domain {d.name!r}: {e}") from None
-            for i, s in zip(idx, extracted, strict=True):
-                scenes[i] = s
+    predictions = list(predictions)
+    if domains is not None and len(domains) != len(predictions):
+        raise ValueError(f"got {len(domains)} domains for {len(predictions)} predictions")
+    inputs.check_one_kind(predictions, backend)
+    options = JudgeOptions(backend=backend, backend_settings=settings)
+    scenes: list[Scene | None] = [None] * len(predictions)
+    groups: dict[Any, list[int]] = {}
+    for i, p in enumerate(predictions):
+        domain = None if domains is None else domains[i]
+        if inputs.is_scene_graph(p):
+            scenes[i] = inputs.normalise_prediction(p, f"predictions[{i}]", backend, domain)
+        else:
+            groups.setdefault(None if domains is None or "domain" in settings else perceived_domain(domain),
+                              []).append(i)
+    for domain, idx in groups.items():
+        names = [f"predictions[{i}]" for i in idx]
+        for i, got in zip(idx, read_scenes([predictions[i] for i in idx], domain, options, names), strict=True):
+            if not isinstance(got, Scene):
+                raise got
+            scenes[i] = got
     return scenes  # type: ignore[return-value]
-
-
-def _raise_for_first_refused(items: Sequence[Any], idx: Sequence[int], backend: str, settings: Mapping[str, Any]
-                             ) -> None:
-    """Read the raw items one by one and raise the first refusal as ``predictions[i]: ...``."""
-    from logicval_hf.perception import extract_scene
-
-    for i in idx:
-        try:
-            extract_scene(items[i], backend=backend, **settings)
-        except ValueError as e:
-            raise type(e)(f"predictions[{i}]: {e}") from None
-
-
-def _probabilistic_settings(probabilistic: Any) -> dict[str, Any] | None:
-    if probabilistic is None or probabilistic is False:
-        return None
-    if probabilistic is True:
-        return {}
-    if isinstance(probabilistic, Mapping):
-        unknown = sorted(set(probabilistic) - set(PROBABILISTIC_SETTINGS))
-        if unknown:
-            raise ValueError(f"probabilistic: unknown setting(s) {unknown}; known: {list(PROBABILISTIC_SETTINGS)}")
-        return dict(probabilistic)
-    raise ValueError(f"probabilistic must be True, False or a dict of settings, got {type(probabilistic).__name__}")
 
 
 def verify_scenes(specs: Sequence[Spec], scenes: Sequence[Scene], *, labels: Sequence[str | None] | None = None,
                   ids: Sequence[str | None] | None = None, packages: Sequence[str | None] | None = None,
                   solver: Solver | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> list[Record]:
-    """Verify each (spec, scene) pair once: one `Record` per pair, with the strict verdict, the count-relaxed
-    one derived from it (no second solver call) and the scene.
+    """Verify each (spec, scene) pair once (the judge, `logicval_hf.scoring.judge.judge`): one `Record` per
+    pair, with the strict verdict, the count-relaxed one derived from it (no second solver call) and the scene.
 
     Args:
         specs: parsed specifications.
@@ -131,25 +105,52 @@ def verify_scenes(specs: Sequence[Spec], scenes: Sequence[Scene], *, labels: Seq
     Returns:
         The records, in input order.
     Raises:
-        ValueError: lists of different lengths; a scene in another domain than its spec (the solver's check,
-        naming the item).
+        ValueError: lists of different lengths; a scene in another domain than its spec (naming the item).
         SolverTimeout: labelling spec ``k`` exceeded ``timeout`` (the message names it).
     """
     n = len(specs)
     for name, xs in (("scenes", scenes), ("labels", labels), ("ids", ids), ("packages", packages)):
         if xs is not None and len(xs) != n:
             raise ValueError(f"verify_scenes: {len(xs)} {name} for {n} specs")
-    solver = solver or default_solver()
-    solved: list[str] = []
-    for k, spec in enumerate(specs):
-        try:
-            solved.append((labels[k] if labels is not None else None) or solver.solve(spec, timeout=timeout).label)
-        except SolverTimeout as e:
-            raise SolverTimeout(f"references[{k}]: {e}", e.budget) from None
-    strict = solver.verify_many(list(zip(specs, scenes, strict=True)), count="strict", labels=solved)
-    return [Record(spec, label, v, v.with_count("relaxed"), packages[k] if packages is not None else None,
-                   ids[k] if ids is not None else None, scene)
-            for k, (spec, label, v, scene) in enumerate(zip(specs, solved, strict, scenes, strict=True))]
+    results = judge(specs, scenes, JudgeOptions(backend="given", timeout=timeout, errors="raise"), solver=solver,
+                    labels=labels)
+    return [Record(j.spec, j.label, j.strict, j.relaxed, packages[k] if packages is not None else None,  # type: ignore[arg-type]
+                   ids[k] if ids is not None else None, j.scene) for k, j in enumerate(results)]
+
+
+def summarise(results: Sequence[Judgement], options: JudgeOptions | None = None, per_sample: bool = True,
+              probs: bool = False) -> dict[str, Any]:
+    """The metric's answer for judged items: `aggregate` of the scored ones, ``probabilistic_score`` and
+    ``mean_repair_cost`` when ``options`` asked for them, ``per_sample`` when asked; with ``min_confidence``, also
+    ``min_confidence``, ``n_read`` (items read with at least that confidence: the scores are theirs) and
+    ``n_unread`` (every sample also says ``unread``: None, or why it was set apart).
+
+    Raises:
+        ValueError: an item failed (its error).
+    """
+    for j in results:
+        if j.exception is not None:
+            raise j.exception
+    options = options or JudgeOptions()
+    min_confidence = options.min_confidence
+    scored = [j for j in results if j.scored]
+    out = aggregate([j.record() for j in scored])
+    if min_confidence is not None:
+        out.update(n_samples=len(results), min_confidence=min_confidence, n_read=len(scored),
+                   n_unread=len(results) - len(scored))
+    if options.probability_settings is not None:
+        with_p = [j.probability.p for j in scored if j.probability is not None]
+        out["probabilistic_score"] = float(np.mean(with_p)) if with_p else None
+    if options.repair:
+        from logicval_hf.repairs.scores import mean_costs
+
+        out["mean_repair_cost"], per_package = mean_costs([j.repair or j.repair_error for j in scored],
+                                                          [j.package for j in scored])
+        for package, mean in per_package.items():
+            out["by_package"][package]["mean_repair_cost"] = mean
+    if per_sample:
+        out["per_sample"] = [j.to_sample(probs, with_unread=min_confidence is not None) for j in results]
+    return out
 
 
 def compute(
@@ -164,8 +165,10 @@ def compute(
     probs: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
     repair: bool = False,
+    min_confidence: float | None = None,
 ) -> dict[str, Any]:
-    """Verdicts, scores and breakdowns for paired predictions and references.
+    """Verdicts, scores and breakdowns for paired predictions and references (the judge,
+    `logicval_hf.scoring.judge.judge`, then `summarise`).
 
     Args:
         predictions: images or scene graphs (not both), one per reference.
@@ -186,62 +189,23 @@ def compute(
         repair: also compute each sample's cheapest repair (`logicval_hf.repair`, under ``count``, within
             ``timeout`` each): adds ``mean_repair_cost`` (overall and per package in ``by_package``) and per-sample
             ``repair_cost``, ``repair_optimal``, ``edits`` and ``instructions``.
+        min_confidence: set apart as *unread* every sample whose scene confidence is below it (or that has none):
+            scored neither as a pass nor as a failure; the scores are over the others, and ``n_read``,
+            ``n_unread``, ``min_confidence`` and per-sample ``unread`` (the reason) say so.
     Returns:
         ``aggregate`` of the records (``logicval_score``, ``relaxed_score``, ``abstention_rate``, ``by_load``,
         breakdowns) plus ``per_sample`` when asked.
     Raises:
-        ValueError: no samples, lengths differ, images mixed with scene graphs, or a malformed prediction /
-        reference (the message names its index); `SolverTimeout` (a ValueError) naming the reference whose label
-        exceeded ``timeout``.
+        ValueError: no samples, lengths differ, images mixed with scene graphs, a ``min_confidence`` outside
+        [0, 1], or a malformed prediction / reference (the message names its index); `SolverTimeout` (a
+        ValueError) naming the reference whose label exceeded ``timeout``.
     """
     predictions, references = inputs.check_lists(predictions, references)
-    check_mode(count)
-    settings = _probabilistic_settings(probabilistic)
-    solver = solver or default_solver()
-    specs, metas = [], []
-    for i, ref in enumerate(references):
-        try:
-            spec, meta = inputs.parse_reference(ref, solver.catalog)
-        except ValueError as e:
-            raise type(e)(f"references[{i}]: {e}") from None
-        specs.append(spec)
-        metas.append(meta)
-    # each prediction is read (or perceived) in its spec's domain: that read is the one domain check per pair
-    scenes = to_scenes(predictions, backend=backend, domains=[spec.domain for spec in specs],
-                       **dict(backend_settings or {}))
-    records = verify_scenes(specs, scenes, labels=[m.get("label") for m in metas], ids=[m.get("id") for m in metas],
-                            packages=[m.get("package") for m in metas], solver=solver,
-                            timeout=timeout)
-    out = aggregate(records)
-    results = None
-    if settings is not None:
-        from logicval_hf.scoring.probabilistic import probability
-
-        results = [probability(rec.spec, rec.scene, count=count, label=rec.label, solver=solver, **settings)
-                   for rec in records]
-        out["probabilistic_score"] = float(np.mean([r.p for r in results]))
-    repairs = None
-    if repair:
-        from logicval_hf.repairs.scores import mean_costs, repair_many
-
-        repairs = repair_many([(rec.spec, rec.scene) for rec in records], count=count, timeout=timeout,
-                              solver=solver)
-        out["mean_repair_cost"], per_package = mean_costs(repairs, [rec.package for rec in records])
-        for package, mean in per_package.items():
-            out["by_package"][package]["mean_repair_cost"] = mean
-    if per_sample:
-        out["per_sample"] = []
-        for k, rec in enumerate(records):
-            sample = rec.to_sample(probs)
-            if results is not None:
-                r = results[k]
-                sample.update(probability=r.p, probability_exact=r.exact, probability_stderr=r.stderr)
-            if repairs is not None:
-                from logicval_hf.repairs.scores import sample_fields
-
-                sample.update(sample_fields(repairs[k]))
-            out["per_sample"].append(sample)
-    return out
+    options = JudgeOptions(backend=backend, backend_settings=backend_settings or {}, count=count,
+                           probabilistic=probabilistic, repair=repair, min_confidence=min_confidence,
+                           timeout=timeout, errors="raise")
+    inputs.check_one_kind(predictions, backend)
+    return summarise(judge(references, predictions, options, solver=solver), options, per_sample, probs)
 
 
 def images_in_folder(folder: str | Path, ids: Sequence[str]) -> dict[str, Path]:

@@ -25,14 +25,16 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from logicval_hf.benchmark.rows import is_row, split_row
 from logicval_hf.contract.domain import DEFAULT_DOMAIN, Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.errors import SceneError, SpecError
 from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, check_size, open_checked
 
-__all__ = ["MAX_PIXELS", "ROW_KEYS", "check_domain", "check_lists", "is_scene_graph", "prediction_kind",
-           "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json", "takes_raw_input"]
+__all__ = ["MAX_PIXELS", "ROW_KEYS", "check_domain", "check_lists", "check_one_kind", "is_scene_graph",
+           "prediction_kind", "normalise_prediction", "normalise_predictions", "parse_reference", "reference_json",
+           "takes_raw_input"]
 
 #: benchmark-row fields a reference keeps (the rest of a row, e.g. the prompt or the witness, is not needed)
 ROW_KEYS = ("id", "package", "label", "spec_json")
@@ -181,6 +183,19 @@ def normalise_prediction(x: Any, what: str = "prediction", backend: str | None =
     )
 
 
+def check_one_kind(predictions: Sequence[Any], backend: str | None = None) -> None:
+    """Refuse images and scene graphs in one call, naming the first item of the other kind (unless the backend
+    takes raw input: then the backend decides)."""
+    if not predictions or takes_raw_input(backend):
+        return
+    first = prediction_kind(predictions[0])
+    for i, p in enumerate(predictions):
+        if prediction_kind(p) != first:
+            raise ValueError(
+                f"predictions mix images and scene graphs: predictions[0] is {_describe(predictions[0])} but "
+                f"predictions[{i}] is {_describe(p)}; score scene graphs and images in separate calls")
+
+
 def normalise_predictions(predictions: Sequence[Any], backend: str | None = None,
                           domains: Sequence[Domain | None] | None = None) -> list[Any]:
     """Every prediction checked (`normalise_prediction`; scene graphs read in ``domains[i]``, the domains of
@@ -191,13 +206,7 @@ def normalise_predictions(predictions: Sequence[Any], backend: str | None = None
         domains = [None] * len(predictions)
     elif len(domains) != len(predictions):
         raise ValueError(f"got {len(domains)} domains for {len(predictions)} predictions")
-    if not takes_raw_input(backend) and predictions:
-        first = prediction_kind(predictions[0])
-        for i, p in enumerate(predictions):
-            if prediction_kind(p) != first:
-                raise ValueError(
-                    f"predictions mix images and scene graphs: predictions[0] is {_describe(predictions[0])} but "
-                    f"predictions[{i}] is {_describe(p)}; score scene graphs and images in separate calls")
+    check_one_kind(predictions, backend)
     return [normalise_prediction(p, f"predictions[{i}]", backend, d)
             for i, (p, d) in enumerate(zip(predictions, domains, strict=True))]
 
@@ -212,9 +221,8 @@ def parse_reference(ref: Any, catalog: Any = None) -> tuple[Spec, dict[str, Any]
             ref = json.loads(ref)
         except json.JSONDecodeError as e:
             raise SpecError(f"reference is not valid spec JSON ({e})") from None
-    if isinstance(ref, Mapping) and "spec_json" in ref:
-        meta = {k: ref[k] for k in ("id", "package", "label") if k in ref and ref[k] is not None}
-        ref = ref["spec_json"]
+    if isinstance(ref, Mapping) and is_row(ref):
+        ref, meta = split_row(ref)
         if isinstance(ref, str):
             try:
                 ref = json.loads(ref)
@@ -237,7 +245,8 @@ def reference_json(ref: Any) -> str:
     if isinstance(ref, str):
         return ref
     if isinstance(ref, Mapping):
-        if "spec_json" in ref:
-            ref = {k: ref[k] for k in ROW_KEYS if ref.get(k) is not None}
+        if is_row(ref):
+            spec_json, meta = split_row(ref)
+            ref = {**meta, "spec_json": spec_json}
         return json.dumps(ref, separators=(",", ":"), default=str)
     raise SpecError(f"reference: expected a spec or a benchmark row (JSON or dict), got {type(ref).__name__}")

@@ -84,12 +84,7 @@ class Record:
         ``count_ok``, ``violated``, ``n_objects``, ``load``, ``confidence`` (the perception backend's
         probability that the scene graph is right; None when it gives none) and ``scene`` (its objects'
         ``probs`` only when ``probs``)."""
-        scene = None
-        if self.scene is not None:
-            scene = self.scene.to_dict()
-            if not probs:
-                for o in scene["objects"]:
-                    o.pop("probs", None)
+        scene = scene_sample(self.scene, probs)
         return {
             "id": self.id,
             "package": self.package,
@@ -115,6 +110,17 @@ class Record:
         strict = Verdict(bool(sample["ok"]), bool(sample["count_ok"]), violated, label, "strict", n_objects)
         relaxed = Verdict(bool(sample["relaxed_ok"]), bool(sample["count_ok"]), violated, label, "relaxed", n_objects)
         return cls(spec, label, strict, relaxed, sample.get("package"), sample.get("id"), scene)
+
+
+def scene_sample(scene: Scene | None, probs: bool = False) -> dict[str, Any] | None:
+    """A scene graph as a ``per_sample`` entry holds it: its JSON, the objects' ``probs`` only when ``probs``."""
+    if scene is None:
+        return None
+    out = scene.to_dict()
+    if not probs:
+        for o in out["objects"]:
+            o.pop("probs", None)
+    return out
 
 
 def compositional_load(spec: Spec) -> int:
@@ -148,6 +154,12 @@ def aggregate(records: Sequence[Record]) -> dict[str, Any]:
     sat = [r for r in records if r.label == "SAT"]
     unsat = [r for r in records if r.label == "UNSAT"]
     single_sat = [r for r in sat if r.spec.m == 1]
+    groups = {  # the breakdowns first: the per-operator tally below reads the catalog
+        "by_package": _group(records, lambda r: [r.package] if r.package else []),
+        "by_class": _group(single_sat, lambda r: [r.spec.constraints[0].cls]),
+        "by_template": _group(single_sat, lambda r: [r.spec.constraints[0].template_id]),
+        "by_load": _group(sat, lambda r: [str(r.load)], order=lambda kv: int(kv[0])),
+    }
     per_constraint: dict[str, list[bool]] = {}
     per_operator: dict[str, list[bool]] = {}
     for r in sat:
@@ -166,10 +178,7 @@ def aggregate(records: Sequence[Record]) -> dict[str, Any]:
         "count_accuracy": _rate([r.strict.count_ok for r in sat]),
         "abstention_rate": _rate([r.abstained for r in unsat]),
         "false_abstention_rate": _rate([r.abstained for r in sat]),
-        "by_package": _group(records, lambda r: [r.package] if r.package else []),
-        "by_class": _group(single_sat, lambda r: [r.spec.constraints[0].cls]),
-        "by_template": _group(single_sat, lambda r: [r.spec.constraints[0].template_id]),
-        "by_load": _group(sat, lambda r: [str(r.load)], order=lambda kv: int(kv[0])),
+        **groups,
         "constraint_success_by_class": {k: {"n": len(v), "rate": _rate(v)} for k, v in sorted(per_constraint.items())},
         "constraint_success_by_operator": {k: {"n": len(per_operator[k]), "rate": _rate(per_operator[k])}
                                            for k in OPERATORS if k in per_operator},

@@ -1,4 +1,5 @@
-"""The Check tab and the ``/check`` endpoint: image + spec -> scene graph, verdicts, failing constraints.
+"""The Check tab and the ``/check`` endpoint: image + spec -> scene graph, verdicts, failing constraints (the
+judge, `logicval_hf.scoring.judge`, reads the image in the spec's domain and verifies it).
 
 Uploads go through `logicval_hf.space.images` (file size, "is this an image at all", pixel count from the
 header, then `logicval_hf.perception.load_image`). Errors are `CheckError` (a `ValueError`) with a sentence a
@@ -15,14 +16,14 @@ from PIL import Image
 
 import logicval_hf.perception as perception
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
-from logicval_hf.asp.solver import Solver, default_solver
+from logicval_hf.asp.solver import Solver
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
 from logicval_hf.contract.verbalise import constraint_names, constraint_text
+from logicval_hf.scoring.judge import Judgement, JudgeOptions, judge_one
 from logicval_hf.space import images
 from logicval_hf.space.common import boxes_json, listed, object_label, parse_spec_input
 from logicval_hf.space.config import default_backend
-from logicval_hf.space.edits import repair_of
 from logicval_hf.space.explain import explain_constraint
 from logicval_hf.space.images import DEFAULT_MAX_FILE_BYTES
 
@@ -49,30 +50,58 @@ def load_upload(path: Any, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name:
 
 
 def probability_of(spec: Spec, scene: Scene, label: str | None) -> dict[str, Any]:
-    """The probabilistic score (`logicval_hf.scoring.probabilistic`), or ``p: None`` with the reason it is n/a."""
+    """The probabilistic score (`logicval_hf.scoring.probabilistic`) of a scene on its own, or ``p: None`` with the
+    reason it is n/a."""
     from logicval_hf.scoring.probabilistic import probability
 
     try:
         r = probability(spec, scene, label=label)
     except Exception as e:  # noqa: BLE001 - shown to the user, the verdicts still stand
         return {"p": None, "available": True, "note": f"n/a: {type(e).__name__}: {e}"}
-    note = "exact" if r.exact else f"Monte Carlo estimate ± {r.stderr:.3f}"
-    return {**r.to_dict(), "available": True, "note": note}
+    return _probability_view(r, None)
+
+
+def _probability_view(result: Any, error: str | None) -> dict[str, Any]:
+    """The judge's probabilistic score (a ``ProbResult``) as the page shows it, or ``p: None`` with why not."""
+    if result is None:
+        return {"p": None, "available": True, "note": f"n/a: {error or 'not computed'}"}
+    note = "exact" if result.exact else f"Monte Carlo estimate ± {result.stderr:.3f}"
+    return {**result.to_dict(), "available": True, "note": note}
+
+
+def _options(backend: str, timeout: float | None) -> JudgeOptions:
+    """What the Check tab asks of the judge: both verdicts, the probabilistic score and the cheapest repair."""
+    return JudgeOptions(backend=backend, probabilistic=True, repair=True, timeout=timeout)
+
+
+def _judged(j: Judgement) -> Judgement:
+    """``j`` when it was judged (a failed probabilistic score is shown as n/a); its error raised otherwise: a
+    `CheckError` for an image the backend cannot read, the solver's own error (a `SolverTimeout`) for a spec."""
+    if j.error is None or j.stage == "probability":
+        return j
+    if j.stage == "prediction":
+        raise CheckError(j.error)
+    assert j.exception is not None
+    raise j.exception
 
 
 def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = None,
                    solver: Solver | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Verdicts (strict and count-relaxed), the failing constraints with the objects involved, the score and the
-    cheapest repair (``repair``: `logicval_hf.space.edits.repair_of`).
+    cheapest repair, for a scene graph (the judge, `logicval_hf.scoring.judge`, with the scene as given).
 
-    The scene is verified once: the count-relaxed verdict is derived from the strict one (`Verdict.with_count`;
-    only ``ok`` depends on the count mode). A spec without a label is labelled within ``timeout`` seconds, else
-    `SolverTimeout` (a ValueError: the UI shows its message)."""
-    solver = solver or default_solver()
+    The scene is verified once: the count-relaxed verdict is derived from the strict one. A spec without a label
+    is labelled within ``timeout`` seconds, else `SolverTimeout` (a ValueError: the UI shows its message)."""
     meta = dict(meta or {})
-    label = meta.get("label") or solver.solve(spec, timeout=timeout).label
-    strict = solver.verify(spec, scene, count="strict", label=label)
-    relaxed = strict.with_count("relaxed")
+    j = judge_one(spec, scene, _options("given", timeout), solver=solver, label=meta.get("label"), name="scene")
+    return answer(_judged(j), meta)
+
+
+def answer(j: Judgement, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``/check`` answer of a judged item: verdicts, failing constraints with why and the objects involved,
+    notes, the probabilistic score and the repair."""
+    spec, scene, strict, label = j.spec, j.scene, j.strict, j.label
+    assert spec is not None and scene is not None and strict is not None and j.relaxed is not None and label
     constraints = []
     violated = []
     for i, c in enumerate(spec.constraints):
@@ -98,26 +127,24 @@ def evaluate_scene(spec: Spec, scene: Scene, meta: Mapping[str, Any] | None = No
         "spec": spec.to_dict(),
         "scene": scene.to_dict(),
         "objects": boxes_json(scene),
-        "verdict": {"strict": strict.to_dict(), "relaxed": relaxed.to_dict()},
+        "verdict": {"strict": strict.to_dict(), "relaxed": j.relaxed.to_dict()},
         "constraints": constraints,
         "violated": violated,
         "notes": notes,
-        "probability": probability_of(spec, scene, label),
-        "repair": repair_of(spec, scene, label, timeout),
+        "probability": _probability_view(j.probability, j.error),
+        "repair": j.repair.to_dict() if j.repair is not None else {"error": j.repair_error},
     }
 
 
 def check_image(image: Any, spec_input: Any, backend: str | None = None,
                 max_bytes: int | None = DEFAULT_MAX_FILE_BYTES, name: str | None = None) -> dict[str, Any]:
-    """The ``/check`` answer for an uploaded image path and a spec (benchmark id or JSON)."""
+    """The ``/check`` answer for an uploaded image path and a spec (benchmark id or JSON): the image perceived
+    in the spec's domain (a coco spec in the coco domain, by a backend that perceives it)."""
     spec, meta = parse_spec_input(spec_input)
     rgb = load_upload(image, max_bytes, name)
     backend = backend or default_backend()
-    try:
-        scene = perception.extract_scene(rgb, backend=backend)
-    except perception.PerceptionError as e:
-        raise CheckError(str(e)) from None
-    out = evaluate_scene(spec, scene, meta)
+    j = judge_one(spec, rgb, _options(backend, DEFAULT_TIMEOUT), label=meta.get("label"), name="image")
+    out = answer(_judged(j), meta)
     out["backend"] = backend
     return out
 

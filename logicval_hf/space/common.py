@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from logicval_hf.benchmark.rows import BenchmarkRow, is_row, split_row
 from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, PACKAGES, cached_benchmark, keep_benchmark
 from logicval_hf.benchmark.store import read_stored, stored_file
 from logicval_hf.common.atomic import atomic_write_bytes
@@ -193,6 +194,11 @@ def get_row(row_id: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     return row
 
 
+def typed_row(row_id: str, seed: int = DEFAULT_SEED, catalog: Catalog | None = None) -> BenchmarkRow:
+    """`get_row` as a typed `BenchmarkRow` (its spec parsed)."""
+    return BenchmarkRow.from_dict(get_row(row_id, seed), catalog)
+
+
 def parse_spec_input(text: Any, catalog: Catalog | None = None,
                      seed: int = DEFAULT_SEED) -> tuple[Spec, dict[str, Any]]:
     """A spec from user input: a benchmark id (``3SAT-0007``), spec JSON, or a benchmark row as JSON.
@@ -214,9 +220,8 @@ def parse_spec_input(text: Any, catalog: Catalog | None = None,
             raise ValueError("no spec given: enter a benchmark id (e.g. 3SAT-0007) or a spec as JSON "
                              '({"n": 3, "constraints": [...]})')
         if ROW_ID_RE.fullmatch(s):
-            row = get_row(s, seed)
-            return Spec.from_dict(row["spec_json"], catalog=catalog), {
-                "id": row["id"], "package": row["package"], "label": row["label"]}
+            row = typed_row(s, seed, catalog)
+            return row.spec, {"id": row.id, "package": row.package, "label": row.label}
         if not s.startswith("{"):
             raise ValueError(f"{s[:40]!r} is neither a benchmark id (like 3SAT-0007) nor spec JSON "
                              "(starting with '{')")
@@ -225,9 +230,8 @@ def parse_spec_input(text: Any, catalog: Catalog | None = None,
         except json.JSONDecodeError as e:
             raise SpecError(f"spec: not valid JSON ({e})") from None
     meta: dict[str, Any] = {}
-    if isinstance(d, Mapping) and "spec_json" in d:  # a benchmark row
-        meta = {k: d[k] for k in ("id", "package", "label") if d.get(k) is not None}
-        d = d["spec_json"]
+    if isinstance(d, Mapping) and is_row(d):  # a benchmark row
+        d, meta = split_row(d)
     return Spec.from_dict(d, catalog=catalog, allowed_m=COMPOSE_M), meta
 
 
@@ -281,6 +285,11 @@ def region_legend(domain: Any) -> str:
             "upper half, farther from the camera).")
 
 
+def _region(scene: Scene, i: int) -> str | None:
+    """Object ``i``'s region code, or None in a domain without regions (COCO)."""
+    return scene.region(i) if REGION_ATTRIBUTE in scene.domain.derived else None
+
+
 def scene_headers(scene_or_domain: Any) -> list[str]:
     return ["#", *attribute_order(scene_or_domain), "region", "x0", "y0", "x1", "y1", "score"]
 
@@ -293,7 +302,9 @@ def scene_rows(scene: Scene) -> list[list[Any]]:
     for i, o in enumerate(scene.objects):
         x0, y0, x1, y1 = (round(float(v), 1) for v in o.bbox)
         score = "" if o.score is None else round(float(o.score), 3)
-        rows.append([i, *(o.attributes[a] for a in order), region_label(scene.region(i)), x0, y0, x1, y1, score])
+        region = _region(scene, i)
+        rows.append([i, *(o.attributes[a] for a in order), "" if region is None else region_label(region), x0, y0, x1,
+                     y1, score])
     return rows
 
 
@@ -302,7 +313,7 @@ def boxes_json(scene: Scene) -> list[dict[str, Any]]:
     ``region_name`` its words (``back left``)."""
     return [
         {"index": i, "label": object_label(scene, i), "bbox": [round(float(v), 2) for v in o.bbox],
-         "region": scene.region(i), "region_name": region_words(scene.region(i))}
+         "region": _region(scene, i), "region_name": region_words(_region(scene, i) or "")}
         for i, o in enumerate(scene.objects)
     ]
 

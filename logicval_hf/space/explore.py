@@ -9,36 +9,35 @@ from typing import Any
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.verbalise import constraint_names
-from logicval_hf.space.common import get_row
+from logicval_hf.space.common import typed_row
 
 SUBQUESTION_HEADERS = ["constraint", "question", "type", "expect", "bind"]
 
 
 def explore_row(row_id: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """Everything the Explore tab shows for a row, JSON-ready (the witness as a scene dict)."""
-    row = get_row(row_id, seed)
-    texts = [c["text_short"] for c in row["constraints"]]
-    core = row.get("core")
+    row = typed_row(row_id, seed)
+    texts = [c.text_short for c in row.constraints]
     return {
-        "id": row["id"],
-        "package": row["package"],
-        "label": row["label"],
-        "n": row["n"],
-        "m": row["m"],
-        "templates": list(row["templates"]),
-        "spec_json": row["spec_json"],
-        "prompt_short": row["prompt_short"],
-        "prompt_long": row["prompt_long"],
-        "full_prompt_short": row["full_prompt_short"],
-        "full_prompt_long": row["full_prompt_long"],
-        "asp_program": row["asp_program"],
-        "subquestions": [{k: sq.get(k) for k in SUBQUESTION_HEADERS} for sq in row["subquestions"]],
-        "witness": row.get("witness"),
-        "core": list(core) if core is not None else None,
-        "core_constraints": [{"index": i, "template": row["templates"][i], "text": texts[i]} for i in (core or ())],
-        "constraints": [{"index": i, "template": c["template"], "text": c["text_short"]}
-                        for i, c in enumerate(row["constraints"])],
-        "chance_rate": row.get("chance_rate"),
+        "id": row.id,
+        "package": row.package,
+        "label": row.label,
+        "n": row.n,
+        "m": row.m,
+        "templates": list(row.templates),
+        "spec_json": row.spec_json,
+        "prompt_short": row.prompt_short,
+        "prompt_long": row.prompt_long,
+        "full_prompt_short": row.full_prompt_short,
+        "full_prompt_long": row.full_prompt_long,
+        "asp_program": row.asp_program,
+        "subquestions": [{k: sq.get(k) for k in SUBQUESTION_HEADERS} for sq in row.subquestions],
+        "witness": None if row.witness is None else dict(row.witness),
+        "core": list(row.core) if row.core is not None else None,
+        "core_constraints": [{"index": i, "template": row.templates[i], "text": texts[i]} for i in row.core or ()],
+        "constraints": [{"index": i, "template": c.template, "text": c.text_short}
+                        for i, c in enumerate(row.constraints)],
+        "chance_rate": row.chance_rate,
     }
 
 

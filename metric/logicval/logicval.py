@@ -3,8 +3,8 @@
 # Licensed under the MIT License.
 """LogicVal: text-to-image evaluation as logical constraint satisfaction over CLEVR scenes.
 
-A thin `evaluate` wrapper: the work is done by `logicval_hf.scoring.evaluation.compute` (input checks,
-perception, clingo verification, scores and the probabilistic score); the input format is
+A thin `evaluate` wrapper: the work is done by `logicval_hf.scoring.evaluation.compute` (input checks, then
+the judge, `logicval_hf.scoring.judge`: perception, clingo verification, the probabilistic score); the input format is
 `logicval_hf.scoring.features`.
 """
 
@@ -75,6 +75,9 @@ Args:
         the reference, never a label the solver has not proved.
     repair (`bool`, optional): also compute each sample's cheapest repair, the fewest edits (set an attribute,
         move, remove or add an object) after which its scene satisfies its specification (default `False`).
+    min_confidence (`float` in [0, 1], optional): set apart as *unread* every sample whose scene graph's
+        `confidence` is below it (or that has none): scored neither as a pass nor as a failure; every score is
+        then over the samples read with at least that confidence (default `None`: every sample is scored).
 
 Returns:
     logicval_score (`float` in [0, 1]): fraction of samples whose verdict is ok (strict count).
@@ -89,17 +92,20 @@ Returns:
     probabilistic_score (`float` in [0, 1]): mean probability of satisfaction (only with `probabilistic`).
     mean_repair_cost (`float`): mean number of edits to satisfaction (only with `repair`; also per package in
         `by_package`).
+    min_confidence, n_read, n_unread (only with `min_confidence`): the threshold, the samples read with at least
+        that confidence (the scores are theirs) and those set apart; `n_samples` counts both.
     per_sample (`list` of `dict`): `id`, `package`, `label`, `ok`, `relaxed_ok`, `count_ok`, `violated`
         (0-based indices of the failing constraints), `n_objects`, `load`, `confidence` (the perception
         backend's probability in [0, 1] that the scene graph is right, e.g. the `clevr` parser's; `None` when
         the backend or the given scene graph has none: look at the least confident images first), `scene` (and
         `probability`, `probability_exact`, `probability_stderr` with `probabilistic`; `repair_cost`,
-        `repair_optimal`, `edits` and `instructions` with `repair`).
+        `repair_optimal`, `edits` and `instructions` with `repair`; `unread`, None or why the sample was set
+        apart, with `min_confidence`: an unread sample's `ok`, `relaxed_ok` and `count_ok` are None).
 
 Raises:
-    ValueError: no samples, unequal lengths, images mixed with scene graphs, or a malformed item (the message
-        names it, e.g. `predictions[3]: ...`); `SolverTimeout` (a `ValueError`): a reference's label took longer
-        than `timeout`.
+    ValueError: no samples, unequal lengths, images mixed with scene graphs, a `min_confidence` outside [0, 1],
+        or a malformed item (the message names it, e.g. `predictions[3]: ...`); `SolverTimeout` (a `ValueError`):
+        a reference's label took longer than `timeout`.
 
 Examples:
 
@@ -185,7 +191,8 @@ class Logicval(evaluate.Metric):
         get_backend(self.backend)
 
     def _compute(self, predictions, references, backend=None, count="strict", per_sample=True,
-                 probabilistic=False, backend_settings=None, probs=False, timeout=DEFAULT_TIMEOUT, repair=False):
+                 probabilistic=False, backend_settings=None, probs=False, timeout=DEFAULT_TIMEOUT, repair=False,
+                 min_confidence=None):
         return compute(predictions, references, backend=backend or self.backend, per_sample=per_sample,
                        backend_settings=backend_settings, count=count, probabilistic=probabilistic, probs=probs,
-                       timeout=timeout, repair=repair)
+                       timeout=timeout, repair=repair, min_confidence=min_confidence)

@@ -50,6 +50,21 @@ def test_verify_jsonl(files, capsys):
     assert rc == 2 and "2 line(s)" in err  # bad input exits 2, as the README says; the good lines still get verdicts
 
 
+def test_verify_jsonl_a_pair_the_judge_cannot_label_fails_alone(files, capsys):
+    """A spec that cannot be labelled within the budget gets its error line; the pairs beside it their verdicts."""
+    horses = {"domain": "coco", "constraints": [{"template": "X1/count_cmp", "params": {
+        "A1": {"prop": "class", "value": "horse", "negated": False}, "T": ">=", "K": 4}}]}
+    empty = {"domain": "coco", "image_size": [512, 512], "objects": []}
+    lines = [{"spec": SPEC, "scene": SCENE, "label": "SAT"}, {"spec": horses, "scene": empty},
+             {"spec": SPEC, "scene": SCENE, "label": "SAT", "count": "relaxed"}]
+    (files / "pairs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    rc, out, err = run(capsys, "verify", "--jsonl", files / "pairs.jsonl", "--timeout", "1e-9")
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert [r.get("ok") for r in rows] == [False, None, True]
+    assert rows[1]["line"] == 2 and rows[1]["error"].startswith("line 2: labelling the spec exceeded its time budget")
+    assert rc == 2 and "1 line(s)" in err
+
+
 def test_bad_input_exit_code_and_message(files, capsys):
     (files / "bad.json").write_text('{"n": 3, "constraints": [{"template": "C1/nope", "params": {}}]}')
     rc, out, err = run(capsys, "solve", files / "bad.json")
@@ -214,6 +229,36 @@ def test_check_says_how_sure_the_backend_is(files, witness_png, capsys):
         assert json.loads(capsys.readouterr().out)["confidence"] is None  # a backend that does not say
     finally:
         BACKENDS.pop("one-red-cube-test")
+
+
+def test_check_min_confidence_sets_an_unsure_reading_apart(files, witness_png, capsys):
+    import argparse
+
+    from logicval_hf.cli.core import cmd_check
+    from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
+
+    args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test",
+                              timeout=20.0, relaxed=False, probs=False, pretty=False, min_confidence="0.5")
+    register_backend("one-red-cube-test", PerceptionBackend("one-red-cube-test", _sure_of_one_red_cube))
+    try:
+        assert cmd_check(args) == 0
+        res = json.loads(capsys.readouterr().out)  # 0.37 < 0.5: no verdict either way, and why
+        assert res["unread"] == "scene confidence 0.370 is below the minimum 0.5"
+        assert res["ok"] is None and res["count_ok"] is None and res["confidence"] == 0.37
+        assert len(res["scene"]["objects"]) == 1
+        args.min_confidence = "0.3"
+        assert cmd_check(args) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["unread"] is None and res["ok"] is False and res["n_objects"] == 1
+    finally:
+        BACKENDS.pop("one-red-cube-test")
+    # the shipped parser through the command line: 0 reads everything
+    rc, out, _ = run(capsys, "check", files / "spec.json", witness_png, "--min-confidence", "0")
+    assert rc == 0 and json.loads(out)["unread"] is None and json.loads(out)["ok"] is True
+    for bad in ("1.5", "-0.1", "sure"):
+        rc, out, err = run(capsys, "check", files / "spec.json", witness_png, "--min-confidence", bad)
+        assert rc == 2 and out == "" and err.count("\n") == 1
+        assert err.startswith("logicval: error: --min-confidence must be a number in [0, 1]") and bad in err
 
 
 def test_check_bad_input(files, witness_png, capsys):

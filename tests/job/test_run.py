@@ -23,7 +23,8 @@ from logicval_hf.job import generate as generate_mod
 from logicval_hf.job.analysis import scene_diff
 from logicval_hf.job.cache import load_rows
 from logicval_hf.job.plan import limit_rows, resolve_generators
-from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS, _fmt
+from logicval_hf.job.report import GENERATOR_KEYS, SUMMARY_KEYS, VOLATILE_KEYS
+from logicval_hf.job.report_sections import _fmt
 from logicval_hf.job.run import run
 
 LIMIT = 2
@@ -49,9 +50,9 @@ def first(tmp_path_factory):
 def test_limit_rows_per_package():
     rows = load_rows()
     picked = limit_rows(rows, 3)
-    assert [sum(r["package"] == p for r in picked) for p in PACKAGE_NAMES] == [3] * 6
+    assert [sum(r.package == p for r in picked) for p in PACKAGE_NAMES] == [3] * 6
     # evenly spaced through the package, not the first three (which share one template)
-    assert len({r["templates"][0] for r in picked if r["package"] == "1SAT"}) == 3
+    assert len({r.templates[0] for r in picked if r.package == "1SAT"}) == 3
     with pytest.raises(ValueError, match="limit"):
         limit_rows(rows, 0)
 
@@ -165,8 +166,8 @@ def test_report_tables_mention_everything(first):
 def test_report_breaks_success_down_by_compositional_load(first):
     out, summary = first
     rows = load_rows(DEFAULT_SEED, out / "benchmark.json", reuse=True)
-    sat = [json.loads(r["spec_json"]) for r in limit_rows(rows, LIMIT) if r["label"] == "SAT"]
-    loads = sorted({s["n"] + len(s["constraints"]) for s in sat})
+    sat = [r.spec for r in limit_rows(rows, LIMIT) if r.label == "SAT"]
+    loads = sorted({s.n + s.m for s in sat})
     for g in GENS:
         for who in ("metric", "truth"):
             by_load = summary["generators"][g][who]["by_load"]
@@ -232,6 +233,59 @@ def test_image_folder_scores_user_images(first, tmp_path):
     with pytest.warns(run_mod.MissingImagesWarning):
         res2 = run(tmp_path / "rep", generators=(), image_folder=folder, limit=LIMIT, progress=False)
     assert res2["generators"]["my_model"]["metric"] == e["metric"]
+
+
+def test_min_confidence_sets_unsure_images_apart(first, tmp_path, capsys):
+    """A minimum confidence: the images read below it are unread (with why), every score is over the others, and
+    the summary, the report and the command's headline say how many were read."""
+    from logicval_hf.cli.main import main
+
+    out, summary = first
+    copy = tmp_path / "report"
+    shutil.copytree(out, copy)  # every image, verdict and repair reused: nothing is perceived again
+    conf = {i: json.loads((out / "verdicts" / "oracle" / f"{i}.json").read_text())["verdict"]["confidence"]
+            for i in (p.stem for p in (out / "verdicts" / "oracle").glob("*.json"))}
+    floor = sorted(conf.values())[len(conf) // 2]  # the median: about half the images are unread
+    res = run(copy, limit=LIMIT, progress=False, jobs=1, min_confidence=floor)
+    assert res["min_confidence"] == floor and "min_confidence" not in summary
+    e = res["generators"]["oracle"]
+    unread = {x["id"]: x["reason"] for x in e["unread"]["images"]}
+    assert set(unread) == {i for i, c in conf.items() if c < floor} and unread
+    assert all(why.startswith("scene confidence ") and f"below the minimum {floor:g}" in why for why in unread.values())
+    assert e["unread"]["n_read"] == len(conf) - len(unread) == e["metric"]["n_samples"]
+    assert e["truth"]["n_samples"] == e["agreement"]["n"] == e["unread"]["n_read"]
+    ok = {i: json.loads((out / "verdicts" / "oracle" / f"{i}.json").read_text())["verdict"]["ok"] for i in conf}
+    read = [i for i in conf if i not in unread]
+    assert e["metric"]["logicval_score"] == pytest.approx(sum(ok[i] for i in read) / len(read))
+    md = (copy / "report.md").read_text()
+    assert "## Unread images" in md and next(iter(unread)) in md and f"read (confidence >= {floor:g})" in md
+    assert json.loads((copy / "summary.json").read_text())["min_confidence"] == floor
+    # through the command line: the headline says how many were read; a bad T is one line, exit 2, before any work
+    assert main(["run", "--out", str(copy), "--limit", str(LIMIT), "--quiet", "--generator", "oracle",
+                 "--min-confidence", str(floor)]) == 0
+    headline = capsys.readouterr().out
+    assert f"{e['unread']['n_read']} read with confidence >= {floor:g}" in headline
+    assert f"{len(unread)} unread" in headline
+    for bad in ("1.5", "-1", "high"):
+        assert main(["run", "--out", str(tmp_path / "never"), "--min-confidence", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--min-confidence must be a number in [0, 1]" in err
+    assert not (tmp_path / "never").exists()
+    with pytest.raises(ValueError, match="min_confidence"):
+        run(tmp_path / "never", min_confidence=2)
+
+
+def test_run_takes_an_options_object(tmp_path):
+    from logicval_hf.job.options import RunOptions
+
+    opts = RunOptions(tmp_path / "x", generators="oracle", limit=1, progress=False, jobs=1)
+    assert opts.generators == ("oracle",) and opts.workers == 1 and opts.image_size == (480, 320)
+    with pytest.raises(TypeError, match="beside a RunOptions"):
+        run(opts, limit=2)
+    with pytest.raises(TypeError):
+        run(tmp_path / "x", colour="red")
+    with pytest.raises(ValueError, match="keep_images"):
+        RunOptions(keep_images="some")
 
 
 def test_resolve_generators(tmp_path):

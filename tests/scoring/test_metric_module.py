@@ -321,6 +321,23 @@ def test_per_sample_carries_the_scene_confidence(tmp_path, images):
     assert 0 <= parsed["confidence"] <= 1 and parsed["confidence"] == parsed["scene"]["confidence"]
 
 
+def test_min_confidence_through_the_metric_module(tmp_path, images):
+    """``min_confidence``: samples read below it are unread, never passes or failures; the scores are the others'."""
+    metric = load(tmp_path)
+    preds = [json.dumps({**GOOD, "confidence": 0.9}), json.dumps({**GOOD, "confidence": 0.2})]
+    out = metric.compute(predictions=preds, references=[SPEC, SPEC], min_confidence=0.5)
+    assert (out["n_samples"], out["n_read"], out["n_unread"], out["logicval_score"]) == (2, 1, 1, 1.0)
+    assert out["per_sample"][0]["unread"] is None
+    assert out["per_sample"][1]["unread"] == "scene confidence 0.200 is below the minimum 0.5"
+    assert out["per_sample"][1]["ok"] is None
+    # the clevr parser's readings of images: at 0 every one is read, at 1 none is (no reading is certain)
+    assert metric.compute(predictions=images[:1], references=[SPEC], min_confidence=0.0)["n_read"] == 1
+    none = metric.compute(predictions=images[:1], references=[SPEC], min_confidence=1.0)
+    assert none["n_read"] == 0 and none["logicval_score"] is None
+    with pytest.raises(ValueError, match=r"min_confidence must be a number in \[0, 1\]"):
+        metric.compute(predictions=preds, references=[SPEC, SPEC], min_confidence=1.5)
+
+
 def _named_objects(text, **settings):
     """A raw-input backend for the test below: "red cube metal; blue sphere rubber" -> objects in a row."""
     items = [t.split() for t in text.split(";") if t.strip()]

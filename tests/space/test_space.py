@@ -1235,32 +1235,40 @@ def test_explore_texts_name_constraints_as_the_prompt_does(alice):
 
 
 class _CountingSolver:
-    """The default solver, counting its verifications (and their count modes)."""
+    """The default solver, counting the verifications of one scene (and their count modes); the probabilistic
+    score's and the repair's own scenes are not counted."""
 
-    def __init__(self):
+    def __init__(self, scene):
         from logicval_hf.asp.solver import default_solver
 
-        self.inner, self.calls = default_solver(), []
+        self.inner, self.scene, self.calls = default_solver(), scene, []
 
-    def solve(self, spec, **kw):
-        return self.inner.solve(spec, **kw)
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
     def verify(self, spec, scene, **kw):
-        self.calls.append(kw.get("count", "strict"))
+        if scene is self.scene:
+            self.calls.append(kw.get("count", "strict"))
         return self.inner.verify(spec, scene, **kw)
+
+    def verify_many(self, pairs, **kw):
+        pairs = list(pairs)
+        self.calls.extend(kw.get("count", "strict") for _, scene in pairs if scene is self.scene)
+        return self.inner.verify_many(pairs, **kw)
 
 
 def test_check_verifies_once():
     """One verification per (spec, scene); the count-relaxed verdict is derived from it."""
     spec, _ = common.parse_spec_input(json.dumps(NUMBERED))
     for scene in (_red_cubes(3), _red_cubes(4), _red_cubes(0)):
-        solver = _CountingSolver()
+        solver = _CountingSolver(scene)
         res = chk.evaluate_scene(spec, scene, {"label": "SAT"}, solver=solver)
         assert solver.calls == ["strict"]
         for mode in ("strict", "relaxed"):
             assert res["verdict"][mode] == verify(spec, scene, count=mode).to_dict()
     only_cubes, _ = common.parse_spec_input(json.dumps({"n": 3, "constraints": [NUMBERED["constraints"][1]]}))
-    res = chk.evaluate_scene(only_cubes, _red_cubes(2), solver=_CountingSolver())
+    two = _red_cubes(2)
+    res = chk.evaluate_scene(only_cubes, two, solver=_CountingSolver(two))
     assert res["verdict"]["strict"]["ok"] is False and res["verdict"]["relaxed"]["ok"] is True  # count only
 
 

@@ -194,15 +194,20 @@ def score_subquestions(subqs: Sequence[Mapping[str, Any]], tops: Sequence[Sequen
 
 
 def subquestions_of(item: Any) -> list[dict[str, Any]]:
-    """The sub-questions of a benchmark row (its ``subquestions`` column), a spec (`Spec`, dict or JSON, via
-    `spec_subquestions`) or an explicit list of sub-question dicts."""
+    """The sub-questions of a benchmark row (a `BenchmarkRow` or its columns: the ``subquestions`` column), a spec
+    (`Spec`, dict or JSON, via `spec_subquestions`) or an explicit list of sub-question dicts."""
+    from logicval_hf.benchmark.rows import BenchmarkRow, is_row, split_row
     from logicval_hf.contract.spec import Spec
     from logicval_hf.contract.verbalise import spec_subquestions
 
-    if isinstance(item, Mapping) and "subquestions" in item:
+    subqs: Any
+    if isinstance(item, BenchmarkRow):
+        subqs = list(item.subquestions) if item.subquestions else spec_subquestions(item.spec)
+    elif isinstance(item, Mapping) and is_row(item):  # a row's columns: its sub-questions, or its spec's
+        spec_data, given = split_row(item, ("subquestions",))
+        subqs = given["subquestions"] if "subquestions" in given else spec_subquestions(spec_data)
+    elif isinstance(item, Mapping) and "subquestions" in item:
         subqs = item["subquestions"]
-    elif isinstance(item, Mapping) and "spec_json" in item:
-        subqs = spec_subquestions(item["spec_json"])
     elif isinstance(item, (Spec, Mapping)) or (isinstance(item, str) and item.lstrip().startswith("{")):
         subqs = spec_subquestions(item)
     elif isinstance(item, (list, tuple)):

@@ -1,0 +1,126 @@
+"""What one run of the main job is asked to do (`RunOptions`, checked when built) and what its stages share
+(`JobContext`: the folder, the benchmark rows, the solver, the worker pool, the timer, the judge's options)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver
+from logicval_hf.benchmark.rows import BenchmarkRow
+from logicval_hf.benchmark.sampler import DEFAULT_SEED
+from logicval_hf.job.gallery import KEEP_IMAGES
+from logicval_hf.job.plan import BUILTIN_GENERATORS
+from logicval_hf.job.timer import StageTimer
+from logicval_hf.job.workers import Workers
+from logicval_hf.scoring.judge import JudgeOptions, check_min_confidence
+
+__all__ = ["DEFAULT_OUT", "KEEP_IMAGES", "JobContext", "RunOptions", "render_settings"]
+
+DEFAULT_OUT = "logicval_report"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything `logicval_hf.job.run.run` is asked to do.
+
+    Args:
+        out_dir: the report folder (created).
+        generators: built-in generator names (``oracle``, ``naive``, ``perturbed``) and/or folders of images
+            named by benchmark id (scored as a model's outputs; named after the folder).
+        seed: benchmark seed; also seeds the generators.
+        backend: perception backend (default ``"clevr"``, the shipped CLEVR scene parser).
+        image_folder: one more folder of images to score (same as listing it in ``generators``).
+        resume: reuse images, intended scenes and verdicts already in ``out_dir`` (each checked against the spec,
+            seed, image hash and perception backend); False regenerates and re-scores every image.
+        progress: tqdm progress bars on stderr.
+        limit: only the first ``limit`` specs of every package (quick runs, tests).
+        jobs: worker processes for generation and perception (default ``min(2, cpu count)``).
+        image_size: size of generated images ``(W, H)``.
+        renderer: ``"numpy"`` (fast, default) or ``"blender"`` (the CLEVR look, from ``assets``).
+        assets: the official CLEVR generator's ``image_generation/data/`` folder, for ``renderer="blender"``.
+        only_present: score a folder of images on the specs it has an image for only.
+        keep_images: which generated images stay once scored: ``"all"``, ``"failures"`` or ``"none"``.
+        repair: also run one round of self-correction on every generator's images.
+        min_confidence: images whose scene confidence is below it (or that have none) are set apart as unread:
+            the scores are over the others, and the summary and report say how many were read (None: all).
+    Raises:
+        ValueError: a bad ``keep_images``, ``limit`` or ``min_confidence``.
+    """
+
+    out_dir: str | Path = DEFAULT_OUT
+    generators: Iterable[str] | str = BUILTIN_GENERATORS
+    seed: int = DEFAULT_SEED
+    backend: str = "clevr"
+    image_folder: str | Path | None = None
+    resume: bool = True
+    progress: bool = True
+    limit: int | None = None
+    jobs: int | None = None
+    image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE
+    renderer: str = "numpy"
+    assets: str | Path | None = None
+    only_present: bool = False
+    keep_images: str = "all"
+    repair: bool = False
+    min_confidence: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.keep_images not in KEEP_IMAGES:
+            raise ValueError(f"keep_images must be one of {list(KEEP_IMAGES)}, got {self.keep_images!r}")
+        limit = self.limit
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"limit must be a positive number of specs per package, got {limit!r}")
+        gens = (self.generators,) if isinstance(self.generators, (str, os.PathLike)) else tuple(self.generators)
+        object.__setattr__(self, "generators", gens)
+        object.__setattr__(self, "min_confidence", check_min_confidence(self.min_confidence))
+        object.__setattr__(self, "image_size", (int(self.image_size[0]), int(self.image_size[1])))
+
+    @property
+    def workers(self) -> int:
+        """Worker processes: ``jobs``, or ``min(2, cpu count)``."""
+        return max(1, int(self.jobs if self.jobs is not None else min(2, os.cpu_count() or 1)))
+
+
+def render_settings(renderer: str, assets: str | Path | None, jobs: int) -> dict[str, Any]:
+    """How the built-in generators draw (``renderer`` and, for Blender, its assets and threads), checked before
+    any work.
+
+    Raises:
+        ValueError: an unknown renderer; Blender without ``assets`` or with a folder that is not the assets.
+    """
+    render: dict[str, Any] = {"renderer": renderer}
+    if renderer == "blender":
+        from logicval_hf.generation.blender import load_assets
+
+        if assets is None:
+            raise ValueError("--renderer blender needs --assets DIR (the official CLEVR generator's "
+                             "image_generation/data/ folder)")
+        load_assets(assets)  # a bad folder is reported before any work
+        render.update(assets=str(assets), blender={"threads": 1 if jobs > 1 else 2})
+    elif renderer != "numpy":
+        raise ValueError(f"unknown renderer {renderer!r}; known renderers: numpy, blender")
+    return render
+
+
+@dataclass
+class JobContext:
+    """What every stage of one run shares."""
+
+    options: RunOptions
+    out: Path
+    rows: list[BenchmarkRow]
+    solver: Solver
+    workers: Workers
+    timer: StageTimer
+    render: dict[str, Any] = field(default_factory=dict)
+    plan: list[tuple[str, Path | None]] = field(default_factory=list)
+
+    @property
+    def judge_options(self) -> JudgeOptions:
+        """How the judge reads and verifies this run's images (the minimum confidence is applied on the records,
+        so that cached verdicts stay valid whatever it is)."""
+        return JudgeOptions(backend=self.options.backend)
