@@ -6,7 +6,8 @@ runs (extra ``blender``: ``pip install "logicval-hf[blender]"``).
 
 Output in ``--out``: ``images/CLEVRX_NNNNNN.png``, ``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i),
 ``scenes/CLEVRX_NNNNNN.json`` (official CLEVR scene format plus boxes and mask ids from the masks, render
-settings and seed) and ``scenes.json`` (every scene of the folder). Each image depends only on ``--seed`` and its
+settings and seed; with ``--variations`` that draw things which are not objects, ``uncounted`` with their mask
+ids after the objects') and ``scenes.json`` (every scene of the folder). Each image depends only on ``--seed`` and its
 index, so a rerun skips finished images and ranges (``--start-index``) can be rendered in any order or in
 parallel. See `logicval_hf.generation.blender`.
 """
@@ -146,7 +147,7 @@ def add_subcommands(subparsers: Any) -> None:
                         "(default: its own rate) on a stream of its own, for profiles that draw the camera; replaces "
                         "the profile's (t2i_real: all at their rates; others: none); 'all' or 'none' also work: "
                         + "; ".join(f"{v}: {VARIATIONS.get(v).description} (rate {VARIATIONS.get(v).rate:g})"
-                                    for v in VARIATIONS.names()))
+                                    for v in VARIATIONS.names()).replace("%", "%%"))
     p.add_argument("--sky-in-frame", action="store_true",
                    help="every camera shows the horizon and the world above it (profiles that draw the camera: "
                         "elevation and focal length redrawn so the horizon is in the frame's upper half)")

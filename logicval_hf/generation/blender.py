@@ -1,25 +1,29 @@
 """CLEVR datasets rendered with Blender as a Python module (``bpy``): ``logicval render-clevr``.
 
 `render_dataset` renders scenes sampled the way the official CLEVR generator does (3-10 objects; shape, colour,
-material and size uniform from ``properties.json``; rotation uniform in [0, 360), applied as radians as the
-original does; positions uniform in [-3, 3]^2 with a minimum edge distance of 0.25 and a margin of 0.4 along the
-four cardinal directions; at least 200 visible pixels per object at 480x320 (scaled with the image area),
-checked on a 1-sample object-index render; 50 tries per object, then the scene restarts; camera jitter +-0.5 and
-lamp jitter +-1.0 per axis), under a render profile (`RENDER_PROFILES`: ``clevr``, ``randomise``, ``t2i``,
-``t2i_wide``, ``t2i_world``; see `clevr_sampling`). Writes ``images/CLEVRX_NNNNNN.png``,
-``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i, 0 = background, from the object-index pass through the
-compositor's File Output), ``scenes/CLEVRX_NNNNNN.json`` in the official CLEVR scene format plus per object
-``mask_index``, ``mask_pixels``, ``bbox_xyxy`` (inclusive mask bounds), ``mask_at_pixel_coords``, and per scene
-``render_settings`` (every draw of the profile) and ``seed``; and ``scenes.json`` combining every scene in the
-folder. Each image is a pure function of ``(settings, image index)`` (a fresh Blender scene per image, fixed
-Cycles seed), so index ranges can be rendered in any order, by several processes, and a rerun skips finished
-images; the pixels do not depend on the thread count. Written PNGs are re-encoded without Blender's metadata
-(render times), so reruns give byte-identical files.
+material and size uniform from ``properties.json``; rotation uniform in [0, 360), applied as radians as the original
+does; positions uniform in [-3, 3]^2 with a minimum edge distance of 0.25 and a margin of 0.4 along the four
+cardinal directions; at least 200 visible pixels per object at 480x320 (scaled with the image area), checked on a
+1-sample object-index render; 50 tries per object, then the scene restarts; camera jitter +-0.5 and lamp jitter
++-1.0 per axis), under a render profile (`RENDER_PROFILES`: ``clevr``, ``randomise``, ``t2i``, ``t2i_wide``,
+``t2i_world``, ``t2i_real``; see `clevr_sampling`) and its variations (`clevr_variations`). Writes
+``images/CLEVRX_NNNNNN.png``, ``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i, 0 = background, from the
+object-index pass through the compositor's File Output), ``scenes/CLEVRX_NNNNNN.json`` in the official CLEVR scene
+format plus per object ``mask_index``, ``mask_pixels``, ``bbox_xyxy`` (inclusive mask bounds),
+``mask_at_pixel_coords``, and per scene ``render_settings`` (every draw of the profile) and ``seed``; under the
+variations that draw things which are not objects (``distractors``, ``cut_by_frame``) also ``uncounted``, whose mask
+values follow the objects'; and ``scenes.json`` combining every scene in the folder. Each image is a pure function
+of ``(settings, image index)`` (a fresh Blender scene per image, fixed Cycles seed), so index ranges can be rendered
+in any order, by several processes, and a rerun skips finished images; the pixels do not depend on the thread count.
+Written PNGs are re-encoded without Blender's metadata (render times), so reruns give byte-identical files.
 
-The rooms: `clevr_sampling` (what is drawn; plain Python), `clevr_worlds` (the world kinds profile ``t2i_world``
-draws; plain Python), `clevr_assets` (the assets folder), `blender_session` (the Blender scene; bpy),
-`blender_world` (the world kinds built in that scene; bpy), this module (files and resume), `blender_oracle` (a
-LogicVal scene graph rendered in the CLEVR look). The names they export are re-exported here.
+The rooms: `clevr_sampling` (what is drawn; plain Python), `clevr_worlds` (the world kinds profiles
+``t2i_world`` and ``t2i_real`` draw; plain Python), `clevr_variations` (the variations; plain Python),
+`clevr_framing` (where the camera stands, how a frame cuts; plain Python), `clevr_truth` (relations, mask
+statistics, what counts; plain Python), `clevr_assets` (the assets folder), `blender_session` (the Blender
+scene; bpy), `blender_world` and `blender_room` (the world kinds built in that scene; bpy), `blender_variations`
+(the variations built there; bpy), this module (files and resume), `blender_oracle` (a LogicVal scene graph
+rendered in the CLEVR look). The names they export are re-exported here.
 
 ``bpy`` is imported only when a render starts; without it, or with an incomplete assets folder, a one-line
 `BlenderUnavailable` / `AssetsError` (both `ValueError`) says what to install or where to point.

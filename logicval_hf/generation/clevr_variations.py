@@ -196,8 +196,8 @@ VARIATIONS: Registry[Variation] = Registry("variation", {v.name: v for v in (
     Variation("tinted_light", "coloured lamps: one hue, or two hues mixing", 0.3, _tinted_light),
     Variation("surfaces", "glass or glossy plastic for metal, frosted glass or wax for rubber", 0.3, _surfaces),
     Variation("stacked", "a small object resting on a cube (one or two pairs)", 0.25, _stacked),
-    Variation("cut_by_frame", f"objects cut by the frame's edge (counted when >= {CUT_MIN_VISIBLE:.0%} inside)",
-              0.25, _cut_by_frame),
+    Variation("cut_by_frame", f"objects cut by the frame's edge (counted when a share >= {CUT_MIN_VISIBLE:g} of "
+                              "the silhouette is inside)", 0.25, _cut_by_frame),
     Variation("bevelled_cubes", "strongly rounded cubes", 0.25, _bevelled_cubes),
     Variation("pips_decals", "dice pips or a printed decal on cubes", 0.25, _pips_decals),
     Variation("distractors", "cones, toruses, pyramids, black or white objects: not objects of the truth", 0.25,

@@ -367,3 +367,38 @@ def test_small_soft_images_keep_the_frame_and_lose_the_detail(params):
     assert soften(img, None) is img
     small = _sharp(100, 120)  # already small: blurred only, same size
     assert soften(small, params).shape == small.shape
+
+
+# ---- the command ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("extra, needle", [
+    (["--profile", "t2i", "--variations", "glosy_floor"], "did you mean 'glossy_floor'"),
+    (["--profile", "t2i", "--variations", "stacked=2"], "must lie in [0, 1]"),
+    (["--variations", "stacked"], "profiles that draw the camera"),
+    (["--profile", "t2i_world", "--worlds", "room"], "leaves none of the profile's world kinds"),
+])
+def test_bad_variations_on_the_command_line_are_one_line(tmp_path, capsys, extra, needle):
+    from logicval_hf.cli.render_clevr import main
+
+    rc = main(["render-clevr", "--out", str(tmp_path / "o"), "--num-images", "1", "--assets", str(tmp_path),
+               *extra])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0 and needle in err and err.startswith("logicval: error: ")
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_command_passes_the_variations_on_and_its_help_names_them(capsys):
+    import argparse
+
+    from logicval_hf.cli.render_clevr import _argv_of, add_subcommands, main
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    base = ["render-clevr", "--out", "o", "--num-images", "3", "--assets", "x"]
+    argv = _argv_of(parser.parse_args([*base, "--profile", "t2i_real", "--variations", "stacked=0.5,small_soft"]))
+    assert argv[argv.index("--variations") + 1] == "stacked=0.5,small_soft"
+    assert "--variations" not in _argv_of(parser.parse_args(base))
+    with pytest.raises(SystemExit) as done:  # the help renders (argparse formats it with %)
+        main(["render-clevr", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(f"{name}:" in text for name in NAMES) and "t2i_real" in text
