@@ -194,6 +194,7 @@ def _beam(sess: Session, wall: Mapping[str, Any], win: Mapping[str, Any], light:
     """The light through a window: an area light of the window's cross-section just outside it, aimed into the
     room at the drawn elevation and turn, with a narrow spread; and its shaft, a scattering volume from the
     window to the floor along the beam (returned; None without one)."""
+    import bmesh
     from mathutils import Matrix, Vector
 
     bpy = sess.bpy
@@ -222,8 +223,6 @@ def _beam(sess: Session, wall: Mapping[str, Any], win: Mapping[str, Any], light:
     corners = [Vector(_point(wall, s, z)) for s in (s0, s1) for z in (z0, z1)]
     verts = corners + [c + d * (c.z / -d.z) for c in corners]
     me = bpy.data.meshes.new(name + "Shaft")
-    import bmesh
-
     bm = bmesh.new()
     for v in verts:
         bm.verts.new(v)
