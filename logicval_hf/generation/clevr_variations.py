@@ -27,7 +27,8 @@ data in `VARIATIONS`:
   truth (no colour or shape of the domain describes them); each scene lists them as ``uncounted`` with their
   mask ids, so a parser learns to see past them.
 - ``small_soft``: the image as a small model output upscaled: down to a longer side of 128-200 px, slightly
-  blurred (and in half the images JPEG-compressed), then upscaled back to the frame; masks and truth stay.
+  blurred there (0.2-0.7 px), JPEG-compressed in half the images, then upscaled back to the frame; masks and
+  truth stay.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def _distractors(rng: np.random.Generator, n: int) -> dict[str, Any]:
 
 def _small_soft(rng: np.random.Generator, n: int) -> dict[str, Any]:
     u = rng.random(5)
-    return {"long_side": 128 + int(u[0] * 73), "blur": _r(0.3 + 0.8 * u[1]),
+    return {"long_side": 128 + int(u[0] * 73), "blur": _r(0.2 + 0.5 * u[1]),
             "upscale": ("bicubic", "bilinear", "lanczos")[int(u[2] * 3)],
             "jpeg": 55 + int(u[4] * 36) if u[3] < 0.5 else None}
 
