@@ -6,7 +6,8 @@ runs (extra ``blender``: ``pip install "logicval-hf[blender]"``).
 
 Output in ``--out``: ``images/CLEVRX_NNNNNN.png``, ``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i),
 ``scenes/CLEVRX_NNNNNN.json`` (official CLEVR scene format plus boxes and mask ids from the masks, render
-settings and seed) and ``scenes.json`` (every scene of the folder). Each image depends only on ``--seed`` and its
+settings and seed; with ``--variations`` that draw things which are not objects, ``uncounted`` with their mask
+ids after the objects') and ``scenes.json`` (every scene of the folder). Each image depends only on ``--seed`` and its
 index, so a rerun skips finished images and ranges (``--start-index``) can be rendered in any order or in
 parallel. See `logicval_hf.generation.blender`.
 """
@@ -32,6 +33,7 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
         raise ValueError(f"--num-images must be >= 1, got {args.num_images}")
     check_output_dir(args.out, "--out")
     from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
+    from logicval_hf.generation.clevr_variations import parse_variations
     from logicval_hf.generation.clevr_worlds import parse_worlds
 
     profile = RENDER_PROFILES.get("randomise" if args.randomise and args.profile is None else args.profile or "clevr")
@@ -43,7 +45,8 @@ def cmd_render_clevr(args: argparse.Namespace) -> int:
                           profile="randomise" if args.randomise else profile.name,
                           long_side=_long_side(args.long_side),
                           elevation=_elevation(args.elevation), empty=args.empty,
-                          worlds=parse_worlds(args.worlds), sky_in_frame=args.sky_in_frame).validate()
+                          worlds=parse_worlds(args.worlds), sky_in_frame=args.sky_in_frame,
+                          variations=parse_variations(args.variations)).validate()
     assets = load_assets(args.assets)  # both checks before any work
     if args.blender_python or not bpy_in_process():
         # bpy needs numpy<2: it usually lives in an environment of its own (see generation/blender_process.py)
@@ -90,7 +93,8 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
             "--start-index", str(args.start_index), "--chunk", str(args.chunk), "--threads", str(args.threads)]
     for flag, value in (("--min-objects", args.min_objects), ("--max-objects", args.max_objects),
                         ("--profile", args.profile), ("--long-side", args.long_side),
-                        ("--elevation", args.elevation), ("--worlds", args.worlds)):
+                        ("--elevation", args.elevation), ("--worlds", args.worlds),
+                        ("--variations", args.variations)):
         if value is not None:
             argv += [flag, str(value)]
     return (argv + ["--randomise"] * bool(args.randomise) + ["--no-progress"] * bool(args.no_progress)
@@ -100,6 +104,7 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
 def add_subcommands(subparsers: Any) -> None:
     """Register ``render-clevr`` on the ``logicval`` subparsers."""
     from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
+    from logicval_hf.generation.clevr_variations import VARIATIONS
     from logicval_hf.generation.clevr_worlds import WORLD_KINDS
 
     p = subparsers.add_parser(
@@ -134,9 +139,15 @@ def add_subcommands(subparsers: Any) -> None:
                    help="camera elevation range in degrees for profiles that draw the camera (t2i: default 15:75); "
                         "images with a horizon keep their lower range, clipped to this one")
     p.add_argument("--worlds", default=None, metavar="KIND,...",
-                   help="world kinds to draw, for profiles that draw one per image (t2i_world; default: all its "
-                        "kinds at its weights): " + ", ".join(WORLD_KINDS.names()) + "; e.g. a held-out set of "
+                   help="world kinds to draw, for profiles that draw one per image (t2i_world, t2i_real; default: "
+                        "all its kinds at its weights): " + ", ".join(WORLD_KINDS.names()) + "; e.g. a held-out set of "
                         "a kind never trained on")
+    p.add_argument("--variations", default=None, metavar="NAME[=P],...",
+                   help="what real T2I pictures show beyond the look, each drawn per image with probability P "
+                        "(default: its own rate) on a stream of its own, for profiles that draw the camera; replaces "
+                        "the profile's (t2i_real: all at their rates; others: none); 'all' or 'none' also work: "
+                        + "; ".join(f"{v}: {VARIATIONS.get(v).description} (rate {VARIATIONS.get(v).rate:g})"
+                                    for v in VARIATIONS.names()).replace("%", "%%"))
     p.add_argument("--sky-in-frame", action="store_true",
                    help="every camera shows the horizon and the world above it (profiles that draw the camera: "
                         "elevation and focal length redrawn so the horizon is in the frame's upper half)")

@@ -1,25 +1,29 @@
 """CLEVR datasets rendered with Blender as a Python module (``bpy``): ``logicval render-clevr``.
 
 `render_dataset` renders scenes sampled the way the official CLEVR generator does (3-10 objects; shape, colour,
-material and size uniform from ``properties.json``; rotation uniform in [0, 360), applied as radians as the
-original does; positions uniform in [-3, 3]^2 with a minimum edge distance of 0.25 and a margin of 0.4 along the
-four cardinal directions; at least 200 visible pixels per object at 480x320 (scaled with the image area),
-checked on a 1-sample object-index render; 50 tries per object, then the scene restarts; camera jitter +-0.5 and
-lamp jitter +-1.0 per axis), under a render profile (`RENDER_PROFILES`: ``clevr``, ``randomise``, ``t2i``,
-``t2i_wide``, ``t2i_world``; see `clevr_sampling`). Writes ``images/CLEVRX_NNNNNN.png``,
-``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i, 0 = background, from the object-index pass through the
-compositor's File Output), ``scenes/CLEVRX_NNNNNN.json`` in the official CLEVR scene format plus per object
-``mask_index``, ``mask_pixels``, ``bbox_xyxy`` (inclusive mask bounds), ``mask_at_pixel_coords``, and per scene
-``render_settings`` (every draw of the profile) and ``seed``; and ``scenes.json`` combining every scene in the
-folder. Each image is a pure function of ``(settings, image index)`` (a fresh Blender scene per image, fixed
-Cycles seed), so index ranges can be rendered in any order, by several processes, and a rerun skips finished
-images; the pixels do not depend on the thread count. Written PNGs are re-encoded without Blender's metadata
-(render times), so reruns give byte-identical files.
+material and size uniform from ``properties.json``; rotation uniform in [0, 360), applied as radians as the original
+does; positions uniform in [-3, 3]^2 with a minimum edge distance of 0.25 and a margin of 0.4 along the four
+cardinal directions; at least 200 visible pixels per object at 480x320 (scaled with the image area), checked on a
+1-sample object-index render; 50 tries per object, then the scene restarts; camera jitter +-0.5 and lamp jitter
++-1.0 per axis), under a render profile (`RENDER_PROFILES`: ``clevr``, ``randomise``, ``t2i``, ``t2i_wide``,
+``t2i_world``, ``t2i_real``; see `clevr_sampling`) and its variations (`clevr_variations`). Writes
+``images/CLEVRX_NNNNNN.png``, ``masks/CLEVRX_NNNNNN.png`` (8-bit, value i+1 = object i, 0 = background, from the
+object-index pass through the compositor's File Output), ``scenes/CLEVRX_NNNNNN.json`` in the official CLEVR scene
+format plus per object ``mask_index``, ``mask_pixels``, ``bbox_xyxy`` (inclusive mask bounds),
+``mask_at_pixel_coords``, and per scene ``render_settings`` (every draw of the profile) and ``seed``; under the
+variations that draw things which are not objects (``distractors``, ``cut_by_frame``) also ``uncounted``, whose mask
+values follow the objects'; and ``scenes.json`` combining every scene in the folder. Each image is a pure function
+of ``(settings, image index)`` (a fresh Blender scene per image, fixed Cycles seed), so index ranges can be rendered
+in any order, by several processes, and a rerun skips finished images; the pixels do not depend on the thread count.
+Written PNGs are re-encoded without Blender's metadata (render times), so reruns give byte-identical files.
 
-The rooms: `clevr_sampling` (what is drawn; plain Python), `clevr_worlds` (the world kinds profile ``t2i_world``
-draws; plain Python), `clevr_assets` (the assets folder), `blender_session` (the Blender scene; bpy),
-`blender_world` (the world kinds built in that scene; bpy), this module (files and resume), `blender_oracle` (a
-LogicVal scene graph rendered in the CLEVR look). The names they export are re-exported here.
+The rooms: `clevr_sampling` (what is drawn; plain Python), `clevr_worlds` (the world kinds profiles
+``t2i_world`` and ``t2i_real`` draw; plain Python), `clevr_variations` (the variations; plain Python),
+`clevr_framing` (where the camera stands, how a frame cuts; plain Python), `clevr_truth` (relations, mask
+statistics, what counts; plain Python), `clevr_assets` (the assets folder), `blender_session` (the Blender
+scene; bpy), `blender_world` and `blender_room` (the world kinds built in that scene; bpy), `blender_variations`
+(the variations built there; bpy), this module (files and resume), `blender_oracle` (a LogicVal scene graph
+rendered in the CLEVR look). The names they export are re-exported here.
 
 ``bpy`` is imported only when a render starts; without it, or with an incomplete assets folder, a one-line
 `BlenderUnavailable` / `AssetsError` (both `ValueError`) says what to install or where to point.
@@ -38,7 +42,15 @@ import numpy as np
 
 from logicval_hf.common.atomic import atomic_write_bytes
 from logicval_hf.generation.blender_oracle import BlenderLayoutError, BlenderSceneRenderer, render_scene_graph
+from logicval_hf.generation.blender_room import build_room
 from logicval_hf.generation.blender_session import INSTALL_HINT, BlenderUnavailable, Session, require_bpy
+from logicval_hf.generation.blender_variations import (
+    add_distractors,
+    cut_frame,
+    dress_built,
+    glossy_floor,
+    tint_world,
+)
 from logicval_hf.generation.blender_world import build_world, studio_backdrop
 from logicval_hf.generation.clevr_assets import ASSETS_HINT, AssetsError, ClevrAssets, load_assets
 from logicval_hf.generation.clevr_sampling import (
@@ -73,6 +85,8 @@ from logicval_hf.generation.clevr_sampling import (
     plan_image,
     sample_objects,
 )
+from logicval_hf.generation.clevr_truth import count_objects, relabel, visible_point
+from logicval_hf.generation.clevr_variations import dress_objects, place_distractors, soften, stack_objects
 
 __all__ = [
     "AssetsError", "BlenderUnavailable", "BlenderLayoutError", "ClevrAssets", "RenderConfig", "ImagePlan",
@@ -125,8 +139,13 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
             sess.scale_lights(extra["light_scale"])
             if extra["floor_rgb"] is not None:
                 sess.floor_color(extra["floor_rgb"], extra["floor_glow"])
+        variations: dict[str, Any] = extra.get("variations", {}) if t2i else {}
         if t2i:
             _set_t2i_stage(sess, extra)
+            if variations.get("glossy_floor") is not None:
+                glossy_floor(sess, variations["glossy_floor"])
+            if variations.get("tinted_light") is not None:
+                tint_world(sess, variations["tinted_light"])
         sess.move("Camera", plan.camera_jitter)
         for name, d in plan.lamp_jitter.items():
             sess.move(name, d)
@@ -137,16 +156,34 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
             need = min_pixels_for(plan.width, plan.height)
         framing: dict[str, Any] = {}
         retries = {"wider": 0, "closer": 0}
+        distractors: list[dict[str, Any]] = []  # placed with the objects (variation distractors)
+        framed_mask: list[np.ndarray] = []      # the last visibility check's mask
+
+        def dress(objs: list[dict[str, Any]]) -> None:  # the t2i look's per-slot draws, then the variations'
+            if "stacked" in variations:
+                stack_objects(objs, variations["stacked"], dict(assets.shapes)["cube"])
+            _t2i_objects(objs, extra["objects"], assets)
+            if variations:
+                dress_objects(objs, variations)
+                distractors[:] = place_distractors(objs, variations.get("distractors"), extra["spread"])
+
+        def build(objs: list[dict[str, Any]]) -> None:
+            sess.build(objs)
+            if variations:
+                dress_built(sess, objs)
+                add_distractors(sess, distractors, len(objs) + 1)
 
         def visible(objs: list[dict[str, Any]]) -> bool:
             if t2i:  # frame the camera on these objects, then check them whole inside the frame
-                _t2i_objects(objs, extra["objects"], assets)
-                framing.update(frame_camera(extra["camera"], objs, plan.width, plan.height, **retries))
+                dress(objs)
+                framing.update(frame_camera(extra["camera"], [*objs, *distractors], plan.width, plan.height,
+                                            **retries))
                 sess.aim_camera(framing["location"], framing["target"], framing["lens_mm"])
-            sess.build(objs)
+            build(objs)
             mask = sess.index_mask(plan.cycles_seed)
+            framed_mask[:] = [mask]
             counts = np.bincount(mask.ravel(), minlength=len(objs) + 1)
-            if t2i and not _inside(mask, len(objs)):
+            if t2i and not _inside(mask, len(objs) + len(distractors)):
                 retries["wider"] += 1
                 return False
             seen = bool(all(counts[i + 1] >= need for i in range(len(objs))))
@@ -160,36 +197,32 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
             objs, restarts = sample_objects(obj_rng, plan.n_objects, assets, directions, visible=visible,
                                             min_dist=extra["min_dist"], margin=extra["margin"],
                                             spread=extra["spread"], radius_scale=spacing)
-            _t2i_objects(objs, extra["objects"], assets)
+            dress(objs)
             directions = sess.directions()  # of the camera framed on these objects
         else:
             objs, restarts = sample_objects(obj_rng, plan.n_objects, assets, directions, visible=visible)
         framed_on = len(objs)
-        if t2i and extra.get("world", {}).get("kind") == "studio":  # behind the objects, once the camera is set
-            studio_backdrop(sess, extra["world"], framing, objs)
-        if config.empty:  # the stage as the scene framed it, without the scene
+        cut = None
+        if variations.get("cut_by_frame") is not None and objs:  # the frame moved to cut objects
+            cut = cut_frame(sess, variations["cut_by_frame"], framed_mask[0], len(objs), plan.cycles_seed)
+        things = [*objs, *distractors]
+        world_kind = extra.get("world", {}).get("kind") if t2i else None
+        if world_kind == "studio":  # behind the objects, once the camera is set
+            studio_backdrop(sess, extra["world"], framing, things)
+        room = build_room(sess, extra["world"], framing, things) if world_kind == "room" else None
+        if config.empty:  # the stage as the scene framed it (distractors included), without the scene
             objs = []
-            sess.build(objs)
+            build(objs)
         name = _name(index)
         img_dir, mask_dir, scene_dir = out / "images", out / "masks", out / "scenes"
         tmp_img = img_dir / f".{name}.render.png"
         mask = sess.render(tmp_img, config.samples, config.denoise, plan.cycles_seed)
-        objects = []
-        for i, o in enumerate(objs):
-            loc = [float(c) for c in sess.objects[i].location]
-            obj = {"shape": o["shape"], "size": o["size"], "material": o["material"], "3d_coords": loc,
-                   "rotation": o["rotation"], "pixel_coords": sess.project(loc), "color": o["color"]}
-            if t2i:
-                obj.update({"scale": extra["objects"][i]["scale"], "stretch": list(o["stretch"]),
-                            "mesh_variant": o["variant"]})
-                if "finish" in extra["objects"][i]:  # the finish of its own material, or None (CLEVR's)
-                    obj["finish"] = o["finish"]
-            objects.append(obj)
-        for o, st in zip(objects, mask_stats(mask, len(objects)), strict=True):
-            o.update(st)
-            px, py = o["pixel_coords"][0], o["pixel_coords"][1]
-            inside = 0 <= px < plan.width and 0 <= py < plan.height
-            o["mask_at_pixel_coords"] = int(mask[py, px]) if inside else 0
+        if room is not None and room["volumes"]:  # light scattering in a shaft writes the index pass: mask without
+            for vol in room.pop("volumes"):
+                vol.hide_render = True
+            mask = sess.index_mask(plan.cycles_seed)
+        objects, uncounted, mask = _truth(sess, objs, distractors if variations else [], mask, extra, t2i, need,
+                                          cut, variations)
         settings = {"samples": config.samples, "denoise": int(config.denoise), "threads": config.threads,
                     "width": plan.width, "height": plan.height, "adaptive": 0.0, "bpy": _bpy_version(),
                     "seed": config.seed, "cycles_seed": plan.cycles_seed,
@@ -207,22 +240,87 @@ def render_image(config: RenderConfig, index: int, assets: ClevrAssets, out: Pat
             settings.update({"profile": config.profile_name, "long_side": list(config.frame_sides()),
                              **{k: v for k, v in extra.items() if k not in ("image_size", "objects", "profile")},
                              "camera_placed": framing})
+            if cut is not None:
+                settings["camera_shift"] = cut["shift"]
+            if room is not None:
+                settings["room_placed"] = {k: v for k, v in room.items() if k != "volumes"}
         split = {"clevr": "blender", "randomise": "blender-randomise"}.get(config.profile_name,
                                                                           f"blender-{config.profile_name}")
         scene = {"split": split, "image_index": index,
                  "image_filename": f"{name}.png", "objects": objects, "directions": directions,
                  "relationships": compute_relationships(objects, directions),
                  "mask_filename": f"masks/{name}.png", "render_settings": settings, "seed": config.seed}
+        if uncounted is not None:
+            scene["uncounted"] = uncounted
         # re-encoded without Blender's metadata (render times): reruns give byte-identical files
         with Image.open(tmp_img) as im:
             rgb = im.convert("RGB")
         os.unlink(tmp_img)
+        if variations.get("small_soft") is not None:
+            rgb = Image.fromarray(soften(np.asarray(rgb), variations["small_soft"]))
         atomic_write_bytes(mask_dir / f"{name}.png", _png_bytes(Image.fromarray(mask)))
         atomic_write_bytes(img_dir / f"{name}.png", _png_bytes(rgb))
         _atomic_json(scene_dir / f"{name}.json", scene)
         return scene
     finally:
         sess.close()
+
+
+def _truth(sess: Session, objs: Sequence[Mapping[str, Any]], distractors: Sequence[Mapping[str, Any]],
+           mask: np.ndarray, extra: Mapping[str, Any], t2i: bool, need: int, cut: Mapping[str, Any] | None,
+           variations: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None, np.ndarray]:
+    """The scene's objects, its uncounted things (None where no variation draws any) and the mask relabelled to
+    match. Without variations: every object, the mask as rendered."""
+    width, height = sess.width, sess.height
+    min_visible = (variations.get("cut_by_frame") or {}).get("min_visible", 1.0)
+    counted, left = count_objects(mask, len(objs), len(distractors), cut["fractions"] if cut else None, need,
+                                  min_visible)
+    if variations:
+        mask = relabel(mask, [i + 1 for i in counted], [v for v, _ in left])
+    new_index = {old: new for new, old in enumerate(counted)}
+    objects = []
+    for i in counted:
+        o = objs[i]
+        loc = [float(c) for c in sess.objects[i].location]
+        obj = {"shape": o["shape"], "size": o["size"], "material": o["material"], "3d_coords": loc,
+               "rotation": o["rotation"], "pixel_coords": sess.project(loc), "color": o["color"]}
+        if t2i:
+            obj.update({"scale": extra["objects"][i]["scale"], "stretch": list(o["stretch"]),
+                        "mesh_variant": o["variant"]})
+            if "finish" in extra["objects"][i]:  # the finish of its own material, or None (CLEVR's)
+                obj["finish"] = o["finish"]
+        for key in ("surface", "marks"):
+            if key in o:
+                obj[key] = o[key]
+        if "resting_on" in o:  # on the cube it rests on (None where that cube is not counted)
+            obj["resting_on"] = new_index.get(o["resting_on"]) if o["resting_on"] is not None else None
+        if cut is not None:
+            inside, total = cut["fractions"][i]
+            obj["visible_fraction"] = round(inside / total, 4) if total else 0.0
+        objects.append(obj)
+    for k, (o, st) in enumerate(zip(objects, mask_stats(mask, len(objects)), strict=True), start=1):
+        o.update(st)
+        px, py = o["pixel_coords"][0], o["pixel_coords"][1]
+        inside = 0 <= px < width and 0 <= py < height
+        if cut is not None and not inside:  # a cut object's centre left the frame: the visible part stands for it
+            o["projected_coords"] = o["pixel_coords"]
+            o["pixel_coords"] = [*(visible_point(mask, k) or [px, py]), o["pixel_coords"][2]]
+            px, py = o["pixel_coords"][0], o["pixel_coords"][1]
+            inside = True
+        o["mask_at_pixel_coords"] = int(mask[py, px]) if inside else 0
+    if not ("cut_by_frame" in variations or "distractors" in variations):
+        return objects, None, mask
+    uncounted = []
+    for k, (value, reason) in enumerate(left, start=len(objects) + 1):
+        i = value - 1
+        thing = objs[i] if reason == "cut_by_frame" else distractors[i - len(objs)]
+        entry = {"reason": reason, **{key: thing[key] for key in ("shape", "color", "material")},
+                 **mask_stats(mask, 1, first=k)[0]}
+        if reason == "cut_by_frame" and cut is not None:
+            inside, total = cut["fractions"][i]
+            entry["visible_fraction"] = round(inside / total, 4) if total else 0.0
+        uncounted.append(entry)
+    return objects, uncounted, mask
 
 
 def _set_t2i_stage(sess: Session, extra: Mapping[str, Any]) -> None:

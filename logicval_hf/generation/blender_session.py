@@ -89,6 +89,8 @@ class Session:
         self.assets = assets
         self.width, self.height, self.threads = int(width), int(height), int(threads)
         self.objects: list[Any] = []
+        #: other things built with the objects (distractors): removed with them
+        self.extras: list[Any] = []
         self.mask_dir = Path(tempfile.mkdtemp(prefix="logicval_blender_"))
         self._reset()
 
@@ -210,9 +212,9 @@ class Session:
 
     # objects
     def clear_objects(self) -> None:
-        for obj in self.objects:
+        for obj in [*self.objects, *self.extras]:
             self.bpy.data.objects.remove(obj, do_unlink=True)
-        self.objects = []
+        self.objects, self.extras = [], []
 
     def add_object(self, obj_name: str, r: float, x: float, y: float, rotation_deg: float, group: str,
                    rgba: Sequence[float], pass_index: int, stretch: Sequence[float] = (1.0, 1.0, 1.0),
@@ -236,13 +238,22 @@ class Session:
         obj.scale = (r * sx, r * sy, r * sz)
         obj.location = (x, y, r * sz)
         obj.pass_index = pass_index
-        mat = bpy.data.materials.new(f"LogicVal_{pass_index}")
+        obj.data.materials.clear()
+        obj.data.materials.append(self.group_material(f"LogicVal_{pass_index}", group, rgba, finish))
+        self.objects.append(obj)
+        return obj
+
+    def group_material(self, name: str, group: str, rgba: Sequence[float],
+                       finish: Mapping[str, Any] | None = None) -> Any:
+        """A new material of the assets' node ``group`` (Rubber, MyMetal) in colour ``rgba`` (with ``finish``:
+        another finish of it, `_finish_group`)."""
+        mat = self.bpy.data.materials.new(name)
         nodes = mat.node_tree.nodes
         out = next(n for n in nodes if n.type == "OUTPUT_MATERIAL")
         for n in [n for n in nodes if n.name != out.name]:
             nodes.remove(n)
         g = nodes.new("ShaderNodeGroup")
-        g.node_tree = bpy.data.node_groups[group]
+        g.node_tree = self.bpy.data.node_groups[group]
         g.inputs["Color"].default_value = tuple(rgba)
         if finish is not None:
             self._finish_group(g, finish)
@@ -250,10 +261,7 @@ class Session:
         if "Normal" in g.inputs:  # a group's unlinked Normal input would pass a zero normal
             geo = nodes.new("ShaderNodeNewGeometry")
             mat.node_tree.links.new(geo.outputs["Normal"], g.inputs["Normal"])
-        obj.data.materials.clear()
-        obj.data.materials.append(mat)
-        self.objects.append(obj)
-        return obj
+        return mat
 
     def _finish_group(self, g: Any, finish: Mapping[str, Any]) -> None:
         """Another finish of one object's material node ``g``: the rubber group's own Roughness and IOR inputs

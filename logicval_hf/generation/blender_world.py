@@ -17,7 +17,7 @@ from typing import Any
 from logicval_hf.generation.blender_session import Session
 from logicval_hf.generation.clevr_sampling import CUBE_REACH
 
-__all__ = ["build_world", "studio_backdrop"]
+__all__ = ["build_world", "reach_of", "studio_backdrop"]
 
 SWEEP_SEGMENTS = 16
 
@@ -156,6 +156,19 @@ def build_world(sess: Session, world: Mapping[str, Any], horizon: Mapping[str, A
         n.links.new(colour, bg.inputs["Color"])
         bg.inputs["Strength"].default_value = float(sky["strength"])
         return
+    if kind == "room":  # the sky outside for camera and glossy rays (windows, reflections), else a dim ambient
+        sky = n.new("ShaderNodeBackground", Strength=float(world["outside"]["strength"]))
+        n.links.new(_gradient(n, z, world["outside"]), sky.inputs["Color"])
+        bg.inputs["Color"].default_value = _rgba(world["ambient"]["rgb"])
+        bg.inputs["Strength"].default_value = float(world["ambient"]["strength"])
+        path = n.nodes.new("ShaderNodeLightPath")
+        mix = n.nodes.new("ShaderNodeMixShader")
+        n.links.new(n.math("MAXIMUM", path.outputs["Is Camera Ray"], path.outputs["Is Glossy Ray"]), mix.inputs["Fac"])
+        n.links.new(bg.outputs["Background"], mix.inputs[1])
+        n.links.new(sky.outputs["Background"], mix.inputs[2])
+        out = next(node for node in n.nodes if node.type == "OUTPUT_WORLD")
+        n.links.new(mix.outputs["Shader"], out.inputs["Surface"])
+        return
     if kind != "studio":
         raise ValueError(f"no Blender world for world kind {kind!r}")
     bg.inputs["Color"].default_value = _rgba(world["backdrop_rgb"])
@@ -173,6 +186,13 @@ def build_world(sess: Session, world: Mapping[str, Any], horizon: Mapping[str, A
     n.links.new(shader, out.inputs["Surface"])
 
 
+def reach_of(objects: Sequence[Mapping[str, Any]], target: Sequence[float]) -> float:
+    """How far the placed objects reach on the ground from the camera's target (a cube by its corners)."""
+    return max([0.0] + [math.hypot(float(o["x"]) - float(target[0]), float(o["y"]) - float(target[1]))
+                        + float(o["r"]) * max(float(s) for s in o.get("stretch", (1.0, 1.0))[:2])
+                        * (CUBE_REACH if o.get("shape") == "cube" else 1.0) for o in objects])
+
+
 def studio_backdrop(sess: Session, world: Mapping[str, Any], framing: Mapping[str, Any],
                     objects: Sequence[Mapping[str, Any]]) -> None:
     """The studio's cyclorama: a sweep of radius ``sweep_radius`` rising from the floor into a wall, ``gap``
@@ -186,9 +206,7 @@ def studio_backdrop(sess: Session, world: Mapping[str, Any], framing: Mapping[st
     ux, uy = target[0] - cam[0], target[1] - cam[1]
     norm = math.hypot(ux, uy) or 1.0
     ux, uy = ux / norm, uy / norm
-    reach = max([0.0] + [math.hypot(float(o["x"]) - target[0], float(o["y"]) - target[1])
-                         + float(o["r"]) * max(float(s) for s in o.get("stretch", (1.0, 1.0))[:2])
-                         * (CUBE_REACH if o.get("shape") == "cube" else 1.0) for o in objects])
+    reach = reach_of(objects, target)
     radius = float(world["sweep_radius"])
     wall = reach + radius + float(world["gap"])
     span = (math.dist(cam, target) + wall) * 16.0 / float(framing["lens_mm"]) * 1.5 + 2.0

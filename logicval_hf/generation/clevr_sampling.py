@@ -26,6 +26,9 @@ Render profiles (``logicval render-clevr --profile NAME``), declared as data in 
   ``distant_shapes`` 0.2, ``plain`` (nothing to reflect) 0.15, on every floor kind; ``render_settings.world``
   records the kind and its draws. ``--worlds sky_gradient,studio`` narrows the kinds (a held-out set of a kind
   never trained on) and changes nothing else an image draws.
+- ``t2i_real``: ``t2i_world`` plus the world kind ``room`` (0.35) and every variation of `clevr_variations` at
+  its rate (glossy floors, tinted light, glass and other surfaces, stacks, cuts by the frame, bevelled and marked
+  cubes, distractors, small soft images); ``--variations`` replaces them (any profile that draws the camera).
 """
 
 from __future__ import annotations
@@ -40,11 +43,15 @@ import numpy as np
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.generation.clevr_assets import ClevrAssets
+from logicval_hf.generation.clevr_framing import CUBE_REACH, frame_camera
+from logicval_hf.generation.clevr_truth import RELATION_EPS, compute_relationships, mask_stats
+from logicval_hf.generation.clevr_variations import VARIATIONS, draw_variations, parse_variations, tint_lights
 from logicval_hf.generation.clevr_worlds import draw_world, hsv_rgb, parse_worlds, sky_in_frame
 
 __all__ = [
     "RENDER_PROFILES", "RenderProfile", "RenderConfig", "ImagePlan", "plan_image", "min_pixels_for",
-    "sample_objects", "compute_relationships", "mask_stats", "kelvin_to_rgb", "frame_camera",
+    "sample_objects", "compute_relationships", "mask_stats", "kelvin_to_rgb", "frame_camera", "CUBE_REACH",
+    "RELATION_EPS",
 ]
 
 # The generator's constants (CLEVR v1.0 settings).
@@ -57,8 +64,6 @@ MAX_RESTARTS = 200
 CAMERA_JITTER = 0.5
 LAMP_JITTER = 1.0
 LAMPS = ("Lamp_Key", "Lamp_Fill", "Lamp_Back")
-RELATION_EPS = 0.2
-CUBE_REACH = math.sqrt(2.0)  # a cube's corners reach r * sqrt(2) from its centre
 
 # "randomise" ranges (unchanged since that profile was the --randomise flag: its folders resume)
 FLOOR_CHOICES = ("clevr", "white", "random")
@@ -131,6 +136,8 @@ class T2ILook:
     metal_roughness: tuple[float, float] = (0.35, 2.2)  # x MyMetal's two glossy roughnesses (log-uniform)
     # (kind, weight) of the world kinds drawn per image (`clevr_worlds`; profile t2i_world), on streams of their own
     worlds: tuple[tuple[str, float], ...] = ()
+    # (name, rate) of the variations drawn per image (`clevr_variations`; profile t2i_real), streams of their own
+    variations: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,6 +151,9 @@ class RenderProfile:
     t2i: T2ILook | None = None
 
 
+_WORLD_LOOK = T2ILook(version=1, finish_p=0.6, temperature_k=(3000.0, 9000.0),
+                      worlds=(("sky_gradient", 0.25), ("procedural_sky", 0.2), ("studio", 0.2),
+                              ("distant_shapes", 0.2), ("plain", 0.15)))
 RENDER_PROFILES: Registry[RenderProfile] = Registry("render profile", {
     "clevr": RenderProfile("clevr", "CLEVR v1.0: the official generator's camera, lamps, floor and 480x320"),
     "randomise": RenderProfile("randomise", "CLEVR v1.0 plus floor colour, light energy, camera elevation and "
@@ -158,10 +168,15 @@ RENDER_PROFILES: Registry[RenderProfile] = Registry("render profile", {
     "t2i_world": RenderProfile("t2i_world", "the t2i look with other finishes, 3,000-9,000 K light and a world per "
                                             "image that metals reflect: sky gradients, a physical sky, a studio "
                                             "cyclorama, distant shapes, or the plain world (--worlds narrows them)",
-                               min_objects=1, max_objects=10,
-                               t2i=T2ILook(version=1, finish_p=0.6, temperature_k=(3000.0, 9000.0),
-                                           worlds=(("sky_gradient", 0.25), ("procedural_sky", 0.2), ("studio", 0.2),
-                                                   ("distant_shapes", 0.2), ("plain", 0.15)))),
+                               min_objects=1, max_objects=10, t2i=_WORLD_LOOK),
+    "t2i_real": RenderProfile("t2i_real", "the t2i_world look plus rooms (walls, corners, cycloramas, windows, "
+                                          "light shafts) and every variation real T2I pictures show, each at its "
+                                          "rate (--variations changes them)",
+                              min_objects=1, max_objects=10,
+                              t2i=replace(_WORLD_LOOK, worlds=(("sky_gradient", 0.15), ("procedural_sky", 0.1),
+                                                               ("studio", 0.2), ("distant_shapes", 0.1),
+                                                               ("plain", 0.1), ("room", 0.35)),
+                                          variations=tuple((k, VARIATIONS.get(k).rate) for k in VARIATIONS.names()))),
 })
 
 
@@ -197,6 +212,7 @@ class RenderConfig:
     empty: bool = False
     worlds: tuple[str, ...] | None = None
     sky_in_frame: bool = False
+    variations: tuple[tuple[str, float], ...] | None = None
 
     @property
     def profile_name(self) -> str:
@@ -240,7 +256,21 @@ class RenderConfig:
                 raise ValueError(f"--worlds applies to profiles that draw a world kind (t2i_world), not "
                                  f"{self.profile_name}")
             draw_world(self.seed, 0, self.look.t2i.worlds, parse_worlds(self.worlds))  # names none it draws?
+        if self.variations is not None:
+            if self.look.t2i is None:
+                raise ValueError(f"--variations applies to profiles that draw the camera (t2i, t2i_wide, t2i_world, "
+                                 f"t2i_real), not {self.profile_name}")
+            parse_variations([f"{k}={p}" for k, p in self.variations] or ["none"])  # known names, rates in [0, 1]
+            if self.max_objects + 3 > 254 and any(k == "distractors" for k, _ in self.variations):
+                raise ValueError("--max-objects must be <= 251 with distractors (8-bit masks)")
         return self
+
+    def variation_rates(self) -> tuple[tuple[str, float], ...]:
+        """The variations drawn per image: ``variations`` where given, else the profile's."""
+        look = self.look.t2i
+        if self.variations is not None:
+            return tuple(self.variations)
+        return look.variations if look is not None else ()
 
     def t2i_look(self) -> T2ILook | None:
         """The profile's T2I look with ``elevation`` applied (None for profiles that draw no camera)."""
@@ -270,6 +300,8 @@ class RenderConfig:
                 out["worlds"] = list(parse_worlds(self.worlds) or ())
             if self.sky_in_frame:
                 out["sky_in_frame"] = 1
+            if self.variations is not None:
+                out["variations"] = [[k, float(p)] for k, p in self.variations]
         if self.empty:  # absent when off, so folders rendered before the option keep their manifests
             out["empty"] = 1
         return out
@@ -348,11 +380,16 @@ def plan_image(config: RenderConfig, index: int) -> ImagePlan:
         width, height = extra["image_size"]
         if look.worlds:
             extra["world"] = world = draw_world(config.seed, index, look.worlds, config.worlds)
-            if world["kind"] == "studio":  # the backdrop stands where a horizon would show: no floor edge
+            if world["kind"] in ("studio", "room"):  # walls stand where a horizon would show: no floor edge
                 extra["floor"]["half_side"] = look.open_floor
+            if world["kind"] == "room":  # an interior: a white floor keeps its albedo, not a studio's glow
+                extra["floor"]["glow"] = _r(0.3 * extra["floor"]["glow"])
         if config.sky_in_frame:
             extra["camera"] = sky_in_frame(config.seed, index, extra["camera"], width, height, look.elevation_deg,
                                            look.lens_mm)
+        if rates := config.variation_rates():
+            extra["variations"] = drawn = draw_variations(config.seed, index, rates, n)
+            extra["lights"] = tint_lights(extra["lights"], drawn.get("tinted_light"))
     return ImagePlan(index, n, width, height, cam, lamps, cycles_seed, object_seed, extra)
 
 
@@ -538,63 +575,3 @@ def sample_objects(rng: np.random.Generator, n: int, assets: ClevrAssets | Mappi
         if len(placed) == n and (visible is None or visible(placed)):
             return placed, restart
     raise RuntimeError(f"could not place {n} objects in {max_restarts} scene restarts")
-
-
-def compute_relationships(objects: Sequence[Mapping[str, Any]], directions: Mapping[str, Sequence[float]],
-                          eps: float = RELATION_EPS) -> dict[str, list[list[int]]]:
-    """CLEVR's relationships: ``out[rel][i]`` lists the objects j that are ``rel`` of object i (margin ``eps``)."""
-    out: dict[str, list[list[int]]] = {}
-    for name in ("behind", "front", "left", "right"):
-        d = np.asarray(directions[name], dtype=np.float64)
-        rows = []
-        for i, a in enumerate(objects):
-            ca = np.asarray(a["3d_coords"], dtype=np.float64)
-            rows.append([j for j, b in enumerate(objects)
-                         if j != i and float(np.dot(np.asarray(b["3d_coords"]) - ca, d)) > eps])
-        out[name] = rows
-    return out
-
-
-def mask_stats(mask: np.ndarray, n: int) -> list[dict[str, Any]]:
-    """Per object i (mask value i+1): pixel count and inclusive bounds ``[x0, y0, x1, y1]`` (None if empty)."""
-    counts = np.bincount(mask.ravel(), minlength=n + 2)
-    out = []
-    for i in range(n):
-        ys, xs = np.nonzero(mask == i + 1)
-        box = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())] if len(xs) else None
-        out.append({"mask_index": i + 1, "mask_pixels": int(counts[i + 1]), "bbox_xyxy": box})
-    return out
-
-
-def frame_camera(camera: Mapping[str, Any], objects: Sequence[Mapping[str, Any]], width: int, height: int,
-                 wider: int = 0, closer: int = 0) -> dict[str, Any]:
-    """Where the t2i look puts its camera for placed ``objects`` (dicts with x, y, r, shape, stretch).
-
-    The camera aims at the objects' centroid (plus the drawn jitter) from the drawn azimuth and elevation, at the
-    distance where the objects' bounding circle fills ``fill`` of half the frame's shorter side (with the drawn
-    focal length on Blender's 32 mm sensor, fitted to the longer side). Each retry (``attempt``) frames a little
-    wider, so a scene whose perspective pushed an object past the border fits on a later try.
-    """
-    pts = np.array([[float(o["x"]), float(o["y"])] for o in objects], dtype=np.float64).reshape(-1, 2)
-    jx, jy = camera["target_jitter"]
-    cx, cy = (pts.mean(axis=0) if len(pts) else np.zeros(2)) + np.array([jx, jy])
-    reach, top = [0.0], [0.7]
-    for o, p in zip(objects, pts, strict=True):
-        sx, sy, sz = o.get("stretch", (1.0, 1.0, 1.0))
-        k = CUBE_REACH if o.get("shape") == "cube" else 1.0
-        reach.append(float(np.hypot(p[0] - cx, p[1] - cy)) + float(o["r"]) * max(sx, sy) * k)
-        top.append(2.0 * float(o["r"]) * sz)
-    target = (float(cx), float(cy), 0.5 * max(top) * 0.6)
-    radius = max(*reach, 0.5 * max(top))
-    tan_long = 16.0 / float(camera["lens_mm"])
-    tan_short = tan_long * min(width, height) / max(width, height)
-    median_r = float(np.median([float(o["r"]) for o in objects])) if len(objects) else 0.5
-    distance = max(median_r / (float(camera["object_size"]) * tan_short),  # the median object's width
-                   radius / (float(camera["fill_max"]) * tan_short))          # everything inside the frame
-    distance = max(distance * 1.07 ** wider * 0.92 ** closer, radius + 1.0)
-    fill = radius / (distance * tan_short)
-    az, el = math.radians(float(camera["azimuth_deg"])), math.radians(float(camera["elevation_deg"]))
-    location = (target[0] + distance * math.cos(el) * math.cos(az), target[1] + distance * math.cos(el) * math.sin(az),
-                target[2] + distance * math.sin(el))
-    return {"location": [_r(v) for v in location], "target": [_r(v) for v in target], "lens_mm": camera["lens_mm"],
-            "distance": _r(distance), "fill": _r(fill)}

@@ -18,6 +18,12 @@ as data in `WORLD_KINDS`:
   blocks rising from it at drawn azimuths (simple shapes at infinity, seen by the camera and in reflections).
 - ``plain``: the t2i look's own world, with nothing to reflect (the horizon's flat colour, or a dim white
   ambient): metal reflects one flat tone there and may honestly look like rubber; it stays in the data.
+- ``room``: the inside of a room behind the objects: one painted wall, two walls meeting in a corner, or a
+  cyclorama sweep, beyond the objects' reach from the camera. Walls may hold one or two windows (open, with
+  frames and glazing bars) that show a sky outside and let a beam of light in at a drawn angle: a bright patch
+  on the floor and, in most rooms with a window, a light shaft (a thin scattering haze in the beam's path). The
+  world is the sky for camera and glossy rays (the windows, reflections in metal) and a dim ambient light for
+  the rest. Drawn only by profile ``t2i_real``.
 
 Draws are a pure function of ``(seed, image index, kinds allowed)``: the kind is chosen from the allowed kinds'
 weights on a stream of its own, and each kind's parameters come from that kind's own stream, so narrowing the
@@ -42,7 +48,7 @@ import numpy as np
 
 from logicval_hf.common.registry import Registry
 
-__all__ = ["WORLD_KINDS", "WorldKind", "draw_world", "hsv_rgb", "parse_worlds", "sky_in_frame"]
+__all__ = ["ROOM_STYLES", "WORLD_KINDS", "WorldKind", "draw_world", "hsv_rgb", "parse_worlds", "sky_in_frame"]
 
 # the world's stream sits beside the plan's three (CLEVR's two, the t2i look's): spawn key 3 picks the kind,
 # (3, crc32 of a kind's name) holds its parameters (a kind added later moves no other kind's draws)
@@ -154,6 +160,47 @@ def _plain(rng: np.random.Generator) -> dict[str, Any]:
     return {}
 
 
+ROOM_STYLES = ("wall", "corner", "cyclorama")
+
+
+def _paint(rng: np.random.Generator) -> list[float]:
+    """A wall's paint: a neutral white, grey or cream, or a muted to moderately saturated colour."""
+    neutral = bool(rng.random() < 0.55)
+    hue = float(rng.random())
+    sat = float(rng.uniform(0.0, 0.08)) if neutral else float(rng.uniform(0.15, 0.55))
+    return hsv_rgb(hue, sat, float(rng.uniform(0.55, 0.95)) if neutral else float(rng.uniform(0.4, 0.9)))
+
+
+def _room(rng: np.random.Generator) -> dict[str, Any]:
+    """A room behind the objects (its style, paint, gap past the objects, turn off the camera's axis), windows
+    placed in shares of the wall's visible width and height, the light through them, a shaft, the sky outside
+    and the dim ambient light inside."""
+    style = ROOM_STYLES[min(int(np.searchsorted(np.cumsum([0.35, 0.4, 0.25]), rng.random(), side="right")), 2)]
+    wall = _paint(rng)
+    shade = float(rng.uniform(0.7, 1.0))
+    room: dict[str, Any] = {
+        "style": style, "wall_rgb": wall, "second_rgb": [_r(c * shade) for c in wall],
+        "top_rgb": [_r(c * float(rng.uniform(0.5, 1.05))) for c in wall], "gap": _r(rng.uniform(0.3, 3.0), 3),
+        "turn_deg": _r(rng.uniform(-35.0, 35.0), 3), "sweep_radius": _r(rng.uniform(1.0, 4.0), 3)}
+    count = int(np.searchsorted([0.2, 0.7], rng.random(), side="right"))
+    frame = [_r(rng.uniform(0.8, 0.95))] * 3 if rng.random() < 0.6 else [_r(rng.uniform(0.03, 0.25))] * 3
+    windows = []
+    for _ in range(2):
+        u = rng.random(7)
+        windows.append({"wall": int(u[0] < 0.5), "along": _r(-0.7 + 1.4 * u[1]), "sill": _r(0.06 + 0.3 * u[2]),
+                        "height": _r(0.4 + 0.45 * u[3]), "aspect": _r(0.5 + 1.0 * u[4]), "cols": int(u[5] * 3),
+                        "rows": int(u[6] * 3), "frame_rgb": frame})
+    room["windows"] = windows[:count] if style != "cyclorama" else []
+    room["light"] = {"rgb": hsv_rgb(float(rng.uniform(0.07, 0.15)), float(rng.uniform(0.05, 0.45)), 1.0),
+                     "strength": _r(_log_uniform(rng, 4.0, 20.0)), "elevation_deg": _r(rng.uniform(20.0, 55.0), 3),
+                     "azimuth_deg": _r(rng.uniform(-30.0, 30.0), 3), "spread_deg": _r(rng.uniform(2.0, 8.0), 3)}
+    shaft = {"density": _r(_log_uniform(rng, 0.15, 0.6)), "anisotropy": _r(rng.uniform(0.2, 0.6))}
+    room["shaft"] = shaft if room["windows"] and rng.random() < 0.65 else None
+    room["outside"] = _sky_gradient(rng)
+    room["ambient"] = {"rgb": wall, "strength": _r(rng.uniform(0.05, 0.3))}
+    return room
+
+
 @dataclass(frozen=True)
 class WorldKind:
     """One kind of world: its name, what it shows and its parameters' draw (a profile's ``T2ILook.worlds``
@@ -174,6 +221,8 @@ WORLD_KINDS: Registry[WorldKind] = Registry("world kind", {
     "distant_shapes": WorldKind("distant_shapes", "a sky gradient with distant land of a second tone and walls",
                                 _distant_shapes),
     "plain": WorldKind("plain", "the flat world of the t2i look: nothing to reflect", _plain),
+    "room": WorldKind("room", "a room behind the objects: a wall, a corner or a cyclorama, windows with a beam of "
+                              "light and a light shaft (profile t2i_real)", _room),
 })
 
 

@@ -169,8 +169,8 @@ def augment(rec: Record, rng: np.random.Generator, canvas: tuple[int, int] = CAN
 
 def recolour_floor(img: np.ndarray, objmap: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The floor (object map -1) repainted white or a plain colour, its rendered shading (shadows, light
-    fall-off) kept as relative luminance."""
-    floor = objmap < 0
+    fall-off) kept as relative luminance; uncounted things (-2) keep their look."""
+    floor = objmap == -1
     if not floor.any():
         return img
     x = img.astype(np.float32)

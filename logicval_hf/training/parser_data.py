@@ -2,9 +2,10 @@
 project's numpy renderer drawn on the fly.
 
 A folder holds ``images/``, ``scenes/*.json`` (one scene each) or ``scenes.json``, and optionally ``masks/``
-(8-bit instance masks, value i+1 = object i). Targets: centre = ``pixel_coords`` (the projected 3D centre, on
-which CLEVR's regions hang), box size = ``bbox_xyxy`` (or the mask's box), attributes from the JSON. Bad input
-(an unreadable or inconsistent image, mask or scene file) is reported by name and skipped, never used.
+(8-bit instance masks, value i+1 = object i; values past the objects' mark things that are not objects of the
+truth, the scene's ``uncounted``: no target, never floor). Targets: centre = ``pixel_coords`` (the projected 3D
+centre, on which CLEVR's regions hang), box size = ``bbox_xyxy`` (or the mask's box), attributes from the JSON.
+Bad input (an unreadable or inconsistent image, mask or scene file) is reported by name and skipped, never used.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ class Record:
     centres: np.ndarray  # (K, 2) float
     sizes: np.ndarray  # (K, 2) float: box width, height
     labels: np.ndarray  # (K, 4) int
-    #: (H, W) int16 object index per pixel (-1: floor), from the instance mask; None when the folder has none
-    #: (numpy renders). With it, attributes are supervised on the pixels each object really shows.
+    #: (H, W) int16 object index per pixel (-1: floor and background, -2: something drawn that is not an object of
+    #: the truth, a scene's ``uncounted`` distractor or sliver cut by the frame), from the instance mask; None when
+    #: the folder has none (numpy renders). With it, attributes are supervised on the pixels each object shows.
     mask: np.ndarray | None = None
     #: the world kind the render drew (``render_settings.world.kind``, profile ``t2i_world``); None: no such draw
     world: str | None = None
@@ -166,6 +168,7 @@ def _record(folder: Path, source: str, s: dict[str, Any], cls: dict[str, tuple[s
     objmap = None
     if mask is not None:
         objmap = np.full(mask.shape, -1, np.int16)
+        objmap[mask > 0] = -2  # values no object claims: uncounted things (the objects' own are set below)
         for i, o in enumerate(objs):
             objmap[mask == int(o.get("mask_index", i + 1))] = i
     world = (s.get("render_settings") or {}).get("world") or {}

@@ -404,14 +404,16 @@ def test_an_unknown_render_profile_is_one_line_naming_the_known_ones(tmp_path, c
 @needs_blender
 @pytest.mark.slow
 def test_each_world_kind_renders_with_mask_box_and_json_agreeing(tmp_path):
-    """Profile t2i_world, one tiny image per world kind (``--worlds KIND``) at the same seed and index: the
-    scene records its kind, mask, boxes and JSON agree, and the world changes the pixels but never the objects
-    or their masks (the studio's backdrop stands behind every object)."""
+    """Profile t2i_world, one tiny image per world kind it draws (``--worlds KIND``) at the same seed and index:
+    the scene records its kind, mask, boxes and JSON agree, and the world changes the pixels but never the objects
+    or their masks (the studio's backdrop stands behind every object). Rooms (profile t2i_real):
+    test_blender_variations.py."""
     from logicval_hf.cli.render_clevr import main
-    from logicval_hf.generation.clevr_worlds import WORLD_KINDS
+    from logicval_hf.generation.clevr_sampling import RENDER_PROFILES
 
+    kinds = sorted(k for k, _ in RENDER_PROFILES.get("t2i_world").t2i.worlds)
     masks, images, objects = {}, {}, {}
-    for kind in WORLD_KINDS.names():
+    for kind in kinds:
         out = tmp_path / kind
         rc = main(["render-clevr", "--out", str(out), "--num-images", "1", "--seed", "2", "--assets", str(ASSETS),
                    "--profile", "t2i_world", "--worlds", kind, "--long-side", "64:80", "--samples", "2",
@@ -432,7 +434,7 @@ def test_each_world_kind_renders_with_mask_box_and_json_agreeing(tmp_path):
         masks[kind] = mask
         objects[kind] = [{k: o[k] for k in ("shape", "color", "material", "3d_coords", "bbox_xyxy")}
                          for o in scene["objects"]]
-    for kind in WORLD_KINDS.names():
+    for kind in kinds:
         assert np.array_equal(masks[kind], masks["plain"]) and objects[kind] == objects["plain"], kind
         if kind != "plain":
             assert np.abs(images[kind].astype(int) - images["plain"]).mean() > 1.0, kind
