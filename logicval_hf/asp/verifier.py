@@ -13,6 +13,7 @@ from typing import Any
 
 import clingo
 
+from logicval_hf.asp import messages
 from logicval_hf.asp.encoding import symbol_value
 from logicval_hf.asp.labelling import CLINGO_ARGS, control
 from logicval_hf.asp.programs import (
@@ -110,7 +111,7 @@ class SceneLayout:
         self.universe = universe
         self.domain = domain
         self.text = scene_externals_program(universe, domain)
-        ctl = clingo.Control(CLINGO_ARGS, logger=lambda code, msg: None)
+        ctl = messages.control(CLINGO_ARGS)
         ctl.add("scene", [], self.text)
         ctl.ground([("scene", [])])
         lits: list[int] = []
@@ -138,7 +139,7 @@ class SceneLayout:
 
     def control(self) -> clingo.Control:
         """A new Control with the scene part grounded, its numbering checked against this layout."""
-        ctl = clingo.Control(CLINGO_ARGS, logger=lambda code, msg: None)
+        ctl = messages.control(CLINGO_ARGS)
         ctl.add("scene", [], self.text)
         ctl.ground([("scene", [])])
         atoms = ctl.symbolic_atoms
