@@ -95,6 +95,8 @@ class Scene:
                 d = json.loads(d)
             except json.JSONDecodeError as e:
                 raise SceneError(f"scene: not valid JSON ({e})") from None
+            except RecursionError:
+                raise SceneError("scene: nested too deeply to be a scene graph") from None
         if not isinstance(d, Mapping):
             raise SceneError(f"scene: must be a JSON object, got {type(d).__name__}")
         extra = [k for k in d if k not in ("image_size", "objects", "domain", "confidence")]
