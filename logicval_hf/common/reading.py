@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 __all__ = ["MAX_INPUT_BYTES", "MAX_JSON_DEPTH", "InputTooLarge", "NotText", "capped_lines", "check_nesting",
@@ -87,12 +87,9 @@ def check_nesting(value: Any, what: str, limit: int = MAX_JSON_DEPTH) -> Any:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         x, depth = stack.pop()
-        if isinstance(x, dict):
-            children = x.values()
-        elif isinstance(x, list):
-            children = x
-        else:
+        if not isinstance(x, (dict, list)):
             continue
+        children: Iterable[Any] = x.values() if isinstance(x, dict) else x
         if depth > limit:
             raise InputTooLarge(f"{what} nests deeper than {limit} levels")
         stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
