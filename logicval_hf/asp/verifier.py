@@ -18,6 +18,7 @@ from logicval_hf.asp.encoding import symbol_value
 from logicval_hf.asp.labelling import CLINGO_ARGS, control
 from logicval_hf.asp.programs import (
     batch_attributes,
+    batch_relations,
     batch_scene_facts,
     batch_verify_program,
     scene_externals_program,
@@ -82,7 +83,7 @@ def verdict(label: str, count: str, n_objects: int, count_ok: bool, violated: Se
 def verify_batch(spec: Spec, scenes: Sequence[Scene]) -> list[tuple[bool, list[int]]]:
     """(count_ok, violated) for many scenes of one spec with a single grounding (the program is stratified,
     so grounding alone decides every atom)."""
-    text = batch_verify_program(spec) + batch_scene_facts(scenes, batch_attributes(spec))
+    text = batch_verify_program(spec) + batch_scene_facts(scenes, batch_attributes(spec), batch_relations(spec))
     ctl = control(text)
     count_ok = [False] * len(scenes)
     violated: list[list[int]] = [[] for _ in scenes]
