@@ -18,14 +18,16 @@ import contextlib
 import hmac
 import json
 import logging
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 from logicval_hf.common.extras import require
 from logicval_hf.common.version import __version__
+from logicval_hf.serve.admission import admit
 from logicval_hf.serve.batching import MicroBatcher, Overloaded, Stopping
 from logicval_hf.serve.config import ServeConfig
-from logicval_hf.serve.health import Health
+from logicval_hf.serve.health import Health, without_paths
 from logicval_hf.serve.items import resolve_ids
 from logicval_hf.serve.pool import WorkerLost, WorkerPool
 from logicval_hf.serve.prompts import load_prompts
@@ -63,6 +65,7 @@ class RewardServer:
         self.config = config
         self.health = Health(config.backend, dict(config.backend_settings))
         self.prompts = load_prompts(config.prompts) if config.prompts else None
+        self.raw_input = _raw_input(config.backend)
         self.pool: WorkerPool | None = None
         self.batcher: MicroBatcher | None = None
         self._warm: asyncio.Task | None = None
@@ -142,15 +145,50 @@ class RewardServer:
                                 "finds each prompt's spec: a free-text prompt cannot be verified")
         if any(isinstance(x, dict) and "id" in x for x in items):
             items = await asyncio.to_thread(resolve_ids, items, self.config.benchmark_seed)
-        kept = [i for i in range(len(items)) if i not in errors]
-        samples = [Sample(request.images[i], items[i], request.only_strict, request.reward) for i in kept]
+        refused = await asyncio.to_thread(admit, request.images, items, self.raw_input,
+                                          request.reward or self.config.reward, list(errors))
+        refused.update((i, SampleResult.failed(e)) for i, e in errors.items())
+        kept = [i for i in range(len(items)) if i not in refused]
+        samples = [Sample(request.images[i], items[i], request.only_strict, request.reward, i) for i in kept]
         try:
             scored = dict(zip(kept, await self.batcher.score(samples), strict=True))
         except Overloaded as e:
             raise _Refused(503, str(e), {"Retry-After": str(e.retry_after)}) from None
         except (WorkerLost, Stopping) as e:
             raise _Refused(503, str(e), {"Retry-After": "1"}) from None
-        return [scored[i] if i in scored else SampleResult.failed(errors[i]) for i in range(len(items))]
+        results = [scored[i] if i in scored else refused[i] for i in range(len(items))]
+        _log_failures(results)
+        return results
+
+
+def _log_failures(results: list[SampleResult]) -> None:
+    """One line per bad sample (info: bad input is the client's; warning: a sample made scoring raise something
+    other than bad input's ValueError), and its traceback, without paths, at debug level."""
+    for r in results:
+        if r.error is None:
+            continue
+        if r.detail is None:
+            log.info("bad sample: %s", r.error)
+            continue
+        log.warning("sample failed: %s", r.error)
+        log.debug("sample failed: %s\n%s", r.error, r.detail.rstrip())
+
+
+def _raw_input(backend: str) -> bool:
+    """Whether the backend reads scene graphs (``given``) rather than pixels."""
+    from logicval_hf.perception import get_backend
+
+    return bool(get_backend(backend).raw_input)
+
+
+def _loads(body: bytes) -> Any:
+    """A JSON body; one nested past Python's recursion limit is a `BadRequest` like any other that is not JSON."""
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadRequest(f"the body is not JSON: {e}") from None
+    except RecursionError:
+        raise BadRequest("the body nests deeper than JSON is read here (about 1,000 levels)") from None
 
 
 async def _read_body(request: Any, limit: int) -> bytes:
@@ -216,15 +254,16 @@ def create_app(config: ServeConfig | None = None) -> Any:
                 if pickled:
                     req = await asyncio.to_thread(_parse, parse_pickle_request, body, config)
                 else:
-                    try:
-                        data = await asyncio.to_thread(json.loads, body)
-                    except (ValueError, UnicodeDecodeError) as e:
-                        raise BadRequest(f"the body is not JSON: {e}") from None
+                    data = await asyncio.to_thread(_loads, body)
                     req = await asyncio.to_thread(_parse, parse_json_request, data, config)
             except BadRequest as e:
                 raise _Refused(400, str(e)) from None
             except TooLarge as e:
                 raise _Refused(413, str(e)) from None
+            except Exception as e:  # noqa: BLE001 - a body no check foresaw: its own 400, never a 500
+                log.warning("a request could not be read: %s", type(e).__name__)
+                log.debug("a request could not be read:\n%s", without_paths(traceback.format_exc()))
+                raise _Refused(400, f"the request could not be read ({type(e).__name__})") from None
             results = await server.score(req)
         except _Refused as e:
             return refused(e, pickled)

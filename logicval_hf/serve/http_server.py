@@ -15,17 +15,38 @@ SIGTERM (what systemd, Docker, Kubernetes and Ray send) and SIGINT (Ctrl-C) take
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Any
 
 from logicval_hf.common.extras import require
 from logicval_hf.serve.config import ServeConfig
 
-__all__ = ["GRACE_SECONDS", "STOP_SECONDS", "run_server"]
+__all__ = ["GRACE_SECONDS", "STOP_SECONDS", "configure_logging", "run_server"]
 
 #: how long a batch already running when the stop begins may take to be answered
 GRACE_SECONDS = 3.0
 #: what a stop takes at most: the grace, uvicorn's wait for the answers to go out, the workers' and helpers' ends
 STOP_SECONDS = 10.0
+
+
+class _Format(logging.Formatter):
+    """uvicorn's layout: ``INFO:     message``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname + ':':<9} {record.getMessage()}"
+
+
+def configure_logging(level: str) -> None:
+    """The server's own log (``logicval.serve``) on stderr at uvicorn's level, in uvicorn's format: one line per
+    bad sample at ``info``, per failure nothing foresaw at ``warning``, their tracebacks (without paths) at
+    ``debug``."""
+    logger = logging.getLogger("logicval.serve")
+    logger.setLevel(level.upper() if level.lower() != "trace" else "DEBUG")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(_Format())
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def run_server(config: ServeConfig, log_level: str = "warning") -> None:
@@ -37,6 +58,7 @@ def run_server(config: ServeConfig, log_level: str = "warning") -> None:
     uvicorn = require("uvicorn", "serve", "the reward server")
     from logicval_hf.serve.app import create_app
 
+    configure_logging(log_level)
     app = create_app(config)
     reward_server = app.state.server
 

@@ -96,19 +96,23 @@ class RewardRequest:
 @dataclass
 class SampleResult:
     """The rewards of one image. ``groups`` maps each group the image belongs to (a GenEval tag, a LogicVal
-    constraint class or tag) to its ``(reward, strict_reward)``; ``error`` is set when the sample was bad."""
+    constraint class or tag) to its ``(reward, strict_reward)``; ``error`` is set when the sample was bad (one line,
+    what the client reads); ``detail``, when scoring it raised something other than bad input's ValueError: the
+    traceback, for the server's debug log only (never sent)."""
 
     score: float = 0.0
     reward: float = 0.0
     strict: float = 0.0
     groups: dict[str, tuple[float, float]] = field(default_factory=dict)
     error: str | None = None
+    detail: str | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def failed(cls, error: str) -> SampleResult:
-        """A bad sample's result: reward 0 and ``error`` (a library's message may name files: only their names
-        are kept, `without_paths`)."""
-        return cls(error=without_paths(error))
+    def failed(cls, error: str, detail: str | None = None) -> SampleResult:
+        """A bad sample's result: reward 0 and ``error`` on one line (a library's message may name files: only
+        their names are kept, `without_paths`; so does ``detail``)."""
+        return cls(error=" ".join(without_paths(error).split()),
+                   detail=None if detail is None else without_paths(detail))
 
 
 def _check_count(n_images: int, n_items: int, limits: Limits, items_key: str) -> None:
