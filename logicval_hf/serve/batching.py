@@ -11,8 +11,9 @@ When the images waiting would exceed ``max_queue``, a new request is refused wit
 which Flow-GRPO's client (urllib3's ``Retry``) honours and retries.
 
 A batch that fails as a whole for a reason other than a lost worker (a sample no check foresaw) is scored again
-in halves, down to the one sample that fails alone, which gets an error entry: one request's sample never costs
-another request its rewards.
+in halves, down to the one sample that fails alone, which gets an error entry; a batch that runs past the pool's
+deadline is scored again request by request, and the images of a request late on its own get error entries: one
+request never costs another request its rewards.
 
 When the server stops (`MicroBatcher.stop`), every waiting request and every new one is refused with `Stopping`
 at once (503 with ``Retry-After``); a batch already running is answered if it finishes within the grace period,
@@ -29,7 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from logicval_hf.serve.pool import WorkerLost, WorkerPool
+from logicval_hf.serve.pool import DeadlineExceeded, WorkerLost, WorkerPool
 from logicval_hf.serve.protocol import SampleResult
 from logicval_hf.serve.worker import Sample, failure
 
@@ -177,13 +178,30 @@ class MicroBatcher:
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
+    async def _requests_apart(self, batch: list[_Pending]) -> list[SampleResult]:
+        """The batch's results; when it runs past the pool's deadline, each of its requests is scored again on its
+        own (with a deadline of its own), and the images of a request that is late alone get error entries: a slow
+        request costs the others of its batch one deadline of waiting, never their rewards."""
+        samples = [s for p in batch for s in p.samples]
+        try:
+            return await self._isolated(samples)
+        except DeadlineExceeded as e:
+            if len(batch) == 1:
+                return [SampleResult.failed(f"images[{k if s.index is None else s.index}]: {e}")
+                        for k, s in enumerate(samples)]
+            log.warning("a micro-batch of %d requests ran past the deadline; scoring them one by one", len(batch))
+            out: list[SampleResult] = []
+            for p in batch:
+                out += await self._requests_apart([p])
+            return out
+
     async def _isolated(self, samples: list[Sample]) -> list[SampleResult]:
         """The batch's results; a batch that fails as a whole for any other reason than a lost worker or a stop (a
         sample no check foresaw) is scored again in halves, down to the sample that fails alone, which gets an
         error entry: one sample never costs another its reward."""
         try:
             return await self.pool.run(samples)
-        except (WorkerLost, Stopping):
+        except (WorkerLost, Stopping, DeadlineExceeded):
             raise
         except Exception as e:  # noqa: BLE001 - split below; one sample's failure is its error entry
             if len(samples) == 1:
@@ -199,7 +217,7 @@ class MicroBatcher:
         start = time.perf_counter()
         self._inflight.update(batch)
         try:
-            results = await self._isolated(samples)
+            results = await self._requests_apart(batch)
         except BaseException as e:  # WorkerLost, Stopping, cancelled: every request of the batch learns of it
             for p in batch:
                 if not p.future.done():  # cancelled: the server is stopping

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -225,14 +226,22 @@ def parse_json_request(data: Any, limits: Limits) -> RewardRequest:
 def check_image_headers(images: Sequence[Any], limits: Limits) -> None:
     """Refuse (`TooLarge`) any image over the pixel cap, from its header alone. Images that are not readable
     are left alone here: the worker gives them an error entry."""
+    import warnings
+
     from PIL import Image
 
     for i, data in enumerate(images):
         if not isinstance(data, (bytes, bytearray)):
             continue
         try:
-            with Image.open(io.BytesIO(data)) as im:
-                w, h = im.size
+            with warnings.catch_warnings():  # PIL warns over 89 megapixels and refuses over 179
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(io.BytesIO(data)) as im:
+                    w, h = im.size
+        except Image.DecompressionBombError as e:  # a header of more pixels than PIL opens: over any cap
+            claimed = re.search(r"\((\d+) pixels\)", str(e))
+            size = f"{int(claimed.group(1)):,} pixels" if claimed else "more pixels than PIL opens"
+            raise TooLarge(f"images[{i}] has {size}; the cap is {limits.max_pixels:,} per image") from None
         except Exception:  # noqa: BLE001 - any unreadable header is the sample's error entry, later
             continue
         if w * h > limits.max_pixels:
