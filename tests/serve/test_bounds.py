@@ -206,3 +206,32 @@ def test_chunks_keep_order_and_the_budget():
     pixels = {0: 5, 1: 5, 2: 20, 3: 1, 4: 9, 5: 0}
     assert _chunks([0, 1, 2, 3, 4, 5], pixels, 10) == [[0, 1], [2], [3, 4, 5]]
     assert _chunks([], {}, 10) == []
+
+
+def test_in_thread_mode_a_late_batch_is_given_up_and_its_thread_reported_until_it_ends():
+    """A Ray replica scores in a thread, which cannot be killed: past the deadline the batch fails with
+    DeadlineExceeded, the thread is reported stuck until it ends, and a fresh thread takes the next batch."""
+    import asyncio
+
+    from logicval_hf.serve.pool import DeadlineExceeded, WorkerPool
+    from logicval_hf.serve.worker import Sample, ScoringSettings
+
+    async def scenario():
+        pool = WorkerPool(ScoringSettings(backend="given"), workers=0, deadline=1.5)
+        await pool.warm_up()
+        slow = [Sample(scene("red", MAX_SCENE_OBJECTS), {"spec": SLOW}, index=k) for k in range(6)]
+        with pytest.raises(DeadlineExceeded, match=r"deadline of 1\.5 s"):
+            await pool.run(slow)
+        stuck = pool.report()["stuck"]
+        good = await pool.run([Sample(scene("red"), {"spec": RED})])  # on a fresh thread, while the old one works
+        for _ in range(600):  # the old thread ends by itself (bounded: 60 s)
+            if not pool.report()["stuck"]:
+                break
+            await asyncio.sleep(0.1)
+        after = pool.report()
+        pool.close()
+        return stuck, good, after
+
+    stuck, good, after = asyncio.run(scenario())
+    assert len(stuck) == 1 and stuck[0]["images"] == 6 and good[0].strict == 1.0
+    assert after == {"busy": [], "stuck": []}
