@@ -4,9 +4,9 @@ sending.
 * A body over ``--max-bytes`` is refused with 413 as soon as that is known (its declared length, or the byte that
   passes the cap), before more of it is read.
 * The bodies the server holds at once (being read, parsed, waiting or being scored: a parsed request holds its
-  images until it is answered) are bounded by a budget in bytes (`BodyBudget`, ``max_inflight_bytes``). A request
-  that would pass it is refused with 503 and ``Retry-After`` (Flow-GRPO's client waits and retries): eight clients
-  posting 113 MB each no longer hold 3.5 GB at once.
+  images until it is answered) are bounded by a budget in bytes (`BodyBudget`, ``max_inflight_bytes``), counted as
+  the bytes arrive. A request whose bytes would pass it is refused with 503 and ``Retry-After`` (Flow-GRPO's client
+  waits and retries): eight clients posting 113 MB each no longer hold 3.5 GB at once.
 * A client that sends nothing for ``read_timeout`` seconds while its body is read is answered 408 (the connection is
   closed; `logicval_hf.serve.http_server` closes a connection silent before or between requests the same way).
 """
@@ -67,11 +67,9 @@ async def read_body(request: Any, limit: int, budget: BodyBudget, timeout: float
     held = 0
     try:
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit():
-            if int(declared) > limit:
-                raise Refused(413, f"the body has {int(declared):,} bytes; the cap is {limit:,}")
-            budget.take(int(declared))
-            held = int(declared)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise Refused(413, f"the body has {int(declared):,} bytes; the cap is {limit:,}")
+        # held as it arrives, not as declared: a client that declares a large body and sends nothing holds nothing
         chunks, size = [], 0
         stream = request.stream().__aiter__()
         while True:

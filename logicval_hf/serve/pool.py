@@ -105,6 +105,7 @@ class WorkerPool:
         self._stuck: list[_Stuck] = []
         self._closed = False
         self._free: asyncio.Condition | None = None
+        self._tasks: set[asyncio.Task] = set()
 
     @property
     def slots(self) -> int:
@@ -210,12 +211,16 @@ class WorkerPool:
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        asyncio.get_running_loop().create_task(self._warm(slot, stuck))
+        task = asyncio.get_running_loop().create_task(self._warm(slot, stuck))
+        self._tasks.add(task)  # held until done: the loop keeps only a weak reference
+        task.add_done_callback(self._tasks.discard)
 
     async def _warm(self, slot: _Slot, stuck: _Stuck) -> None:
         try:
             await asyncio.get_running_loop().run_in_executor(slot.executor, warm_up, self.settings)
         except Exception as e:  # noqa: BLE001 - the next batch on it reports what is wrong
+            if self._closed:  # the server stopped while the replacement started
+                return
             log.error("the replacement of scoring worker %d could not warm up: %s", slot.number,
                       without_paths(f"{type(e).__name__}: {e}"))
         free = self._condition()

@@ -119,18 +119,22 @@ def _closed_within(s: socket.socket, seconds: float) -> tuple[bool, bytes]:
 
 
 def test_bodies_in_flight_are_bounded_by_the_budget(server):
-    """Two bodies of 0.9 MB against a budget of 1.5 MB: the second is refused with 503 and Retry-After while the
-    first is held; once the first is answered, the budget is free again."""
-    head = (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 900000"
-            b"\r\n\r\n")
-    first = _open(server, head + b"\x80" * 1000)  # a body under way, not finished
-    time.sleep(0.3)
+    """Bodies of 0.9 MB against a budget of 1.5 MB: while one is held (all but its last bytes sent), the next is
+    refused with 503 and Retry-After once its bytes pass the budget; when the first is answered, the budget is
+    free again. A body is held as it arrives: a declared length alone holds nothing."""
+    declared = _open(server, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n")
+    first = _open(server, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n" + b"\x80" * 899_000)
+    for _ in range(100):
+        if requests.get(f"{server.url}/health", timeout=10).json()["body_bytes"] == 899_000:
+            break
+        time.sleep(0.05)
+    assert requests.get(f"{server.url}/health", timeout=10).json()["body_bytes"] == 899_000
     r = requests.post(server.url, data=b"\x80" * 900_000, timeout=30)
     assert r.status_code == 503 and r.headers["Retry-After"] == "1" and "budget" in r.text
-    assert requests.get(f"{server.url}/health", timeout=10).json()["body_bytes"] == 900_000
-    first.sendall(b"\x80" * 899_000)
+    first.sendall(b"\x80" * 1000)
     _, answer = _closed_within(first, 10)
     assert answer.startswith(b"HTTP/1.1 400")  # read whole: not a pickle, but no longer held
+    declared.close()
     assert requests.get(f"{server.url}/health", timeout=10).json()["body_bytes"] == 0
     assert good_request(server.url, ["red"]) == [1.0]
 
