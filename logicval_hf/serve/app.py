@@ -250,9 +250,9 @@ def create_app(config: ServeConfig | None = None) -> Any:
         try:
             server.check_token(request.headers.get("authorization"))
             async with read_body(request, config.limits.max_bytes, server.bodies, config.read_timeout) as body:
-                req = await _request_of(body, pickled, config)
+                req = await _request_of(body.take(), pickled, config)  # the raw bytes go once parsed
                 results = await server.score(req)
-                del req, body  # the images go before the answer is written
+                del req  # the images go before the answer is written
         except Refused as e:
             return refused(e, pickled)
         if pickled:

@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-__all__ = ["BodyBudget", "Refused", "read_body"]
+__all__ = ["Body", "BodyBudget", "Refused", "read_body"]
 
 
 class Refused(Exception):
@@ -52,8 +52,20 @@ class BodyBudget:
         self.held = max(0, self.held - n)
 
 
+class Body:
+    """A body read whole; `take` hands its bytes over once, so that they can go as soon as they are parsed (the
+    budget still counts them until the request is answered: the parsed request holds its images)."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+
+    def take(self) -> bytes:
+        data, self._data = self._data, b""
+        return data
+
+
 @contextlib.asynccontextmanager
-async def read_body(request: Any, limit: int, budget: BodyBudget, timeout: float | None) -> AsyncIterator[bytes]:
+async def read_body(request: Any, limit: int, budget: BodyBudget, timeout: float | None) -> AsyncIterator[Body]:
     """The body of ``request``, held against ``budget`` until the block ends (module docstring).
 
     Args:
@@ -87,6 +99,8 @@ async def read_body(request: Any, limit: int, budget: BodyBudget, timeout: float
                 budget.take(size - held)
                 held = size
             chunks.append(chunk)
-        yield b"".join(chunks)
+        body = Body(b"".join(chunks))
+        chunks.clear()
+        yield body
     finally:
         budget.give(held)
