@@ -10,9 +10,10 @@ rows), each verification in a fresh process so that its peak resident memory is 
   refused at `Scene` (the time to refuse it is what is shown);
 * **before**: the reused grounding over scene externals at any size (`SceneLayout` and `ScenesVerifier`: a table of
   n x n atoms per relation, constraint rules grounded over every tuple of objects), with the object bound lifted in
-  its process; stopped after ``--old-timeout`` seconds.
+  its process; stopped after ``--old-timeout`` seconds or at ``--old-memory-gb`` of address space.
 
-    python benchmarks/bench_verify_scale.py [--sizes 100 500 2000] [--specs 3] [--old-timeout 300] [--seed 0]
+    python benchmarks/bench_verify_scale.py [--sizes 100 500 2000] [--specs 3] [--old-timeout 300]
+        [--old-memory-gb 8] [--seed 0]
 
 Prints one row per size: the median and largest time and peak memory of both, and the ratio of the medians.
 """
@@ -79,30 +80,42 @@ def _before(spec: dict[str, Any], scene: dict[str, Any]) -> tuple[float, str]:
     return time.perf_counter() - start, f"violated {sorted(violated)}"
 
 
-def _measure(which: str, spec: dict[str, Any], scene: dict[str, Any], out: Any) -> None:
-    seconds, answer = (_now if which == "now" else _before)(spec, scene)
+def _measure(which: str, spec: dict[str, Any], scene: dict[str, Any], out: Any, memory_gb: float | None) -> None:
+    if memory_gb is not None:  # the encoding before grows past any machine's memory (18 GB at 300 objects)
+        cap = int(memory_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    try:
+        seconds, answer = (_now if which == "now" else _before)(spec, scene)
+    except (MemoryError, RuntimeError) as e:  # clingo reports std::bad_alloc as a RuntimeError
+        out.send((None, None, f"stopped: {type(e).__name__} under the {memory_gb:g} GB cap"))
+        return
     out.send((seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, answer))
 
 
-def measure(which: str, spec: dict[str, Any], scene: dict[str, Any], timeout: float | None) -> tuple[Any, ...]:
-    """(seconds, peak MB, answer) of one verification in a fresh process; (None, None, "stopped") past timeout."""
+def measure(which: str, spec: dict[str, Any], scene: dict[str, Any], timeout: float | None,
+            memory_gb: float | None = None) -> tuple[Any, ...]:
+    """(seconds, peak MB, answer) of one verification in a fresh process (its address space capped at
+    ``memory_gb``); (None, None, why) when it was stopped by ``timeout`` or the cap."""
     ctx = mp.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_measure, args=(which, spec, scene, send))
+    proc = ctx.Process(target=_measure, args=(which, spec, scene, send, memory_gb))
     proc.start()
-    if receive.poll(timeout):
-        result = receive.recv()
+    send.close()
+    try:
+        if receive.poll(timeout):
+            return receive.recv()
+        return None, None, f"stopped after {timeout:g} s"
+    except EOFError:  # the process ended without an answer (killed for memory)
+        return None, None, f"stopped: ended under the {memory_gb:g} GB cap"
+    finally:
+        proc.kill()
         proc.join()
-        return result
-    proc.kill()
-    proc.join()
-    return None, None, "stopped"
 
 
 def _cell(results: list[tuple[Any, ...]], timeout: float) -> str:
     done = [r for r in results if r[0] is not None]
     if not done:
-        return f"> {timeout:g} s (stopped)"
+        return results[0][2] if results else "-"
     times = [r[0] for r in done]
     text = (f"{statistics.median(times):.3f} s (max {max(times):.3f}), "
             f"{max(r[1] for r in done):.0f} MB")
@@ -117,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--specs", type=int, default=3, help="random 6-constraint specs per size (now)")
     p.add_argument("--old-specs", type=int, default=1, help="of those, how many the encoding before verifies")
     p.add_argument("--old-timeout", type=float, default=300.0, help="seconds before a verification before is stopped")
+    p.add_argument("--old-memory-gb", type=float, default=8.0,
+                   help="address-space cap of a verification before (it took 18 GB at 300 objects)")
     p.add_argument("--seed", type=int, default=0, help="seed of the specs and scenes")
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
@@ -127,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         scene = scene_dict(size, rng)
         specs = [six_constraint_spec(rng) for _ in range(args.specs)]
         now = [measure("now", s, scene, None) for s in specs]
-        before = [measure("before", s, scene, args.old_timeout) for s in specs[:args.old_specs]]
+        before = [measure("before", s, scene, args.old_timeout, args.old_memory_gb) for s in specs[:args.old_specs]]
         agree = all(b[2] == n[2] for n, b in zip(now, before, strict=False) if b[0] is not None)
         ratio = "-"
         done = [b[0] for b in before if b[0] is not None]
