@@ -301,6 +301,8 @@ class Spec:
                 d = json.loads(d)
             except json.JSONDecodeError as e:
                 raise SpecError(f"spec: not valid JSON ({e})") from None
+            except RecursionError:
+                raise SpecError("spec: nested too deeply to be a spec") from None
         if not isinstance(d, Mapping):
             raise SpecError("spec: a spec must be a JSON object with keys ['n', 'constraints'], "
                             f"got {type(d).__name__}")

@@ -13,9 +13,10 @@ The modules, one job each:
 | `prompts` | ``--prompts``: a prompt's text -> its item (Flow-Factory's client sends only prompts) |
 | `reward_modes` | the dense rewards of LogicVal items, one registry entry each (``fraction``, ``probability``) |
 | `rewards` | a task and a perceived scene -> the image's rewards (GenEval's partial rule, LogicVal's verdicts) |
-| `worker` | one micro-batch: decode, one batched perception call per domain, verify |
+| `admission` | every item checked before it joins a micro-batch: what it raises is its own error entry |
+| `worker` | one micro-batch: decode in bounded chunks, perceive, verify; each failure kept to its sample |
 | `pool` | where batches run: worker processes (restarted when one dies) or a thread |
-| `batching` | concurrent requests merged into micro-batches; 503 when the queue is full |
+| `batching` | requests merged into micro-batches (one failing as a whole: scored in parts); 503 when full |
 | `health` | model loaded, model files present; messages without the machine's paths |
 | `config`, `app` | the configuration and the workers rule; the FastAPI routes |
 | `http_server` | the app under uvicorn, stopped cleanly by SIGTERM or SIGINT |

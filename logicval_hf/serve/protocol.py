@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,19 +97,23 @@ class RewardRequest:
 @dataclass
 class SampleResult:
     """The rewards of one image. ``groups`` maps each group the image belongs to (a GenEval tag, a LogicVal
-    constraint class or tag) to its ``(reward, strict_reward)``; ``error`` is set when the sample was bad."""
+    constraint class or tag) to its ``(reward, strict_reward)``; ``error`` is set when the sample was bad (one line,
+    what the client reads); ``detail``, when scoring it raised something other than bad input's ValueError: the
+    traceback, for the server's debug log only (never sent)."""
 
     score: float = 0.0
     reward: float = 0.0
     strict: float = 0.0
     groups: dict[str, tuple[float, float]] = field(default_factory=dict)
     error: str | None = None
+    detail: str | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def failed(cls, error: str) -> SampleResult:
-        """A bad sample's result: reward 0 and ``error`` (a library's message may name files: only their names
-        are kept, `without_paths`)."""
-        return cls(error=without_paths(error))
+    def failed(cls, error: str, detail: str | None = None) -> SampleResult:
+        """A bad sample's result: reward 0 and ``error`` on one line (a library's message may name files: only
+        their names are kept, `without_paths`; so does ``detail``)."""
+        return cls(error=" ".join(without_paths(error).split()),
+                   detail=None if detail is None else without_paths(detail))
 
 
 def _check_count(n_images: int, n_items: int, limits: Limits, items_key: str) -> None:
@@ -221,14 +226,22 @@ def parse_json_request(data: Any, limits: Limits) -> RewardRequest:
 def check_image_headers(images: Sequence[Any], limits: Limits) -> None:
     """Refuse (`TooLarge`) any image over the pixel cap, from its header alone. Images that are not readable
     are left alone here: the worker gives them an error entry."""
+    import warnings
+
     from PIL import Image
 
     for i, data in enumerate(images):
         if not isinstance(data, (bytes, bytearray)):
             continue
         try:
-            with Image.open(io.BytesIO(data)) as im:
-                w, h = im.size
+            with warnings.catch_warnings():  # PIL warns over 89 megapixels and refuses over 179
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(io.BytesIO(data)) as im:
+                    w, h = im.size
+        except Image.DecompressionBombError as e:  # a header of more pixels than PIL opens: over any cap
+            claimed = re.search(r"\((\d+) pixels\)", str(e))
+            size = f"{int(claimed.group(1)):,} pixels" if claimed else "more pixels than PIL opens"
+            raise TooLarge(f"images[{i}] has {size}; the cap is {limits.max_pixels:,} per image") from None
         except Exception:  # noqa: BLE001 - any unreadable header is the sample's error entry, later
             continue
         if w * h > limits.max_pixels:

@@ -1,9 +1,14 @@
-"""What a scoring worker does with one micro-batch: read the items, decode the images, perceive every image of the
-batch in one batched call per domain, verify, and return one `SampleResult` per image.
+"""What a scoring worker does with one micro-batch: read the items, decode the images, perceive them in batched calls
+per domain, verify, and return one `SampleResult` per image.
 
 `score_batch` is a plain function of picklable arguments, so it runs unchanged in a worker process (the server's
 process pool), in a thread (a Ray Serve replica) or in-process (the benchmark's baseline). Nothing in it raises for
-a bad sample: an undecodable image, a malformed item or a scene the spec cannot read becomes that sample's error.
+a bad sample: an undecodable image, a malformed item, a scene the spec cannot read, or anything a sample makes raise
+(a TypeError from a value of the wrong type included) becomes that sample's error, and the others are scored.
+
+Images are decoded as they are scored: a batch's images go to perception in chunks of at most `DECODE_PIXELS`
+decoded pixels (at least one image each; read from each image's header), so a worker's memory does not grow with
+the size of a batch (64 images of 512x512 are one chunk; 256 of 2048x2048, 32 chunks of 8).
 """
 
 from __future__ import annotations
@@ -12,15 +17,19 @@ import os
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from logicval_hf.errors import SolverTimeout
-from logicval_hf.serve.items import ItemError, Task, read_item
+from logicval_hf.serve.items import Task, read_item
 from logicval_hf.serve.protocol import SampleResult
 
-__all__ = ["Sample", "ScoringSettings", "decode_image", "score_batch", "start_worker", "warm_up"]
+__all__ = ["DECODE_PIXELS", "Sample", "ScoringSettings", "decode_image", "score_batch", "start_worker", "warm_up"]
+
+#: decoded pixels a worker holds at once (about 100 MB of RGB): a batch is perceived in chunks within it
+DECODE_PIXELS = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -35,12 +44,14 @@ class ScoringSettings:
 @dataclass(frozen=True)
 class Sample:
     """One image of a micro-batch: its encoded bytes (or a scene graph for a raw-input backend), its metadata item,
-    and its request's flags."""
+    its request's flags, and its index in its request (what its error messages name; default: its place in the
+    batch)."""
 
     image: Any
     item: Any
     only_strict: bool = False
     reward: str | None = None
+    index: int | None = None
 
 
 def _exit_with(server: int) -> None:
@@ -115,6 +126,22 @@ def decode_image(data: Any, what: str) -> Any:
     return load_image(normalise_prediction(bytes(data), what), what)  # header checked before decoding
 
 
+def header_pixels(data: Any) -> int:
+    """The pixels an encoded image will decode to, from its header (0 when it has none: decoding will say why)."""
+    import io
+
+    from PIL import Image
+
+    if not isinstance(data, (bytes, bytearray)):
+        return 0
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            w, h = im.size
+    except Exception:  # noqa: BLE001 - any unreadable header: the decode names the problem
+        return 0
+    return w * h
+
+
 def _raw_scene_input(data: Any, what: str) -> Any:
     """A raw-input backend's input (a scene graph): JSON text or a dict. Never a path: the backend would read a
     file of the server's machine that a client named."""
@@ -126,25 +153,51 @@ def _raw_scene_input(data: Any, what: str) -> Any:
     if isinstance(data, str) and not data.lstrip().startswith("{"):
         raise ValueError(f"{what}: the backend reads a scene graph as a JSON object, got text starting "
                          f"{data.lstrip()[:20]!r}")
+    if not isinstance(data, (str, dict)):
+        raise ValueError(f"{what}: the backend reads a scene graph (a JSON object), got {type(data).__name__}")
     return data
+
+
+def failure(what: str, error: BaseException) -> SampleResult:
+    """A sample's error entry for ``error``: its message for a `ValueError` (what bad input raises), else the
+    exception's type with the traceback kept (without paths) in ``detail``, for the server's debug log."""
+    if isinstance(error, (ValueError, SolverTimeout)) and str(error):
+        text = str(error)
+        return SampleResult.failed(text if text.startswith(f"{what}:") else f"{what}: {text}")
+    detail = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return SampleResult.failed(f"{what}: could not be scored ({type(error).__name__})", detail)
 
 
 def _perceive(settings: ScoringSettings, inputs: list[Any], domain: Any) -> list[Any]:
     """Scenes of ``inputs`` in one batched call, or one call per input when the batch fails (so that one input the
-    backend cannot read costs only its own sample). Each entry is a `Scene` or an error message."""
+    backend cannot read costs only its own sample). Each entry is a `Scene` or the exception of its input."""
     from logicval_hf.perception import extract_scenes
 
     extra = dict(settings.backend_settings)
     try:
         return list(extract_scenes(inputs, settings.backend, domain=domain, **extra))
-    except (ValueError, RuntimeError):
+    except Exception:  # noqa: BLE001 - one input's fault: each input again on its own
         pass
     out: list[Any] = []
     for x in inputs:
         try:
             out.append(extract_scenes([x], settings.backend, domain=domain, **extra)[0])
-        except (ValueError, RuntimeError) as e:
-            out.append(str(e))
+        except Exception as e:  # noqa: BLE001 - that input's error entry
+            out.append(e)
+    return out
+
+
+def _chunks(idx: list[int], pixels: dict[int, int], budget: int) -> list[list[int]]:
+    """``idx`` cut into runs of at most ``budget`` pixels (at least one index each), in order."""
+    out: list[list[int]] = []
+    held = 0
+    for i in idx:
+        if out and out[-1] and held + pixels[i] <= budget:
+            out[-1].append(i)
+            held += pixels[i]
+        else:
+            out.append([i])
+            held = pixels[i]
     return out
 
 
@@ -165,35 +218,47 @@ def score_batch(samples: Sequence[Sample], settings: ScoringSettings) -> list[Sa
     backend = get_backend(settings.backend)
     raw = backend.raw_input
     results: list[SampleResult | None] = [None] * len(samples)
+    names = [f"{k}" if s.index is None else f"{s.index}" for k, s in enumerate(samples)]
     tasks: dict[int, Task] = {}
-    inputs: dict[int, Any] = {}
     for i, s in enumerate(samples):
         try:
             tasks[i] = read_item(s.item, s.reward or settings.reward)
-            inputs[i] = (_raw_scene_input if raw else decode_image)(s.image, f"images[{i}]")
-        except (ItemError, ValueError) as e:
-            results[i] = SampleResult.failed(str(e) if str(e).startswith("images[") else f"meta_datas[{i}]: {e}")
-    # one perception call per domain: the catalog's own domain is asked for as None (every backend's default)
+        except Exception as e:  # noqa: BLE001 - whatever the item makes raise is its own error entry
+            results[i] = failure(f"meta_datas[{names[i]}]", e)
+    # one perception call per domain and chunk: the catalog's own domain is asked for as None (every backend's
+    # default)
     default = solver.catalog.domain
     by_domain: dict[Any, list[int]] = {}
-    for i in inputs:
-        dom = tasks[i].spec.domain
-        by_domain.setdefault(None if dom == default else dom, []).append(i)
+    for i, task in tasks.items():
+        by_domain.setdefault(None if task.spec.domain == default else task.spec.domain, []).append(i)
     for domain, idx in by_domain.items():
         if domain is not None and not backend.perceives(domain):
             for i in idx:
                 results[i] = SampleResult.failed(
-                    f"meta_datas[{i}]: a {domain.name} item (GenEval metadata) needs a backend that perceives the "
-                    f"{domain.name} domain; this server runs the {backend.name!r} backend (start it with "
+                    f"meta_datas[{names[i]}]: a {domain.name} item (GenEval metadata) needs a backend that perceives "
+                    f"the {domain.name} domain; this server runs the {backend.name!r} backend (start it with "
                     "--backend neural)")
             continue
-        scenes = _perceive(settings, [inputs[i] for i in idx], domain)
-        for i, scene in zip(idx, scenes, strict=True):
-            if isinstance(scene, str):
-                results[i] = SampleResult.failed(f"images[{i}]: {scene}")
-                continue
-            try:
-                results[i] = score_task(tasks[i], scene, samples[i].only_strict, solver)
-            except (ValueError, SolverTimeout) as e:  # the scene does not fit the spec; a spec too hard to label
-                results[i] = SampleResult.failed(f"images[{i}]: {e}")
+        pixels = {i: 0 if raw else header_pixels(samples[i].image) for i in idx}
+        for chunk in _chunks(idx, pixels, DECODE_PIXELS):
+            inputs: dict[int, Any] = {}
+            for i in chunk:
+                what = f"images[{names[i]}]"
+                try:
+                    inputs[i] = _raw_scene_input(samples[i].image, what) if raw else decode_image(samples[i].image,
+                                                                                                   what)
+                except Exception as e:  # noqa: BLE001 - an image that cannot be read is its own error entry
+                    results[i] = failure(what, e)
+            order = list(inputs)
+            scenes = _perceive(settings, [inputs[i] for i in order], domain) if order else []
+            inputs.clear()  # the decoded pixels go before the next chunk is decoded
+            for i, scene in zip(order, scenes, strict=True):
+                what = f"images[{names[i]}]"
+                if isinstance(scene, BaseException):
+                    results[i] = failure(what, scene)
+                    continue
+                try:
+                    results[i] = score_task(tasks[i], scene, samples[i].only_strict, solver)
+                except Exception as e:  # noqa: BLE001 - the scene does not fit the spec, a spec too hard to label...
+                    results[i] = failure(what, e)
     return results  # type: ignore[return-value]  # every index was either refused above or scored here
