@@ -11,6 +11,11 @@ A domain file (``contract/domains/<name>.json``, or any JSON file of the same sh
   (``centre_order``: strict order of box centres on an ``axis``; ``box_offset``: GenEval's rule, the centre
   offset shrunk by ``margin`` x the two box sizes and normalised; ``box_area``: strict order of box areas;
   ``box_inside``: one box within the other);
+* ``open_attributes``: attributes whose values are free text rather than a list (the ``text`` domain's line
+  text), each with the fold that makes two values the same (`logicval_hf.contract.folding`: ``gir-bench``, GIR-Bench's
+  normal form); its ``attributes`` entry is an empty list, and any text is a value, stored folded;
+* ``attribute_phrases``: how the verbaliser says a value of an attribute that is neither noun nor adjective
+  (``{"text": {"noun": "line", "phrase": "reading \"{value}\""}}``: "a line reading "sale"");
 * ``n_range`` (null: a spec may leave its scene size open), ``max_objects`` (the largest scene a spec with an
   open size is solved over), ``constants`` (per-value integers, e.g. legs per class), and the words the
   verbaliser needs (``noun``, ``adjectives``, each relation's ``phrase``).
@@ -32,6 +37,7 @@ from typing import Any
 
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract import spatial
+from logicval_hf.contract.folding import FOLDS
 from logicval_hf.errors import SpecError
 
 #: the domain of the paper's benchmark, and of every spec or scene that names none
@@ -39,7 +45,7 @@ DEFAULT_DOMAIN = "clevr"
 DERIVED_KINDS = ("quadrant", "score_rank")
 RELATION_KINDS = ("centre_order", "box_offset", "box_area", "box_inside")
 _KEYS = ("name", "description", "attributes", "derived", "relations", "theta", "n_range", "max_objects", "noun",
-         "adjectives", "slot_props", "constants", "image_size")
+         "adjectives", "slot_props", "constants", "image_size", "open_attributes", "attribute_phrases")
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,9 @@ class Domain:
     constants: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     image_size: tuple[int, int] = (480, 320)
     description: str = ""
+    #: attribute -> the fold (a `logicval_hf.contract.folding.FOLDS` name) of an attribute whose values are free text
+    open_attributes: Mapping[str, str] = field(default_factory=dict)
+    attribute_phrases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     # ---- construction --------------------------------------------------------------------------------------
     @classmethod
@@ -137,6 +146,13 @@ class Domain:
         kinds = {rule.kind == "centre_order" for rule in rules.values()}
         if len(kinds) > 1:
             raise _fail(f"{where}.relations", "mixes centre_order with box relations; one domain uses one geometry")
+        open_attributes = _open_attributes(block.get("open_attributes", {}), attrs, where)
+        phrases = block.get("attribute_phrases", {})
+        for a, d in phrases.items():
+            if a not in attrs or not isinstance(d, Mapping) or not isinstance(d.get("phrase"), str) \
+                    or "{value}" not in d["phrase"]:
+                raise _fail(f"{where}.attribute_phrases.{a}", "must name an attribute and give a 'phrase' with "
+                                                              "{value} (and optionally a 'noun')")
         n_range = block.get("n_range")
         max_objects = int(block.get("max_objects") or (n_range[1] if n_range else 16))
         lo, hi = (int(n_range[0]), int(n_range[1])) if n_range else (1, max_objects)
@@ -145,13 +161,17 @@ class Domain:
         return cls(attrs, tuple(rules), tuple(block["theta"]), lo, hi, name=str(name), open_size=n_range is None,
                    derived=derived, rules=rules, noun=block.get("noun"), adjectives=tuple(block.get("adjectives", ())),
                    slot_props=block.get("slot_props"), constants=constants,
-                   image_size=tuple(block.get("image_size", (480, 320))), description=block.get("description", ""))
+                   image_size=tuple(block.get("image_size", (480, 320))), description=block.get("description", ""),
+                   open_attributes=open_attributes,
+                   attribute_phrases={str(a): {str(k): str(v) for k, v in d.items()} for a, d in phrases.items()})
 
     # ---- identity --------------------------------------------------------------------------------------------
     @functools.cached_property
     def key(self) -> str:
         return json.dumps([self.name, self.attributes, self.relations, self.thetas, self.n_min, self.n_max,
-                           self.open_size, self.derived, sorted(self.constants.items())], sort_keys=True, default=list)
+                           self.open_size, self.derived, sorted(self.constants.items()),
+                           *([sorted(self.open_attributes.items())] if self.open_attributes else [])],
+                          sort_keys=True, default=list)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Domain) and other.key == self.key
@@ -175,6 +195,25 @@ class Domain:
             return self.attributes[attribute]
         except KeyError:
             raise SpecError(f"unknown attribute {attribute!r}; expected one of {sorted(self.attributes)}") from None
+
+    def is_open(self, attribute: str) -> bool:
+        """Whether ``attribute``'s values are free text (`open_attributes`) rather than a list."""
+        return attribute in self.open_attributes
+
+    def canonical_value(self, attribute: str, value: Any) -> str:
+        """``value`` as this domain stores it: folded for an open attribute, itself for a listed one.
+
+        Raises:
+            SpecError: a listed attribute's unknown value (naming the values, or the closest ones), or an open
+                attribute's value that is not a string.
+        """
+        if attribute in self.open_attributes:
+            if not isinstance(value, str):
+                raise SpecError(f"{value!r} is not a {attribute}: {attribute} values are text")
+            return FOLDS[self.open_attributes[attribute]](value)
+        if value not in self.values(attribute):
+            raise SpecError(f"{value!r} is not a {attribute}; {self.expected(attribute, value)}")
+        return value
 
     def expected(self, attribute: str, value: Any) -> str:
         """The end of an error message for a value that is not one of ``attribute``'s: the values when they are
@@ -244,6 +283,19 @@ class Domain:
             w, h = image_size
             return [spatial.region_of(*spatial.centre(b), w, h) for b in boxes]
         return spatial.score_ranks([v[d["within"]] for v in values], scores)
+
+
+def _open_attributes(block: Any, attrs: Mapping[str, tuple[str, ...]], where: str) -> dict[str, str]:
+    if not isinstance(block, Mapping):
+        raise _fail(f"{where}.open_attributes", "must map attributes to fold names")
+    out = {}
+    for a, fold in block.items():
+        if a not in attrs or attrs[a]:
+            raise _fail(f"{where}.open_attributes.{a}", "must be an attribute whose value list is empty")
+        if fold not in FOLDS:
+            raise _fail(f"{where}.open_attributes.{a}", f"{fold!r} is not a fold; expected one of {sorted(FOLDS)}")
+        out[str(a)] = str(fold)
+    return out
 
 
 def _from_catalog_block(block: Mapping[str, Any]) -> Domain:

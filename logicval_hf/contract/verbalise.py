@@ -56,6 +56,8 @@ NOUN_ATTRIBUTE = "shape"  # CLEVR's, kept for callers that name it
 #: the attribute rendered as a prepositional phrase after the noun
 REGION_ATTRIBUTE = "region"
 GENERIC_NOUN = "object"
+#: attributes said as a phrase after the noun, with the noun they take (the text domain's ``line reading "sale"``)
+ATTRIBUTE_PHRASES = {a: dict(p) for d in _DOMAINS for a, p in d.attribute_phrases.items()}
 
 #: the phrase of each relation, reading ``rel(a, b)`` as "a is <phrase> b" (regions.md §3; the domain files)
 REL_PHRASES = {r: rule.phrase for d in _DOMAINS for r, rule in d.rules.items()}
@@ -209,6 +211,10 @@ def predicate(lit: AttrLit, plural_form: bool = False, positive: bool = False) -
     """
     if lit.prop in NOUN_ATTRIBUTES:
         core = plural(lit.value) if plural_form else with_article(lit.value)
+    elif lit.prop in ATTRIBUTE_PHRASES:  # "a line reading "sale"", "not reading "sale""
+        phrase = ATTRIBUTE_PHRASES[lit.prop]["phrase"].format(value=lit.value)
+        core = phrase if lit.negated and not positive else noun_phrase([AttrLit(lit.prop, lit.value)], plural_form,
+                                                                         with_art=True)
     elif lit.prop == REGION_ATTRIBUTE:
         core = "in " + region_name(lit.value)
     else:
@@ -231,6 +237,7 @@ def noun_phrase(lits: Iterable[AttrLit], plural_form: bool = False, with_art: bo
     adjectives: list[AttrLit] = []
     noun: AttrLit | None = None
     region: AttrLit | None = None
+    phrased: AttrLit | None = None
     clause: list[AttrLit] = []
     for lit in lits:
         if lit.negated:
@@ -239,14 +246,21 @@ def noun_phrase(lits: Iterable[AttrLit], plural_form: bool = False, with_art: bo
             noun = lit
         elif lit.prop == REGION_ATTRIBUTE and region is None:
             region = lit
-        elif lit.prop not in NOUN_ATTRIBUTES | {REGION_ATTRIBUTE} and all(a.prop != lit.prop for a in adjectives):
+        elif lit.prop in ATTRIBUTE_PHRASES and phrased is None:
+            phrased = lit
+        elif lit.prop not in NOUN_ATTRIBUTES | {REGION_ATTRIBUTE} | set(ATTRIBUTE_PHRASES) \
+                and all(a.prop != lit.prop for a in adjectives):
             adjectives.append(lit)
         else:  # a second positive value of one attribute: cannot be an adjective, say it in the clause
             clause.append(lit)
     order = {p: i for i, p in enumerate(ADJECTIVE_ORDER)}
     adjectives.sort(key=lambda a: order.get(a.prop, len(order)))  # stable: unknown attributes keep their order
-    head = plural(noun.value if noun else GENERIC_NOUN) if plural_form else (noun.value if noun else GENERIC_NOUN)
-    words = [a.value for a in adjectives] + [head]
+    generic = next((ATTRIBUTE_PHRASES[c.prop].get("noun", GENERIC_NOUN) for c in [phrased, *clause]
+                    if c is not None and c.prop in ATTRIBUTE_PHRASES), GENERIC_NOUN)
+    head = noun.value if noun else generic
+    words = [a.value for a in adjectives] + [plural(head) if plural_form else head]
+    if phrased is not None:
+        words.append(ATTRIBUTE_PHRASES[phrased.prop]["phrase"].format(value=phrased.value))
     if region is not None:
         words.append("in " + region_name(region.value))
     if clause:

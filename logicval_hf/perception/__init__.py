@@ -50,6 +50,7 @@ BACKENDS: Registry[PerceptionBackend] = Registry("perception backend", {
     "clevr": "logicval_hf.perception.scene_parser:BACKEND",
     "given": "logicval_hf.perception.given:BACKEND",
     "neural": "logicval_hf.perception.neural:BACKEND",
+    "ocr": "logicval_hf.perception.ocr:BACKEND",
 }, adapt=as_backend)
 
 
