@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from typing import Any
 
@@ -28,6 +29,16 @@ def cmd_text_score(args: argparse.Namespace) -> int:
     from logicval_hf.perception.ocr import lines_scene, read_lines
     from logicval_hf.tasks.text_rendering import check_target, read_text, text_score
 
+    if args.targets is not None:
+        from logicval_hf.tasks.text_rendering import score_folder
+
+        if args.text is not None or args.spec is not None:
+            raise ValueError("--targets scores a folder of images against its target texts; leave out --text and "
+                             "--spec")
+        if not os.path.isdir(args.image):
+            raise ValueError(f"with --targets, IMAGE must be a folder of images, got {args.image!r}")
+        emit(score_folder(args.targets, args.image, args.min_confidence, progress=not args.no_progress), args.pretty)
+        return 0
     if args.text is None and args.spec is None:
         raise ValueError("give --text TARGET (the text the image must show), --spec SPEC.json, or both")
     spec = None
@@ -70,7 +81,11 @@ def add_subcommands(sub: Any) -> None:
     p = sub.add_parser("text-score", help="read an image's text lines by OCR and score them against a target text "
                                           "(GIR-Bench's word-level continuous substring score); --spec: verify a "
                                           "spec over the lines (JSON)")
-    p.add_argument("image", metavar="IMAGE", help="image (PNG, JPEG, WebP, ...)")
+    p.add_argument("image", metavar="IMAGE", help="image (PNG, JPEG, WebP, ...); with --targets a folder of images")
+    p.add_argument("--targets", metavar="DIR", help="a folder of target texts (logicval import gir-bench "
+                                                    "TextRendering.json): score every image of the folder IMAGE named "
+                                                    "by a target's id (001.png, ...) and the mean, as GIR-Bench does")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (with --targets)")
     p.add_argument("--text", metavar="TARGET", help="the text the image must show")
     p.add_argument("--spec", metavar="SPEC", help="a spec of the text domain (lines as objects with their text and "
                                                   "box: 'SALE above TODAY', 'exactly one line reading ...'), JSON file "

@@ -9,8 +9,9 @@ A domain file (``contract/domains/<name>.json``, or any JSON file of the same sh
   among the objects sharing its ``within`` attribute, 1 = most confident);
 * ``relations``: each with the ``kind`` of geometry that decides it from two boxes and its ``inverse``
   (``centre_order``: strict order of box centres on an ``axis``; ``box_offset``: GenEval's rule, the centre
-  offset shrunk by ``margin`` x the two box sizes and normalised; ``box_area``: strict order of box areas;
-  ``box_inside``: one box within the other);
+  offset shrunk by ``margin`` x the two box sizes and normalised, or with ``"measure": "centre"`` GIR-Bench's, the
+  raw centre offset's direction, the shrunk offset only deciding whether there is a relation; ``box_area``: strict
+  order of box areas; ``box_inside``: one box within the other);
 * ``open_attributes``: attributes whose values are free text rather than a list (the ``text`` domain's line
   text), each with the fold that makes two values the same (`logicval_hf.contract.folding`: ``gir-bench``, GIR-Bench's
   normal form); its ``attributes`` entry is an empty list, and any text is a value, stored folded;
@@ -44,6 +45,8 @@ from logicval_hf.errors import SpecError
 DEFAULT_DOMAIN = "clevr"
 DERIVED_KINDS = ("quadrant", "score_rank")
 RELATION_KINDS = ("centre_order", "box_offset", "box_area", "box_inside")
+#: what a box_offset's direction is measured on: GenEval's shrunk offset, or GIR-Bench's raw centre offset
+OFFSET_MEASURES = ("shrunk", "centre")
 _KEYS = ("name", "description", "attributes", "derived", "relations", "theta", "n_range", "max_objects", "noun",
          "adjectives", "slot_props", "constants", "image_size", "open_attributes", "attribute_phrases")
 
@@ -60,6 +63,8 @@ class Relation:
     sign: int = 1
     margin: float = 0.0
     threshold: float = 0.5
+    #: a box_offset's direction: of the shrunk offset (GenEval) or of the raw centre offset (GIR-Bench, "centre")
+    measure: str = "shrunk"
 
     @property
     def axis_key(self) -> str:
@@ -72,7 +77,7 @@ class Relation:
             return self.sign * (spatial.centre(a)[k] - spatial.centre(b)[k]) > 0
         if self.kind == "box_offset":
             k = 0 if self.axis == "x" else 1
-            return self.sign * spatial.normalised_offset(a, b, self.margin)[k] > self.threshold
+            return self.sign * spatial.normalised_offset(a, b, self.margin, self.measure)[k] > self.threshold
         if self.kind == "box_inside":  # sign -1: a lies within b; +1: a contains b
             inner, outer = (a, b) if self.sign < 0 else (b, a)
             return spatial.within(inner, outer)
@@ -137,8 +142,11 @@ class Domain:
         for r, d in block["relations"].items():
             if d.get("kind") not in RELATION_KINDS:
                 raise _fail(f"{where}.relations.{r}.kind", f"{d.get('kind')!r} is not one of {list(RELATION_KINDS)}")
+            if d.get("measure", "shrunk") not in OFFSET_MEASURES:
+                raise _fail(f"{where}.relations.{r}.measure", f"{d['measure']!r} is not one of {list(OFFSET_MEASURES)}")
             rules[r] = Relation(r, d["kind"], d["inverse"], d.get("phrase", r), d.get("axis"), int(d.get("sign", 1)),
-                                float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)))
+                                float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)),
+                                str(d.get("measure", "shrunk")))
         for r, rule in rules.items():
             if rules.get(rule.inverse) is None or rules[rule.inverse].inverse != r:
                 raise _fail(f"{where}.relations.{r}.inverse",

@@ -13,13 +13,18 @@ quirks of GIR-Bench's rule are kept: covered words are counted once each however
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from logicval_hf.contract.folding import fold_text
 from logicval_hf.perception.ocr import DEFAULT_MIN_CONFIDENCE, TextLine, read_lines
 
-__all__ = ["TextTargetError", "check_target", "read_text", "score_image", "text_score"]
+__all__ = ["IMAGE_SUFFIXES", "TextTargetError", "check_target", "read_text", "score_folder", "score_image",
+           "text_score"]
+
+#: image files a folder of outputs is searched for, by name
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 
 
 class TextTargetError(ValueError):
@@ -73,3 +78,58 @@ def score_image(image: Any, target: str, min_confidence: float = DEFAULT_MIN_CON
     text = read_text(lines)
     return {"score": text_score(target, text), "lines": [ln.to_dict() for ln in lines], "target": target,
             "read": text}
+
+
+def _image_for(folder: Path, row: Mapping[str, Any]) -> Path | None:
+    """The image of a target row: named by GIR-Bench's id (as GIR-Bench names them, ``001.png``, or as it is) or by
+    the row id."""
+    gid = str(row.get("gir_id", ""))
+    names = ([f"{int(gid):03d}"] if gid.isdigit() else []) + [gid, str(row["id"])]
+    for name in dict.fromkeys(n for n in names if n):
+        for suffix in IMAGE_SUFFIXES:
+            if (folder / f"{name}{suffix}").is_file():
+                return folder / f"{name}{suffix}"
+    return None
+
+
+def score_folder(targets: str | Path, images: str | Path, min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+                 progress: bool = False) -> dict[str, Any]:
+    """Score a folder of images against a folder of target texts (``logicval import gir-bench TextRendering.json``).
+
+    Returns:
+        ``{"score", "scored", "missing", "results"}``: the mean score over the images found (GIR-Bench's
+        ``avg_lcs_continuous_score``, which skips a missing image), how many were scored, the ids without an image,
+        and per image ``{"id", "gir_id", "image", "score", "read"}``.
+    Raises:
+        ValueError: ``targets`` is not a folder of target texts, or no image of it is in ``images``.
+    """
+    from tqdm import tqdm
+
+    targets, images = Path(targets), Path(images)
+    table = targets / "data" / "test.parquet"
+    if not table.is_file():
+        raise ValueError(f"--targets {str(targets)!r}: not a folder of target texts (no data/test.parquet; make one "
+                         "with logicval import gir-bench TextRendering.json --out DIR)")
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(table).to_pylist()
+    if not rows or "text" not in rows[0]:
+        raise ValueError(f"--targets {str(targets)!r}: its rows have no 'text' column; not a folder of target texts")
+    found = [(r, _image_for(images, r)) for r in rows]
+    if not any(path for _, path in found):
+        raise ValueError(f"no image in {str(images)!r} is named by a target's id (e.g. {_example(rows[0])})")
+    results, missing = [], []
+    for row, path in tqdm(found, desc="text-score", unit="image", disable=not progress):
+        if path is None:
+            missing.append(row["id"])
+            continue
+        out = score_image(path, row["text"], min_confidence, what=f"image {str(path)!r}")
+        results.append({"id": row["id"], "gir_id": row.get("gir_id"), "image": str(path), "score": out["score"],
+                        "read": out["read"]})
+    return {"score": sum(r["score"] for r in results) / len(results), "scored": len(results), "missing": missing,
+            "results": results}
+
+
+def _example(row: Mapping[str, Any]) -> str:
+    gid = str(row.get("gir_id", ""))
+    return f"{int(gid):03d}.png" if gid.isdigit() else f"{row['id']}.png"

@@ -113,3 +113,26 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("logicval: error:") and message in err and "\n" not in err
+
+
+@requires("rapidocr")
+def test_a_folder_of_images_is_scored_against_imported_targets(tmp_path, capsys):
+    from pathlib import Path
+
+    from PIL import Image
+
+    from logicval_hf.benchmark.importers.gir_bench import import_source
+    from logicval_hf.cli.main import main
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "gir_bench" / "TextRendering.json"
+    import_source(sample, tmp_path / "targets")
+    images = tmp_path / "images"
+    images.mkdir()
+    Image.fromarray(render_lines(["Fresh Bread", "Every Morning"], size=40)[0]).save(images / "001.png")
+    Image.fromarray(render_lines(["I Have A Drum"], size=40)[0]).save(images / "002.jpg")
+    assert main(["text-score", str(images), "--targets", str(tmp_path / "targets"), "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scored"] == 2 and out["missing"] == ["gir-text-0002"]
+    assert [r["score"] for r in out["results"]] == [1.0, 0.75] and out["score"] == pytest.approx(0.875)
+    assert main(["text-score", str(images / "001.png"), "--targets", str(tmp_path / "targets")]) == 2
+    assert "must be a folder of images" in capsys.readouterr().err
