@@ -34,7 +34,7 @@ from logicval_hf.perception.backend import PerceptionBackend
 from logicval_hf.perception.images import load_image
 
 __all__ = ["BACKEND", "DEFAULT_MIN_CONFIDENCE", "MODEL_FILES", "TextLine", "extract", "lines_scene", "read_lines",
-           "recognise_crops"]
+           "reading_order", "recognise_crops"]
 
 #: GIR-Bench keeps OCR segments whose confidence is above this
 DEFAULT_MIN_CONFIDENCE = 0.5
@@ -92,7 +92,7 @@ def _bgr(rgb: np.ndarray) -> np.ndarray:
 
 
 def read_lines(image: Any, min_confidence: float = DEFAULT_MIN_CONFIDENCE, *, what: str = "image") -> list[TextLine]:
-    """The text lines of an image, top to bottom then left to right, each kept when its confidence is above
+    """The text lines of an image in reading order (`reading_order`), each kept when its confidence is above
     ``min_confidence`` (0 keeps every line read).
 
     Args:
@@ -123,8 +123,20 @@ def read_lines(image: Any, min_confidence: float = DEFAULT_MIN_CONFIDENCE, *, wh
         x1, y1 = pts.max(axis=0)
         lines.append(TextLine(text.strip(), (float(x0), float(y0), float(x1), float(y1)), float(score),
                               tuple((float(x), float(y)) for x, y in pts)))
-    lines.sort(key=lambda ln: (ln.box[1] + ln.box[3], ln.box[0]))
-    return lines
+    return reading_order(lines)
+
+
+def reading_order(lines: Sequence[TextLine]) -> list[TextLine]:
+    """Lines top to bottom, and left to right within a row: a box joins the row above when its vertical centre
+    lies within that row's last box (boxes of one row differ in height with ascenders and descenders)."""
+    rows: list[list[TextLine]] = []
+    for ln in sorted(lines, key=lambda ln: (ln.box[1] + ln.box[3]) / 2):
+        centre = (ln.box[1] + ln.box[3]) / 2
+        if rows and rows[-1][-1].box[1] <= centre <= rows[-1][-1].box[3]:
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    return [ln for row in rows for ln in sorted(row, key=lambda ln: ln.box[0])]
 
 
 def recognise_crops(crops: Sequence[np.ndarray]) -> list[tuple[str, float]]:

@@ -162,3 +162,17 @@ def test_the_command_imports_and_refuses_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("logicval: error:") and "[0] (id 9).task.number[0]" in err and "\n" not in err
     assert read_entries(DATA / "TextRendering.json")[0] == "text"
+
+
+def test_the_metric_scores_imported_rows_like_the_benchmarks(tmp_path):
+    import pyarrow.parquet as pq
+
+    from logicval_hf.scoring.evaluation import compute
+
+    import_source(DATA / "SpatialLayout.json", tmp_path / "s")
+    rows = pq.read_table(tmp_path / "s" / "data" / "test.parquet").to_pylist()
+    empty = {"domain": "gir", "image_size": [64, 64], "objects": []}
+    witnesses = [json.loads(r["witness"]) if r["witness"] else empty for r in rows]
+    assert compute(witnesses, rows, backend="given", per_sample=False)["logicval_score"] == 1.0
+    swapped = [witnesses[1], witnesses[0], witnesses[3], witnesses[2]]  # other prompts' scenes: all wrong
+    assert compute(swapped, rows, backend="given", per_sample=False)["logicval_score"] == 0.0

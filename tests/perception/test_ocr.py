@@ -53,6 +53,15 @@ def test_the_backend_gives_a_text_domain_scene_that_specs_over_text_verify(poste
     assert lv.verify(above, scene).ok and not lv.verify(below, scene).ok
 
 
+def test_boxes_of_one_row_read_left_to_right_whatever_their_heights():
+    from logicval_hf.perception.ocr import TextLine, reading_order
+
+    tall = TextLine("Foolish", (120, 10, 200, 50), 0.9)  # ascenders: its centre is above its neighbour's
+    short = TextLine("Stay", (20, 18, 100, 52), 0.9)
+    below = TextLine("Hungry", (20, 70, 120, 110), 0.9)
+    assert [ln.text for ln in reading_order([below, tall, short])] == ["Stay", "Foolish", "Hungry"]
+
+
 def test_a_blank_image_reads_no_line():
     from logicval_hf.perception.ocr import read_lines
 

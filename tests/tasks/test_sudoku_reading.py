@@ -139,3 +139,23 @@ def test_answers_distorted_many_ways_are_read_cell_for_cell(tmp_path):
                      for a, b in zip(ra, rb, strict=True))
         assert res["valid"], (pid, res["violations"])
     assert wrong == 0
+
+
+@pytest.mark.slow
+def test_other_framings_black_corners_and_blur_are_read_cell_for_cell(puzzle):
+    """Rotated with black corners, cropped into the outer border, shrunk and blurred, on a large offset canvas."""
+    from PIL import ImageFilter
+
+    from logicval_hf.tasks.sudoku.draw import MARGIN
+
+    answer = draw_grid(puzzle.solution, puzzle.grid)
+    w, h = answer.size
+    canvas = Image.new("RGB", (w + 400, h + 300), "white")
+    canvas.paste(answer, (300, 40))
+    for image in (answer.rotate(2, resample=Image.BICUBIC, expand=True),
+                  answer.crop((MARGIN + 1, MARGIN + 1, w - MARGIN - 1, h - MARGIN - 1)),
+                  answer.resize((round(w * 0.75), round(h * 0.75)), Image.BICUBIC)
+                  .filter(ImageFilter.GaussianBlur(0.8)),
+                  canvas):
+        res = check_image(puzzle, distort(image, 1.0, 0.0))
+        assert res["valid"] and res["cells"] == [list(r) for r in puzzle.solution]
