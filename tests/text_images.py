@@ -23,9 +23,10 @@ def fonts(size: int) -> list[ImageFont.FreeTypeFont]:
 def render_lines(lines: list[str], size: int = 40, font: ImageFont.FreeTypeFont | None = None,
                  colour=(0, 0, 0), background=(255, 255, 255), width: int = 640,
                  noise: float = 0.0, seed: int = 0) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
-    """An RGB image with one line of text per entry, top to bottom, and each line's ink box."""
+    """An RGB image with one line of text per entry, top to bottom, and each line's ink box. At least half as tall
+    as wide: the OCR's detector scales the short side to 736 pixels, so a flat strip would cost it far more."""
     font = font or ImageFont.load_default(size=size)
-    height = 40 + len(lines) * int(size * 2)
+    height = max(40 + len(lines) * int(size * 2), width // 2)
     im = Image.new("RGB", (width, height), background)
     d = ImageDraw.Draw(im)
     boxes = []

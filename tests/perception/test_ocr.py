@@ -65,7 +65,7 @@ def test_boxes_of_one_row_read_left_to_right_whatever_their_heights():
 def test_a_blank_image_reads_no_line():
     from logicval_hf.perception.ocr import read_lines
 
-    assert read_lines(np.full((64, 200, 3), 255, np.uint8)) == []
+    assert read_lines(np.full((96, 96, 3), 255, np.uint8)) == []
 
 
 def test_bad_input_is_one_clear_error(tmp_path):
