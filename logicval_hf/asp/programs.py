@@ -30,7 +30,7 @@ from logicval_hf.asp.encoding import (
     constants_program,
     vocabulary_program,
 )
-from logicval_hf.asp.placement import MAX_RANKS, families, placement_facts
+from logicval_hf.asp.placement import MAX_RANKS, check_directional, families, placement_facts
 from logicval_hf.asp.relations import true_pairs
 from logicval_hf.asp.universe import formula_nodes, solving_values, universe_bound, weight_tables
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
@@ -81,7 +81,11 @@ def universe(spec: Spec) -> int:
 
 def relation_families(spec: Spec) -> dict[str, str]:
     """The placement families (`logicval_hf.asp.placement.families`) of the relations a box-domain spec tests."""
-    return families(spec.domain, sorted(_mentioned(spec)[1])) if not spec.domain.ordered else {}
+    if spec.domain.ordered:
+        return {}
+    fams = families(spec.domain, sorted(_mentioned(spec)[1]))
+    check_directional(spec.domain, fams, spec.constraints)
+    return fams
 
 
 def grounding_estimate(spec: Spec) -> int:

@@ -186,6 +186,9 @@ class Solver:
         check_mode(count, label)
         if label is None:
             label = self.solve(spec, timeout=timeout).label
+        if spec.domain.open_attributes:  # free-text values have no external atoms to assume: facts, one grounding
+            count_ok, violated = verify_batch(spec, [scene])[0]
+            return verdict(label, count, len(scene), count_ok, violated)
         # The universe only has to hold the scene's objects; n keeps one grounding per spec in the usual case.
         universe = max(spec.n or 0, len(scene), 1)
         if universe > REUSED_GROUNDING_UP_TO:

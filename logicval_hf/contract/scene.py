@@ -172,7 +172,11 @@ class Scene:
             if a not in o:
                 raise SceneError(f"{path}: missing {a!r}")
             v = o[a]
-            if v not in domain.attributes[a]:
+            if domain.is_open(a):  # free text, stored folded (the domain file's fold)
+                if not isinstance(v, str):
+                    raise SceneError(f"{path}.{a}: {v!r} is not a {a}: {a} values are text")
+                v = domain.canonical_value(a, v)
+            elif v not in domain.attributes[a]:
                 raise SceneError(f"{path}.{a}: {v!r} is not a {a}; {domain.expected(a, v)}")
             attrs[a] = v
         if "bbox" not in o:
