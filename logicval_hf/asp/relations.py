@@ -3,9 +3,10 @@
 `Relation.holds` (`logicval_hf.contract.domain`) decides one pair of boxes in Python; a scene's facts for the
 solver need every pair of every relation a spec reads, which is n^2 calls. `true_pairs` computes the same
 decisions with numpy over the n x n grid. Orders of centres, areas and containment are sums, products and
-comparisons, which numpy computes bit for bit as Python does; GenEval's offset rule ends in a square root and a
-comparison with a threshold, so pairs within a hair of the threshold are decided by `Relation.holds` itself. The
-result is the scalar rule's, pair for pair (tests/asp/test_relations.py).
+comparisons, which numpy computes bit for bit as Python does; GenEval's offset rule (and GIR-Bench's, which
+measures the raw centre offset) ends in a square root and a comparison with a threshold, so pairs within a hair of
+the threshold are decided by `Relation.holds` itself. The result is the scalar rule's, pair for pair
+(tests/asp/test_verify_scale.py).
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ def _offsets(boxes: np.ndarray, relation: Relation) -> np.ndarray:
     ry = np.maximum(np.abs(dy) - sy, 0.0) * np.sign(dy)
     none = (np.abs(rx) < 1e-3) & (np.abs(ry) < 1e-3)
     norm = np.sqrt(dx * dx + dy * dy)
+    # GIR-Bench's measure reads the raw centre offset's direction; the shrunk one only decides "no relation"
+    ox, oy = (dx, dy) if relation.measure == "centre" else (rx, ry)
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = relation.sign * (rx if relation.axis == "x" else ry) / norm
+        value = relation.sign * (ox if relation.axis == "x" else oy) / norm
     value = np.where(none, 0.0, value)
     threshold = relation.threshold
     holds = value > threshold

@@ -173,7 +173,8 @@ def _open_attributes(c: _Checker, block: Mapping[str, Any]) -> Mapping[str, str]
         key = f"open_attributes.{a}"
         if a not in attributes or attributes[a] != []:
             raise c.fail(key, "must be an attribute whose value list is empty (any text is a value)")
-        c.one_of(key, fold, FOLDS, sorted(FOLDS))
+        if not isinstance(fold, str) or fold not in FOLDS:
+            raise c.fail(key, f"{_show(fold)} is not a fold; expected one of {sorted(FOLDS)}")
     return opened
 
 

@@ -22,6 +22,7 @@ from logicval_hf.asp.solver import REUSED_GROUNDING_UP_TO, Solver
 from logicval_hf.asp.verifier import SceneLayout, ScenesVerifier, verify_batch
 from logicval_hf.cli.main import main
 from logicval_hf.contract import reference
+from logicval_hf.contract.domain import load_domain
 from logicval_hf.contract.params import random_constraint
 from logicval_hf.contract.scene import MAX_SCENE_OBJECTS
 
@@ -100,11 +101,15 @@ def boxes_for(rng: random.Random, k: int, kind: str) -> list[tuple[float, ...]]:
     return out
 
 
+_BOX_RELATIONS = [("coco", r) for r in sorted(COCO.rules)] + [("gir", r) for r in sorted(load_domain("gir").rules)]
+
+
 @pytest.mark.parametrize("kind", ["floats", "integers", "lattice"])
-@pytest.mark.parametrize("rel", sorted(COCO.rules))
-def test_box_relations_over_the_grid_are_the_scalar_rule(rel, kind):
-    rng = random.Random(f"{rel}-{kind}")
-    relation = COCO.rules[rel]
+@pytest.mark.parametrize(("domain", "rel"), _BOX_RELATIONS)
+def test_box_relations_over_the_grid_are_the_scalar_rule(domain, rel, kind):
+    """GenEval's rule (coco) and GIR-Bench's, which measures the raw centre offset (gir)."""
+    rng = random.Random(f"{domain}-{rel}-{kind}")
+    relation = load_domain(domain).rules[rel]
     for _ in range(examples(20)):
         boxes = boxes_for(rng, rng.randint(0, 30), kind)
         expected = [(a, b) for a in range(len(boxes)) for b in range(len(boxes))
