@@ -15,9 +15,10 @@ per image with LogicVal's verdict, every baseline's score and the known truth (b
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,10 @@ class RunBaselines:
     fingerprints: Mapping[str, str]
 
 
-def start(names: Iterable[str], settings: Mapping[str, Mapping[str, Any]]) -> RunBaselines | None:
-    """The run's baselines, built before any work (a missing extra, weight or endpoint: one line); None without."""
+def start(names: Iterable[str], settings: Mapping[str, Mapping[str, Any]], progress: bool = True
+          ) -> RunBaselines | None:
+    """The run's baselines, built before any work (a missing extra, weight or endpoint: one line); None without.
+    Without ``progress``, the loading bars of ``transformers`` stay off too."""
     names = list(names)
     if not names:
         return None
@@ -54,8 +57,24 @@ def start(names: Iterable[str], settings: Mapping[str, Mapping[str, Any]]) -> Ru
 
     checked = check_baselines(names, settings)
     log.info("baselines: loading %s", ", ".join(names))
-    metrics = build_baselines({n: settings.get(n) or {} for n in names})
+    with _quiet_loading(not progress):
+        metrics = build_baselines({n: settings.get(n) or {} for n in names})
     return RunBaselines(metrics, checked, {n: baseline_fingerprint(n, s) for n, s in checked.items()})
+
+
+@contextlib.contextmanager
+def _quiet_loading(quiet: bool) -> Iterator[None]:
+    """``transformers``' progress bars off while models load (when asked, and when it is imported already: a
+    baseline that needs it has imported it by then, one that does not never loads it)."""
+    hf_logging = sys.modules.get("transformers.utils.logging") if quiet else None
+    if hf_logging is None or not hf_logging.is_progress_bar_enabled():
+        yield
+        return
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.enable_progress_bar()
 
 
 def score_images(baselines: RunBaselines, out: Path, generator: str, rows: Sequence[BenchmarkRow],

@@ -137,7 +137,7 @@ def run(options: RunOptions | str | Path | None = None, /, **settings: Any) -> d
 def _start(opts: RunOptions) -> JobContext:
     """The run's folder, plan, checks made before any work, and the benchmark rows."""
     timer = StageTimer()
-    run_baselines = baselines.start(opts.baselines, opts.baseline_settings)  # weights missing: refused here
+    run_baselines = baselines.start(opts.baselines, opts.baseline_settings, opts.progress)  # refused here
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
