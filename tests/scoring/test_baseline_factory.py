@@ -216,3 +216,23 @@ def test_logicval_baselines_lists_them(capsys):
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["logicval: error: unknown baseline metric 'vlm-jugde'; did you mean "
                                         "'vlm-judge'? (known: clipscore, soft-tifa, vlm-judge)"]
+
+
+@needs_models
+def test_vlm_baselines_on_a_local_transformers_model(tmp_path):
+    """transport=transformers: a tiny Qwen2.5-VL folder loaded through the Auto classes; Soft-TIFA reads its
+    next-token log-probabilities, the judge its greedy answer (a random model gives no rating: no score, a reason)."""
+    from tiny_models import tiny_qwen25_vl
+
+    model, proc = tiny_qwen25_vl()
+    model.save_pretrained(tmp_path / "qwen")
+    proc.save_pretrained(tmp_path / "qwen")
+    local = {"transport": "transformers", "model": str(tmp_path / "qwen"), "device": "cpu", "batch_size": 2}
+    tifa = build_baseline("soft-tifa", {**local, "top_k": 5})
+    judge = build_baseline("vlm-judge", {**local, "max_new_tokens": 4})
+    images, items = [_image(60), _image(180)], [baseline_item(SPEC)] * 2
+    for res in tifa.evaluate(images, items):
+        assert res.score is not None and 0 <= res.score <= 1
+        assert all(len(q["top_logprobs"]) == 5 for q in res.details["subquestions"])
+    for res in judge.evaluate(images, items):
+        assert res.score is None and res.details["reason"] and isinstance(res.details["answer"], str)
