@@ -158,7 +158,18 @@ def check_baselines(names: Sequence[str], settings: Mapping[str, Mapping[str, An
             extra, modules = need
             for m in modules:
                 require(m, extra, f"the {name} baseline")
+        for key, what in _local_paths(s):
+            _local_or_hub(name, s[key], what)  # a local path that is not there: refused before any loading
     return out
+
+
+def _local_paths(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The settings that name weights on this machine or on the Hub: ``(setting, what it is)``."""
+    if s.get("loader") == "open_clip":
+        p = s.get("pretrained")
+        return [("pretrained", "pretrained checkpoint")] if p and ("/" in p or "\\" in p or p.startswith(".")) \
+            else []
+    return [("model", "model")] if s.get("loader") == "transformers" or s.get("transport") == "transformers" else []
 
 
 def _local_or_hub(name: str, model: str, what: str) -> str:
@@ -183,7 +194,7 @@ def _clipscore(s: Mapping[str, Any]) -> BaselineMetric:
     common = {"device": s["device"], "batch_size": s["batch_size"], "prompt_field": s["prompt_field"]}
     if s["loader"] == "open_clip":
         pretrained = s["pretrained"]
-        if pretrained is not None and ("/" in pretrained or "\\" in pretrained or pretrained.startswith(".")):
+        if _local_paths(s):
             pretrained = _local_or_hub("clipscore", pretrained, "pretrained checkpoint")
         try:
             return CLIPScore.from_open_clip(s["model"], pretrained=pretrained, **common)
