@@ -1,8 +1,10 @@
 """The judge: spec(s) + image(s) or scene graph(s) -> one typed `Judgement` per item.
 
 Every front door that turns images or scene graphs into verdicts calls it: the ``evaluate`` metric
-(`logicval_hf.scoring.evaluation.compute`), the main job (`logicval_hf.job.score`), the Space's Check tab and the
-``check`` / ``verify`` / ``repair`` commands. Options live apart from the call, in one frozen `JudgeOptions`::
+(`logicval_hf.scoring.evaluation.compute`), the main job (`logicval_hf.job.score`), the Space's Check tab, the
+``check`` / ``verify`` / ``repair`` commands and the reward server's workers (`logicval_hf.serve.worker`).
+Nothing else turns an image into a scene graph (``extract_scene(s)``). Options live apart from the call, in one
+frozen `JudgeOptions`::
 
     from logicval_hf.scoring.judge import JudgeOptions, judge
     options = JudgeOptions(backend="clevr", min_confidence=0.5, repair=True)

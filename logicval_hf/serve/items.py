@@ -60,6 +60,13 @@ class Task:
     label: str | None = None
     metadata: Mapping[str, Any] | None = None
 
+    @property
+    def judge_label(self) -> str | None:
+        """The label the judge is given (None: solved within the default time budget): the item's own; ``SAT`` for
+        GenEval metadata, whose verdict is whether the detections satisfy every constraint whatever the spec's
+        label (an UNSAT line is never correct), so that the label only saves a solver call."""
+        return "SAT" if self.kind == "geneval" else self.label
+
 
 def is_geneval(item: Any) -> bool:
     return isinstance(item, Mapping) and ("include" in item or "exclude" in item)
