@@ -32,6 +32,7 @@ def _setting(text: str) -> tuple[str, Any]:
 
 
 def _config(args: argparse.Namespace) -> Any:
+    from logicval_hf.cli.dispatch import min_confidence
     from logicval_hf.serve.config import ServeConfig, default_workers, usable_cores
     from logicval_hf.serve.protocol import Limits
 
@@ -43,6 +44,7 @@ def _config(args: argparse.Namespace) -> Any:
         reward=args.reward, limits=Limits(args.max_images, args.max_pixels, args.max_bytes),
         max_batch=args.max_batch, max_queue=args.max_queue, deadline=args.deadline,
         max_inflight_bytes=args.max_inflight_bytes, read_timeout=args.read_timeout,
+        min_confidence=min_confidence(args),
         prompts=str(Path(args.prompts).expanduser().resolve()) if args.prompts else None)
     # Ray shares the cores out per replica (`ray_deployment`); here the workers share this process's cores
     return config if args.ray else config.sharing_cores(cores / workers)
@@ -92,6 +94,7 @@ def cmd_build_prompts(args: argparse.Namespace) -> int:
 
 def add_subcommands(subparsers: Any) -> None:
     """Register ``serve`` and ``build-prompts`` on an argparse subparsers object."""
+    from logicval_hf.cli.dispatch import min_confidence_option
     from logicval_hf.serve.config import (
         DEFAULT_DEADLINE,
         DEFAULT_INFLIGHT_BYTES,
@@ -143,6 +146,7 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--read-timeout", type=timeout_seconds, default=DEFAULT_READ_TIMEOUT, metavar="SECONDS",
                    help=f"seconds a client may send nothing while the server waits on it (default "
                         f"{DEFAULT_READ_TIMEOUT:g}; none: no limit); past it the connection is closed (a body: 408)")
+    min_confidence_option(p)
     p.add_argument("--ray", action="store_true", help="run as a Ray Serve deployment (extra 'serve-ray')")
     p.add_argument("--replicas", type=_positive_int, default=1, help="Ray Serve replicas (with --ray)")
     p.add_argument("--gpus-per-replica", type=float, default=0.0, metavar="G", help="GPUs per replica (with --ray)")

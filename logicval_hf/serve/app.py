@@ -109,7 +109,7 @@ class RewardServer:
                     worker_restarts=self.pool.restarts if self.pool is not None else 0,
                     busy_workers=workers["busy"], stuck_workers=workers["stuck"], deadline_s=self.config.deadline,
                     queued_images=self.batcher.queued if self.batcher is not None else 0,
-                    body_bytes=self.bodies.held,
+                    body_bytes=self.bodies.held, min_confidence=self.config.min_confidence,
                     prompts=None if self.prompts is None else {"source": self.prompts.source,
                                                                "count": len(self.prompts)})
         return (200 if body["status"] == "ok" else 503), body
@@ -160,8 +160,11 @@ class RewardServer:
 
 def _log_failures(results: list[SampleResult]) -> None:
     """One line per bad sample (info: bad input is the client's; warning: a sample made scoring raise something
-    other than bad input's ValueError), and its traceback, without paths, at debug level."""
-    for r in results:
+    other than bad input's ValueError), and its traceback, without paths, at debug level; one line per unread image
+    (info)."""
+    for i, r in enumerate(results):
+        if r.unread is not None:
+            log.info("unread sample: images[%d]: %s", i, r.unread)
         if r.error is None:
             continue
         if r.detail is None:
@@ -255,9 +258,11 @@ def create_app(config: ServeConfig | None = None) -> Any:
                 del req  # the images go before the answer is written
         except Refused as e:
             return refused(e, pickled)
+        unread = config.min_confidence is not None  # the answers list unread images when the server sets any apart
         if pickled:
-            return Response(await asyncio.to_thread(pickle_response, results), media_type="application/octet-stream")
-        return JSONResponse(json_response(results))
+            return Response(await asyncio.to_thread(pickle_response, results, unread),
+                            media_type="application/octet-stream")
+        return JSONResponse(json_response(results, with_unread=unread))
 
     @app.post("/")
     async def flow_grpo(request: Request) -> Any:

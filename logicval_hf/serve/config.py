@@ -108,6 +108,8 @@ class ServeConfig:
         read_timeout: seconds a connection may stay silent while the server waits on the client (before a
             request, within its headers or its body); past it the connection is closed (a body: 408). None: no
             timeout.
+        min_confidence: the scene confidence, in [0, 1], below which an image is unread: reported with the
+            reason, in no group, never a pass or a failure (None: every image is scored).
     """
 
     host: str = "127.0.0.1"
@@ -126,9 +128,11 @@ class ServeConfig:
     deadline: float | None = DEFAULT_DEADLINE
     max_inflight_bytes: int = DEFAULT_INFLIGHT_BYTES
     read_timeout: float | None = DEFAULT_READ_TIMEOUT
+    min_confidence: float | None = None
 
     def __post_init__(self) -> None:
         check_reward_mode(self.reward)
+        object.__setattr__(self, "min_confidence", self.scoring.min_confidence)  # checked: a number in [0, 1]
         for name in ("deadline", "read_timeout"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf")):
@@ -146,7 +150,7 @@ class ServeConfig:
 
     @property
     def scoring(self) -> ScoringSettings:
-        return ScoringSettings(self.backend, dict(self.backend_settings), self.reward)
+        return ScoringSettings(self.backend, dict(self.backend_settings), self.reward, self.min_confidence)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (for a Ray deployment's arguments)."""

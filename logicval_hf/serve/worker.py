@@ -1,14 +1,20 @@
-"""What a scoring worker does with one micro-batch: read the items, decode the images, perceive them in batched calls
-per domain, verify, and return one `SampleResult` per image.
+"""What a scoring worker does with one micro-batch: read the items, decode the images in bounded chunks, hand each
+chunk to the judge (`logicval_hf.scoring.judge`: batched perception per domain, the minimum confidence, labels,
+verification with the worker's one solver), and turn each judgement into one `SampleResult` of rewards.
 
 `score_batch` is a plain function of picklable arguments, so it runs unchanged in a worker process (the server's
 process pool), in a thread (a Ray Serve replica) or in-process (the benchmark's baseline). Nothing in it raises for
 a bad sample: an undecodable image, a malformed item, a scene the spec cannot read, or anything a sample makes raise
 (a TypeError from a value of the wrong type included) becomes that sample's error, and the others are scored.
 
-Images are decoded as they are scored: a batch's images go to perception in chunks of at most `DECODE_PIXELS`
+What stays here, before the judge: each item read into its `Task` (``meta_datas[i]`` errors), the check that the
+backend perceives the item's domain, a raw-input backend's scene graph checked (`_raw_scene_input`: never a path),
+and the images decoded as they are scored: a batch's images go to the judge in chunks of at most `DECODE_PIXELS`
 decoded pixels (at least one image each; read from each image's header), so a worker's memory does not grow with
 the size of a batch (64 images of 512x512 are one chunk; 256 of 2048x2048, 32 chunks of 8).
+
+With a minimum confidence (``--min-confidence``), an image read below it is *unread*: its result carries the reason
+and the answer's floor values, in no group (`logicval_hf.serve.protocol.SampleResult.set_apart`).
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logicval_hf.errors import SolverTimeout
 from logicval_hf.serve.items import Task, read_item
 from logicval_hf.serve.protocol import SampleResult
+
+if TYPE_CHECKING:
+    from logicval_hf.scoring.judge import JudgeOptions
 
 __all__ = ["DECODE_PIXELS", "Sample", "ScoringSettings", "decode_image", "score_batch", "start_worker", "warm_up"]
 
@@ -34,11 +43,32 @@ DECODE_PIXELS = 32 * 2**20
 
 @dataclass(frozen=True)
 class ScoringSettings:
-    """How a worker scores: the perception backend, its settings, and the default reward mode of LogicVal items."""
+    """How a worker scores: the perception backend, its settings, the default reward mode of LogicVal items, and
+    the minimum scene confidence below which an image is unread (None: every image is scored).
+
+    Raises:
+        ValueError: a ``min_confidence`` outside [0, 1].
+    """
 
     backend: str = "clevr"
     backend_settings: Mapping[str, Any] = field(default_factory=dict)
     reward: str = "fraction"
+    min_confidence: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.min_confidence is not None:
+            from logicval_hf.scoring.judge import check_min_confidence
+
+            object.__setattr__(self, "min_confidence", check_min_confidence(self.min_confidence))
+
+    def judge_options(self, chunk: int = 1) -> JudgeOptions:
+        """The judge's options for this worker (`logicval_hf.scoring.judge.JudgeOptions`): the backend, its
+        settings and the minimum confidence; ``chunk`` images perceived per call (already decoded here, within
+        `DECODE_PIXELS`)."""
+        from logicval_hf.scoring.judge import JudgeOptions
+
+        return JudgeOptions(backend=self.backend, backend_settings=dict(self.backend_settings),
+                            min_confidence=self.min_confidence, chunk=max(1, chunk))
 
 
 @dataclass(frozen=True)
@@ -108,10 +138,13 @@ def warm_up(settings: ScoringSettings) -> dict[str, Any]:
     import numpy as np
 
     from logicval_hf.asp.solver import default_solver
-    from logicval_hf.perception import extract_scenes, get_backend
+    from logicval_hf.perception import get_backend
+    from logicval_hf.scoring.judge import read_scenes
 
     if not get_backend(settings.backend).raw_input:
-        extract_scenes([np.zeros((64, 64, 3), np.uint8)], settings.backend, **dict(settings.backend_settings))
+        (got,) = read_scenes([np.zeros((64, 64, 3), np.uint8)], None, settings.judge_options(), ["warm-up image"])
+        if isinstance(got, BaseException):
+            raise got
     default_solver()
     return {"pid": os.getpid(), "backend": settings.backend}
 
@@ -168,25 +201,6 @@ def failure(what: str, error: BaseException) -> SampleResult:
     return SampleResult.failed(f"{what}: could not be scored ({type(error).__name__})", detail)
 
 
-def _perceive(settings: ScoringSettings, inputs: list[Any], domain: Any) -> list[Any]:
-    """Scenes of ``inputs`` in one batched call, or one call per input when the batch fails (so that one input the
-    backend cannot read costs only its own sample). Each entry is a `Scene` or the exception of its input."""
-    from logicval_hf.perception import extract_scenes
-
-    extra = dict(settings.backend_settings)
-    try:
-        return list(extract_scenes(inputs, settings.backend, domain=domain, **extra))
-    except Exception:  # noqa: BLE001 - one input's fault: each input again on its own
-        pass
-    out: list[Any] = []
-    for x in inputs:
-        try:
-            out.append(extract_scenes([x], settings.backend, domain=domain, **extra)[0])
-        except Exception as e:  # noqa: BLE001 - that input's error entry
-            out.append(e)
-    return out
-
-
 def _chunks(idx: list[int], pixels: dict[int, int], budget: int) -> list[list[int]]:
     """``idx`` cut into runs of at most ``budget`` pixels (at least one index each), in order."""
     out: list[list[int]] = []
@@ -201,18 +215,43 @@ def _chunks(idx: list[int], pixels: dict[int, int], budget: int) -> list[list[in
     return out
 
 
+def _score_chunk(order: list[int], inputs: Mapping[int, Any], tasks: Mapping[int, Task],
+                 samples: Sequence[Sample], names: Sequence[str], settings: ScoringSettings,
+                 solver: Any) -> list[SampleResult]:
+    """The results of one decoded chunk: one judge call, then each judgement's rewards. Should the judge raise for
+    the chunk as a whole (something no check foresaw), each sample is judged on its own, so that it fails alone."""
+    from logicval_hf.scoring.judge import judge
+    from logicval_hf.serve.rewards import judged_rewards
+
+    whats = [f"images[{names[i]}]" for i in order]
+    try:
+        judged = judge([tasks[i].spec for i in order], [inputs[i] for i in order], settings.judge_options(len(order)),
+                       solver=solver, labels=[tasks[i].judge_label for i in order], names=whats)
+    except Exception as e:  # noqa: BLE001 - one sample's fault, found by judging each alone
+        if len(order) == 1:
+            return [failure(whats[0], e)]
+        return [_score_chunk([i], inputs, tasks, samples, names, settings, solver)[0] for i in order]
+    out: list[SampleResult] = []
+    for i, what, j in zip(order, whats, judged, strict=True):
+        try:
+            out.append(judged_rewards(tasks[i], j, samples[i].only_strict, solver))
+        except Exception as e:  # noqa: BLE001 - a dense reward that raises (too many worlds...): this sample's
+            out.append(failure(what, e))
+    return out
+
+
 def score_batch(samples: Sequence[Sample], settings: ScoringSettings) -> list[SampleResult]:
     """The rewards of every sample of a micro-batch, in order (module docstring).
 
     Args:
         samples: the batch's images with their items and request flags.
-        settings: the backend and reward mode.
+        settings: the backend, reward mode and minimum confidence.
     Returns:
-        One `SampleResult` per sample; a bad sample's has reward 0 and ``error`` naming the problem.
+        One `SampleResult` per sample; a bad sample's has reward 0 and ``error`` naming the problem, an unread
+        one ``unread`` saying why.
     """
     from logicval_hf.asp.solver import default_solver
     from logicval_hf.perception import get_backend
-    from logicval_hf.serve.rewards import score_task
 
     solver = default_solver()
     backend = get_backend(settings.backend)
@@ -225,8 +264,7 @@ def score_batch(samples: Sequence[Sample], settings: ScoringSettings) -> list[Sa
             tasks[i] = read_item(s.item, s.reward or settings.reward)
         except Exception as e:  # noqa: BLE001 - whatever the item makes raise is its own error entry
             results[i] = failure(f"meta_datas[{names[i]}]", e)
-    # one perception call per domain and chunk: the catalog's own domain is asked for as None (every backend's
-    # default)
+    # chunks of one domain each, as the judge perceives them: the catalog's own domain is asked for as None
     default = solver.catalog.domain
     by_domain: dict[Any, list[int]] = {}
     for i, task in tasks.items():
@@ -250,15 +288,9 @@ def score_batch(samples: Sequence[Sample], settings: ScoringSettings) -> list[Sa
                 except Exception as e:  # noqa: BLE001 - an image that cannot be read is its own error entry
                     results[i] = failure(what, e)
             order = list(inputs)
-            scenes = _perceive(settings, [inputs[i] for i in order], domain) if order else []
+            if order:
+                for i, result in zip(order, _score_chunk(order, inputs, tasks, samples, names, settings, solver),
+                                     strict=True):
+                    results[i] = result
             inputs.clear()  # the decoded pixels go before the next chunk is decoded
-            for i, scene in zip(order, scenes, strict=True):
-                what = f"images[{names[i]}]"
-                if isinstance(scene, BaseException):
-                    results[i] = failure(what, scene)
-                    continue
-                try:
-                    results[i] = score_task(tasks[i], scene, samples[i].only_strict, solver)
-                except Exception as e:  # noqa: BLE001 - the scene does not fit the spec, a spec too hard to label...
-                    results[i] = failure(what, e)
     return results  # type: ignore[return-value]  # every index was either refused above or scored here
