@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from logicval_hf.cli import core, dataset, generate, imports, meta, render_clevr, repair, run, serve, templates
-from logicval_hf.cli.dispatch import dispatch
+from logicval_hf.cli.dispatch import OneLineParser, dispatch
 
 #: the command groups, in the order ``logicval --help`` lists them
 GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, imports, serve)
@@ -18,7 +18,7 @@ GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, i
 def build_parser() -> argparse.ArgumentParser:
     from logicval_hf.common.version import __version__
 
-    p = argparse.ArgumentParser(prog="logicval", description="LogicVal: T2I evaluation as constraint satisfaction.")
+    p = OneLineParser(prog="logicval", description="LogicVal: T2I evaluation as constraint satisfaction.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for group in GROUPS:

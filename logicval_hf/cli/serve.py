@@ -5,30 +5,18 @@ the benchmark). The server's logic is `logicval_hf.serve`; the prompts' is `logi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
+from logicval_hf.cli.dispatch import check_output_dir, emit, setting, standalone_main
 from logicval_hf.cli.dispatch import positive_int as _positive_int
 
 __all__ = ["add_subcommands", "cmd_build_prompts", "cmd_serve", "main"]
 
 _TOKEN_ENV = "LOGICVAL_SERVE_TOKEN"
-
-
-def _setting(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE``; the value read as JSON when it is JSON (``false``, ``0.4``), else as text."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key.strip(), json.loads(value)
-    except json.JSONDecodeError:
-        return key.strip(), value
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -104,7 +92,7 @@ def add_subcommands(subparsers: Any) -> None:
                         "domain; extra 'neural'), vlm (a grounding VLM behind an OpenAI-compatible endpoint: "
                         "--setting url=URL --setting model=NAME; docs/vlm.md), given (scene-graph JSON instead of "
                         "images)")
-    p.add_argument("--setting", action="append", type=_setting, metavar="KEY=VALUE",
+    p.add_argument("--setting", action="append", type=setting, metavar="KEY=VALUE",
                    help="a backend setting, repeatable (e.g. second_look=false: the clevr parser without its "
                         "second look at uncertain peaks, about a third faster)")
     p.add_argument("--workers", type=_positive_int, default=None,
