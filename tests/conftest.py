@@ -49,9 +49,10 @@ _ORDER = [
 # file -> the file whose worker it runs on. Whatever imports torch, transformers, diffusers or evaluate runs on one
 # worker: `import evaluate` alone imports transformers' pipelines and torch (~8 s), and each worker would pay that.
 _TOGETHER = {f"tests/{name}.py": _ML_STACK for name in (
-    "generation/test_families", "generation/test_generate", "perception/test_coco_perception",
-    "perception/test_perception_neural", "perception/test_scene_parser", "scoring/test_baselines",
-    "scoring/test_coco_metric", "training/test_attribute_classifier", "training/test_lora_training")}
+    "cli/test_neural_offline", "generation/test_families", "generation/test_generate",
+    "perception/test_coco_perception", "perception/test_perception_neural", "perception/test_scene_parser",
+    "scoring/test_baselines", "scoring/test_coco_metric", "training/test_attribute_classifier",
+    "training/test_lora_training")}
 
 
 def _file(nodeid: str) -> str:

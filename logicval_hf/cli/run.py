@@ -34,13 +34,11 @@ def _warn(message: Any, *_: Any, **__: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from logicval_hf.cli.dispatch import check_output_dir
-    from logicval_hf.common.extras import require_backend
     from logicval_hf.job.run import DEFAULT_GENERATORS, MissingImagesWarning, RunOptions, run
 
     floor = min_confidence(args)
-    require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
     check_output_dir(args.out, "--out")
-    options = RunOptions(  # the backend and its settings are checked by the job, before any work
+    options = RunOptions(  # the backend (its extra, its settings) is checked by the job, before any work
         out_dir=args.out,
         generators=args.generator or list(DEFAULT_GENERATORS),
         seed=args.seed,

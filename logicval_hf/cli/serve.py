@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.cli.dispatch import check_output_dir, emit, setting, standalone_main
+from logicval_hf.cli.dispatch import check_backend, check_output_dir, emit, setting, standalone_main
 from logicval_hf.cli.dispatch import positive_int as _positive_int
 
 __all__ = ["add_subcommands", "cmd_build_prompts", "cmd_serve", "main"]
@@ -36,14 +36,12 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from logicval_hf.common.extras import require, require_backend
-    from logicval_hf.perception import get_backend
+    from logicval_hf.common.extras import require
 
-    backend = get_backend(args.backend)  # an unknown name is one line with a suggestion, before anything starts
-    require_backend(args.backend)
     config = _config(args)
-    if backend.check_settings is not None:  # a setting the backend refuses is one line here, not a server that
-        backend.check_settings(config.backend_settings)  # answers 503 for ever
+    # an unknown backend (with a suggestion), a missing extra, a setting the backend refuses: one line here, before
+    # anything starts, not a server that answers 503 for ever
+    check_backend(args.backend, config.backend_settings)
     prompts = ""
     if config.prompts:  # a bad file is one line before anything starts; the app reuses what is read here
         from logicval_hf.serve.prompts import load_prompts

@@ -102,7 +102,7 @@ def check_backend(name: str, settings: Mapping[str, Any] | None = None) -> Perce
     from logicval_hf.common.extras import require_backend
 
     b = get_backend(name)
-    require_backend(name)
+    require_backend(name, import_modules=False)  # found, not imported: torch alone takes seconds
     rest = dict(settings or {})
     domain = resolve_domain(rest.pop("domain", None))
     if domain is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import socket
-import time
 from pathlib import Path
 
 import numpy as np
@@ -126,11 +125,9 @@ def test_bad_settings_are_one_line_before_any_work(tmp_path, capsys, monkeypatch
         settings = [s.replace("URL", fake.base_url).replace("PORT", str(closed_port())) for s in setting]
         argv = {"check": ["check", spec, image], "repair": ["repair", spec, image],
                 "run": ["run", "--out", tmp_path / "out", "--quiet"]}[command]
-        t0 = time.monotonic()
         rc, out, err = run(capsys, *argv, "--backend", "vlm", *[x for s in settings for x in ("--setting", s)])
     assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("logicval: error: "), err
     assert says in err and "sk-123" not in err
-    assert time.monotonic() - t0 < 10
     assert not fake.requests  # nothing was sent to be read
     assert not (tmp_path / "out").exists()
 
