@@ -331,12 +331,31 @@ def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int
             raise
         print(f"logicval: error: {missing}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as e:  # read deep inside a command, which did not say which file: the files it was given
+        print(f"logicval: error: {_undecodable(args, e)}", file=sys.stderr)
+        return 2
     except USER_ERRORS as e:
         print(f"logicval: error: {e}", file=sys.stderr)
         return 2
     except RecursionError:  # JSON or a spec nested thousands deep: bad input, not a crash
         print("logicval: error: the input is nested too deeply to be read", file=sys.stderr)
         return 2
+
+
+def _undecodable(args: argparse.Namespace, e: UnicodeDecodeError) -> str:
+    """A decoding error said with the file it most likely came from: the command's one file argument (or its file
+    arguments, when several), since the error itself names none."""
+    what = f"byte {e.object[e.start:e.start + 1]!r} at offset {e.start} cannot be decoded as {e.encoding}"
+    files = []
+    for value in vars(args).values():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, (str, os.PathLike)) and str(v) not in files and os.path.isfile(v):
+                files.append(str(v))
+    if len(files) == 1:
+        return f"{files[0]!r} is not UTF-8 text: {what}"
+    if files:
+        return f"one of the files given ({', '.join(repr(f) for f in files)}) is not UTF-8 text: {what}"
+    return f"an input is not UTF-8 text: {what}"
 
 
 def _silence_stdout() -> None:

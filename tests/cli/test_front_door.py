@@ -235,6 +235,9 @@ def latin1(tmp_path):
     (["check", "bad.json", "spec.json"], "bad.json"),
     (["run-asp", "bad.lp"], "bad.lp"),
     (["generate", "--model", "gpt-image-2", "--out", "OUT", "--dataset", "bad.jsonl"], "bad.jsonl"),
+    (["import", "geneval", "bad.jsonl", "--out", "OUT"], "bad.jsonl"),
+    (["serve", "--prompts", "bad.jsonl", "--port", "1"], "bad.jsonl"),
+    (["meta", "bad.jsonl", "--out", "OUT"], "bad.jsonl"),  # read deep inside: dispatch names the file given
 ])
 def test_a_file_that_is_not_utf8_is_named(latin1, capsys, argv, names):
     rc, out, err = run(capsys, *[str(latin1 / a) if a.endswith((".json", ".lp", ".jsonl")) or a == "OUT" else a
