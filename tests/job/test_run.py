@@ -372,10 +372,26 @@ def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     """Verdict files are keyed by the backend's code/model hash: a retrained backend re-perceives every image."""
     out = tmp_path / "r"
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
-    monkeypatch.setattr(cache_mod, "backend_fingerprint", lambda backend: "retrained")
+    monkeypatch.setattr(cache_mod, "backend_fingerprint", lambda backend, settings=None: "retrained")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0,
                                        "deleted_images": 0}
+
+
+def test_the_backend_settings_that_decide_a_reading_key_the_verdicts():
+    """What is read depends on the settings (a threshold, a model): they are in the fingerprint; how it is read
+    (threads, timeouts, retries, where the key is) is not; a URL counts without its credentials."""
+    fp = cache_mod.backend_fingerprint
+    assert fp("clevr") == fp("clevr", {}) == fp("clevr", {"threads": 1})
+    assert fp("clevr", {"threshold": 0.4}) != fp("clevr") != fp("clevr", {"second_look": False})
+    vlm = {"url": "http://127.0.0.1:8000/v1", "model": "a"}
+    for how in ({"timeout": 5}, {"concurrency": 2}, {"max_retries": 0}, {"backoff": 0}, {"api_key_env": "K"},
+                {"url": "http://user:secret@127.0.0.1:8000/v1"}):
+        assert fp("vlm", {**vlm, **how}) == fp("vlm", vlm), how
+    for what in ({"model": "b"}, {"url": "http://127.0.0.1:8001/v1"}, {"boxes": "norm1000"}, {"multiple_of": 28},
+                 {"response_format": "none"}, {"max_tokens": 512}, {"temperature": 0.5}):
+        assert fp("vlm", {**vlm, **what}) != fp("vlm", vlm), what
+    assert cache_mod.public_settings({**vlm, "url": "http://user:secret@127.0.0.1:8000/v1?key=k"}) == vlm
 
 
 @pytest.mark.slow  # a second job run each; the inner loop keeps the resume test
