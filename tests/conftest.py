@@ -16,16 +16,17 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 os.environ.setdefault("LOGICVAL_CACHE", "off")
 
 # ---------------------------------------------------------------------------------------------------------------
-# Running in parallel: `pytest -m "not slow" -n 2` (pytest-xdist, in the `test` extra; see the README's Tests).
+# Running in parallel: `pytest` uses every core (`-n auto` in pyproject.toml's addopts; pytest-xdist, in the `test`
+# extra; `-n 0`: one process, `-n 2`: two workers; see the README's Tests).
 #
 # * Whole files go to one worker (unless another --dist is given), so a module-scoped fixture (the Space's server,
 #   the job's first run, the grounded CLEVR dev scenes, the tiny models) is built once; the files of a group in
 #   _TOGETHER share a worker too (what they import costs seconds per process).
-# * The longest work goes out first (_ORDER), so the two workers finish together.
+# * The longest work goes out first (_ORDER), so the workers finish together.
 # * The 509-prompt benchmark (`cached_benchmark`, ~15 s) is built once per run: the first worker that needs it
-#   builds it and leaves a pickle in the run's shared temp folder, the other one reads it.
+#   builds it and leaves a pickle in the run's shared temp folder, the others read it.
 # And with -m "not slow" (with or without -n) the built benchmark is kept for the next such run while the code that
-# builds it is unchanged (`_benchmark_built_once`). The whole suite, `pytest`, in one process: only the thread
+# builds it is unchanged (`_benchmark_built_once`). The whole suite in one process (`pytest -n 0`): only the thread
 # setting above applies.
 # ---------------------------------------------------------------------------------------------------------------
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
@@ -49,9 +50,10 @@ _ORDER = [
 # file -> the file whose worker it runs on. Whatever imports torch, transformers, diffusers or evaluate runs on one
 # worker: `import evaluate` alone imports transformers' pipelines and torch (~8 s), and each worker would pay that.
 _TOGETHER = {f"tests/{name}.py": _ML_STACK for name in (
-    "generation/test_families", "generation/test_generate", "perception/test_coco_perception",
-    "perception/test_perception_neural", "perception/test_scene_parser", "scoring/test_baselines",
-    "scoring/test_coco_metric", "training/test_attribute_classifier", "training/test_lora_training")}
+    "cli/test_neural_offline", "generation/test_families", "generation/test_generate",
+    "perception/test_coco_perception", "perception/test_perception_neural", "perception/test_scene_parser",
+    "scoring/test_baselines", "scoring/test_coco_metric", "training/test_attribute_classifier",
+    "training/test_lora_training")}
 
 
 def _file(nodeid: str) -> str:
@@ -138,7 +140,7 @@ def _benchmark_built_once(request, tmp_path_factory):
     under xdist by the first worker that needs it, which leaves a pickle for the other (in the run's temp folder,
     under a file lock); and in a run that leaves out the slow tests, kept for the next such run as long as the code
     it runs is unchanged (`_reuse_folder`, `_benchmark_code_key`; LOGICVAL_TEST_CACHE=off: never). Otherwise
-    (`pytest`, the whole suite, in one process) the package's own cache as it is."""
+    (`pytest -n 0`, the whole suite in one process) the package's own cache as it is."""
     reuse = _reuse_folder(request.config)
     if XDIST_WORKER is None and reuse is None:
         yield

@@ -1,16 +1,26 @@
 """The core subcommands of ``logicval``: ``solve``, ``verify``, ``check``, ``asp``, ``run-asp`` and ``demo``.
-Every one is a thin call into the package; JSON in, JSON out."""
+Every one is a thin call into the package; JSON in, JSON out. ``python -m logicval_hf.cli.core ...`` runs them
+standalone."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
-from logicval_hf.cli.dispatch import NO_BUDGET, check_output_dir, min_confidence, min_confidence_option, timeout_seconds
 from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
+from logicval_hf.cli.dispatch import (
+    backend_options,
+    backend_settings,
+    check_backend,
+    check_output_dir,
+    input_file,
+    min_confidence,
+    min_confidence_option,
+    standalone,
+    timeout_option,
+)
 from logicval_hf.cli.dispatch import emit as _emit
 from logicval_hf.cli.dispatch import read_json as _read_json
 from logicval_hf.common.reading import capped_lines, read_text_capped
@@ -18,7 +28,7 @@ from logicval_hf.common.reading import capped_lines, read_text_capped
 _SCENE_FORMAT = ('{"image_size": [W, H], "objects": [{"color", "shape", "material", "bbox"}]} '
                  '(another domain: its attributes and "domain", e.g. "coco": {"class", "color", "bbox", "score"})')
 
-__all__ = ["add_subcommands"]
+__all__ = ["add_subcommands", "main"]
 
 
 _RELAXED_HELP = "count-relaxed verdict: every constraint must hold, the number of objects may differ from n"
@@ -97,10 +107,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.image.lower().endswith(".json"):
         raise ValueError(f"image {args.image!r} is a JSON file: scene graphs are checked with "
                          f"`logicval verify {args.spec} {args.image}`; `logicval check` takes an image")
-    if not os.path.isfile(args.image):
-        raise ValueError(f"cannot read image {args.image!r}: no such file")
+    input_file(args.image, "image", "`logicval check` takes one image file (a folder of images: `logicval run "
+                                    "--generator DIR`)")
+    settings = check_backend(args.backend, backend_settings(args))  # before any image is read: one line
     # perceived in the spec's domain (the clevr backend perceives CLEVR only: another domain is a one-line error)
-    options = JudgeOptions(backend=args.backend, min_confidence=floor, timeout=args.timeout, errors="raise")
+    options = JudgeOptions(backend=args.backend, backend_settings=settings, min_confidence=floor,
+                           timeout=args.timeout, errors="raise")
     j = judge_one(spec, args.image, options, solver=solver, name="image")
     assert j.scene is not None
     mode = "relaxed" if args.relaxed else "strict"
@@ -117,12 +129,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_pairs(path: str) -> TextIO:
-    """The pairs file (``-``: standard input), a one-line error when it cannot be opened."""
+def _open_pairs(path: str) -> BinaryIO:
+    """The pairs file (``-``: standard input) as bytes, each line decoded on its own (a line that is not UTF-8
+    is that line's error); a one-line error when it cannot be opened."""
     if path == "-":
-        return sys.stdin
+        return sys.stdin.buffer
+    input_file(path, "pairs file")
     try:
-        return open(path, encoding="utf-8")
+        return open(path, "rb")
     except OSError as e:
         raise ValueError(f"cannot read pairs file {path!r}: {e.strerror}") from None
 
@@ -161,10 +175,15 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | Non
         pending.clear()
 
     with fh:
-        for lineno, line in enumerate(capped_lines(fh, f"pairs file {path!r}"), 1):
-            if not line.strip():
+        for lineno, raw in enumerate(capped_lines(fh, f"pairs file {path!r}"), 1):
+            if not raw.strip():
                 continue
             try:
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"line {lineno} of {path} is not UTF-8 text (byte "
+                                     f"{raw[e.start:e.start + 1]!r} at column {e.start + 1})") from None
                 pair = json.loads(line)
                 if not isinstance(pair, dict) or "spec" not in pair or "scene" not in pair:
                     raise ValueError('each line must be a JSON object {"spec": ..., "scene": ...}')
@@ -174,7 +193,7 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | Non
                 # the spec's domain (a scene may omit it); `logicval solve`'s answer stands for its witness
                 scene = Scene.from_dict(scene_of(pair["scene"], "scene"), spec.domain)
                 pending.append((lineno, (spec, scene, label, mode)))
-            except (json.JSONDecodeError, *_USER_ERRORS) as e:
+            except (json.JSONDecodeError, RecursionError, *_USER_ERRORS) as e:
                 failures += 1
                 pending.append((lineno, {"line": lineno, "error": str(e)}))
             if len(pending) >= chunk:
@@ -222,9 +241,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _timeout_option(p: argparse.ArgumentParser) -> None:
     from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 
-    p.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"time budget for labelling a spec (default {DEFAULT_TIMEOUT:g}; {NO_BUDGET!r}: none); past "
-                        "it: exit 2 with a one-line error, never a label")
+    timeout_option(p, DEFAULT_TIMEOUT, "time budget for labelling a spec; past it: exit 2 with a one-line error, "
+                                       "never a label")
 
 
 def add_subcommands(sub: Any) -> None:
@@ -257,9 +275,7 @@ def add_subcommands(sub: Any) -> None:
                                      "(exit 0 whatever the verdict, 2 on bad input)")
     c.add_argument("spec", help="spec JSON file, or - for stdin")
     c.add_argument("image", help="image file (PNG, JPEG, WebP, ...)")
-    c.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
-                   help='perception backend (default clevr: the shipped CLEVR scene parser; neural needs '
-                        '"logicval-hf[neural]" and perceives the spec\'s domain, e.g. COCO)')
+    backend_options(c, "the image (perceived in the spec's domain)")
     c.add_argument("--relaxed", action="store_true", help=_RELAXED_HELP)
     c.add_argument("--probs", action="store_true", help="keep the objects' attribute probabilities in the scene")
     c.add_argument("--pretty", action="store_true", help="indent the JSON output")
@@ -276,9 +292,17 @@ def add_subcommands(sub: Any) -> None:
 
     r = sub.add_parser("run-asp", help="solve an untrusted ASP program safely (no #include/#script, time-bounded)")
     r.add_argument("program", help="program file, or - for stdin")
-    r.add_argument("--timeout", type=float, default=10.0, help="seconds for grounding + solving (default 10)")
+    timeout_option(r, 10.0, "seconds for grounding + solving the untrusted program", none_ok=False)
     r.add_argument("--pretty", action="store_true", help="indent the JSON output")
     r.set_defaults(func=cmd_run_asp)
 
     d = sub.add_parser("demo", help="solve and verify a built-in example spec (no downloads)")
     d.set_defaults(func=cmd_demo)
+
+
+#: ``python -m logicval_hf.cli.core``: these commands alone, with the ``logicval`` error convention
+main = standalone(add_subcommands, "LogicVal core commands: solve, verify, check, asp, run-asp, demo.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.cli.dispatch import standalone
+from logicval_hf.cli.dispatch import standalone, timeout_option
 
 __all__ = ["add_subcommands", "cmd_generate", "load_rows", "guess_backend", "make_generator", "main",
            "warn_long_prompts"]
@@ -60,11 +60,14 @@ def load_rows(configs: Sequence[str], dataset: str | None = None, benchmark_seed
     path = Path(dataset)
     if path.is_file():
         rows = []
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if line.strip():
+        with open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if raw.strip():
                     try:
-                        rows.append(json.loads(line))
+                        rows.append(json.loads(raw.decode("utf-8")))
+                    except UnicodeDecodeError as e:
+                        raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte {raw[e.start:e.start + 1]!r})") \
+                            from None
                     except json.JSONDecodeError as e:
                         raise ValueError(f"{path}:{lineno}: not JSON ({e})") from None
         return [r for c in names for r in rows if r.get("package") == c]
@@ -208,7 +211,7 @@ def add_subcommands(subparsers: Any) -> None:
     a.add_argument("--size", default="1024x1024", help="openai image size (default 1024x1024)")
     a.add_argument("--quality", default="low", help="openai quality tier (default low; '' to omit)")
     a.add_argument("--image-size", default="1K", help="gemini imageConfig.imageSize (default 1K; '' to omit)")
-    a.add_argument("--timeout", type=float, default=300.0, help="seconds per HTTP request (default 300)")
+    timeout_option(a, 300.0, "seconds per HTTP request", none_ok=False)
     a.add_argument("--retries", type=int, default=3, help="extra attempts on 429/5xx/timeouts (default 3)")
     g.set_defaults(func=cmd_generate)
 

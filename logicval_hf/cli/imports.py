@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
-from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
+from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main, timeout_option
 
 __all__ = ["add_subcommands", "main"]
 
@@ -46,9 +46,8 @@ def add_subcommands(subparsers: Any) -> None:
                             "replaced atomically when it exists")
         s.add_argument("--no-progress", action="store_true", help="no progress bar")
         s.add_argument("--pretty", action="store_true", help="indent the JSON summary")
-        s.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                       help=f"time budget of each prompt's label (default {DEFAULT_TIMEOUT:g}); past it the import "
-                            "stops with a one-line error (imag-eval --skip-unsupported: the prompt is left out)")
+        timeout_option(s, DEFAULT_TIMEOUT, "time budget of each prompt's label; past it the import stops with a "
+                                           "one-line error (imag-eval --skip-unsupported: the prompt is left out)")
         if name == "imag-eval":
             s.add_argument("--skip-unsupported", action="store_true",
                            help="leave out what the coco domain cannot express (relations boxes cannot decide: in "

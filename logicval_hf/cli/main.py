@@ -22,7 +22,7 @@ from logicval_hf.cli import (
     templates,
     text_score,
 )
-from logicval_hf.cli.dispatch import dispatch
+from logicval_hf.cli.dispatch import OneLineParser, dispatch
 
 #: the command groups, in the order ``logicval --help`` lists them
 GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, imports, serve, text_score, sudoku)
@@ -31,7 +31,7 @@ GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, i
 def build_parser() -> argparse.ArgumentParser:
     from logicval_hf.common.version import __version__
 
-    p = argparse.ArgumentParser(prog="logicval", description="LogicVal: T2I evaluation as constraint satisfaction.")
+    p = OneLineParser(prog="logicval", description="LogicVal: T2I evaluation as constraint satisfaction.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for group in GROUPS:

@@ -4,13 +4,21 @@ image) satisfies a spec, as JSON (`logicval_hf.repair`); exit 0 for any repair, 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from logicval_hf.asp.budget import DEFAULT_TIMEOUT
-from logicval_hf.cli.dispatch import emit, read_json, standalone_main, timeout_seconds
+from logicval_hf.cli.dispatch import (
+    backend_options,
+    backend_settings,
+    check_backend,
+    emit,
+    input_file,
+    read_json,
+    standalone_main,
+    timeout_option,
+)
 
 __all__ = ["add_subcommands", "main"]
 
@@ -23,9 +31,7 @@ def _prediction(path: str, spec: Any) -> tuple[Any, bool]:
     if path == "-" or path.lower().endswith(".json"):
         data = read_json(path, "scene", "a scene graph is {'image_size': [W, H], 'objects': [...]}")
         return Scene.from_dict(data, spec.domain), False
-    if not os.path.isfile(path):
-        what = "a folder" if os.path.isdir(path) else "no such file"
-        raise ValueError(f"cannot read scene or image {path!r}: {what}")
+    input_file(path, "scene or image")
     return path, True
 
 
@@ -40,8 +46,10 @@ def cmd_repair(args: argparse.Namespace) -> int:
     solver = default_solver()
     spec = as_spec(read_json(args.spec, "spec"), solver.catalog)
     prediction, perceived = _prediction(args.scene, spec)
-    options = JudgeOptions(backend=args.backend, count="relaxed" if args.relaxed else "strict", repair=True,
-                           repair_costs=costs, timeout=args.timeout, errors="raise")
+    settings = check_backend(args.backend, backend_settings(args)) if perceived else {}  # before any image is read
+    options = JudgeOptions(backend=args.backend, backend_settings=settings,
+                           count="relaxed" if args.relaxed else "strict", repair=True, repair_costs=costs,
+                           timeout=args.timeout, errors="raise")
     j = judge_one(spec, prediction, options, solver=solver, name="image" if perceived else "scene")
     if j.repair is None:  # a scene past the repair's limit, a budget spent before any repair: one line
         raise ValueError(j.repair_error or "no repair")
@@ -60,14 +68,11 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("scene", metavar="SCENE_OR_IMAGE",
                    help="scene JSON file (read in the spec's domain), or an image (PNG, JPEG, WebP, ...) perceived "
                         "with --backend")
-    p.add_argument("--backend", choices=("clevr", "neural"), default="clevr",
-                   help="perception backend for an image (default clevr: the shipped CLEVR scene parser)")
+    backend_options(p, "an image (perceived in the spec's domain)")
     p.add_argument("--costs", metavar="set=1,move=1,add=1,remove=1",
                    help="the cost of each edit kind (positive integers; a kind left out costs 1)")
     p.add_argument("--relaxed", action="store_true", help="any number of objects (as verify --relaxed)")
-    p.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"time budget (default {DEFAULT_TIMEOUT:g}; none: no budget); past it the best repair found, "
-                        "with optimal false")
+    timeout_option(p, DEFAULT_TIMEOUT, "time budget; past it the best repair found, with optimal false")
     p.add_argument("--pretty", action="store_true", help="indent the JSON output")
     p.set_defaults(func=cmd_repair)
 

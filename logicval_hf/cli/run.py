@@ -15,7 +15,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
-from logicval_hf.cli.dispatch import min_confidence, min_confidence_option, standalone
+from logicval_hf.cli.dispatch import (
+    Interrupted,
+    backend_options,
+    backend_settings,
+    min_confidence,
+    min_confidence_option,
+    standalone,
+)
 from logicval_hf.cli.dispatch import positive_int as _positive_int
 
 __all__ = ["add_subcommands", "cmd_run", "main"]
@@ -27,18 +34,17 @@ def _warn(message: Any, *_: Any, **__: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from logicval_hf.cli.dispatch import check_output_dir
-    from logicval_hf.common.extras import require_backend
     from logicval_hf.job.run import DEFAULT_GENERATORS, MissingImagesWarning, RunOptions, run
 
     floor = min_confidence(args)
-    require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
     names, settings = _baselines(args)
     check_output_dir(args.out, "--out")
-    options = RunOptions(
+    options = RunOptions(  # the backend (its extra, its settings) is checked by the job, before any work
         out_dir=args.out,
         generators=args.generator or list(DEFAULT_GENERATORS),
         seed=args.seed,
         backend=args.backend,
+        backend_settings=backend_settings(args),
         resume=not args.no_resume,
         progress=not args.quiet,
         limit=args.limit,
@@ -51,12 +57,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         min_confidence=floor,
         baselines=names,
         baseline_settings=settings,
+        cheapest_repairs=not args.no_repair,
     )
 
     with _stage_lines(not args.quiet), warnings.catch_warnings():
         warnings.simplefilter("always", MissingImagesWarning)  # said as soon as known, in the CLI's one-line form
         warnings.showwarning = _warn
-        summary = run(options)
+        try:
+            summary = run(options)
+        except KeyboardInterrupt:  # every file is written whole: the same command goes on from there
+            raise Interrupted(f"run interrupted: the images, verdicts and repairs done so far are kept in "
+                              f"{args.out}; run the same command again to go on from there") from None
     print(_headline(summary, args.out))
     for e in summary["generators"].values():  # again after the scores, which they qualify
         for note in e.get("warnings") or ():
@@ -140,8 +151,7 @@ def add_subcommands(subparsers: Any) -> None:
     r.add_argument("--generator", action="extend", nargs="+", metavar="NAME|PATH",
                    help="oracle, naive, perturbed, or a folder of images named <id>.png/.jpg (repeatable; "
                         "default: oracle naive perturbed)")
-    r.add_argument("--backend", default="clevr",
-                   help="perception backend (default clevr: the shipped CLEVR scene parser)")
+    backend_options(r)
     r.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"benchmark seed (default {DEFAULT_SEED})")
     r.add_argument("--no-resume", action="store_true",
                    help="regenerate and re-score every image instead of reusing the files in DIR")
@@ -163,7 +173,11 @@ def add_subcommands(subparsers: Any) -> None:
                    help="the official CLEVR generator's image_generation/data/ folder (for --renderer blender)")
     r.add_argument("--repair", action="store_true",
                    help="also run one round of self-correction: each image's repair drawn by the built-in renderer, "
-                        "perceived again and verified (a report section; the repair costs are always reported)")
+                        "perceived again and verified (a report section; the repair costs are reported unless "
+                        "--no-repair)")
+    r.add_argument("--no-repair", action="store_true",
+                   help="skip the cheapest repair of every perceived scene (the report's repair costs and the "
+                        "gallery's fixes): the longest stage on one's own images")
     r.add_argument("--baselines", metavar="NAME,...",
                    help="also score every image with these baseline metrics, beside LogicVal (clipscore, vlm-judge, "
                         "soft-tifa; `logicval baselines` lists what each needs): summary.json, the verdict files, "

@@ -5,30 +5,18 @@ the benchmark). The server's logic is `logicval_hf.serve`; the prompts' is `logi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main, timeout_seconds
+from logicval_hf.cli.dispatch import check_backend, check_output_dir, emit, setting, standalone_main, timeout_seconds
 from logicval_hf.cli.dispatch import positive_int as _positive_int
 
 __all__ = ["add_subcommands", "cmd_build_prompts", "cmd_serve", "main"]
 
 _TOKEN_ENV = "LOGICVAL_SERVE_TOKEN"
-
-
-def _setting(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE``; the value read as JSON when it is JSON (``false``, ``0.4``), else as text."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key.strip(), json.loads(value)
-    except json.JSONDecodeError:
-        return key.strip(), value
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -51,19 +39,21 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from logicval_hf.common.extras import require, require_backend
-    from logicval_hf.perception import get_backend
+    from logicval_hf.common.extras import require
 
-    backend = get_backend(args.backend)  # an unknown name is one line with a suggestion, before anything starts
-    require_backend(args.backend)
     config = _config(args)
-    if backend.check_settings is not None:  # a setting the backend refuses is one line here, not a server that
-        backend.check_settings(config.backend_settings)  # answers 503 for ever
+    # an unknown backend (with a suggestion), a missing extra, a setting the backend refuses: one line here, before
+    # anything starts, not a server that answers 503 for ever
+    check_backend(args.backend, config.backend_settings)
     prompts = ""
     if config.prompts:  # a bad file is one line before anything starts; the app reuses what is read here
         from logicval_hf.serve.prompts import load_prompts
 
-        prompts = f", {len(load_prompts(args.prompts)):,} prompts of {Path(config.prompts).name}"
+        try:
+            prompts = f", {len(load_prompts(args.prompts)):,} prompts of {Path(config.prompts).name}"
+        except UnicodeDecodeError as e:
+            raise ValueError(f"--prompts {args.prompts!r}: not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} "
+                             f"at offset {e.start})") from None
     if args.ray:
         from logicval_hf.serve.ray_deployment import serve_forever
 
@@ -113,7 +103,7 @@ def add_subcommands(subparsers: Any) -> None:
                         "domain; extra 'neural'), vlm (a grounding VLM behind an OpenAI-compatible endpoint: "
                         "--setting url=URL --setting model=NAME; docs/vlm.md), given (scene-graph JSON instead of "
                         "images)")
-    p.add_argument("--setting", action="append", type=_setting, metavar="KEY=VALUE",
+    p.add_argument("--setting", action="append", type=setting, metavar="KEY=VALUE",
                    help="a backend setting, repeatable (e.g. second_look=false: the clevr parser without its "
                         "second look at uncertain peaks, about a third faster)")
     p.add_argument("--workers", type=_positive_int, default=None,

@@ -15,6 +15,7 @@ line the ``logicval`` command prints before exiting with status 2::
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 __all__ = ["EXTRAS", "MODULE_EXTRAS", "BACKEND_EXTRAS", "MissingExtraError", "require", "require_backend",
@@ -73,12 +74,23 @@ def require(module: str, extra: str, what: str) -> ModuleType:
             extra, missing) from None
 
 
-def require_backend(backend: str) -> None:
-    """Check that a perception backend's extra is installed (``"neural"``: torch, transformers, open_clip)."""
+def require_backend(backend: str, import_modules: bool = True) -> None:
+    """Check that a perception backend's extra is installed (``"neural"``: torch, transformers, open_clip): by
+    importing its modules, or (``import_modules=False``: a check before any work, in milliseconds rather than the
+    seconds torch takes) by finding them."""
     if backend in BACKEND_EXTRAS:
         extra, modules = BACKEND_EXTRAS[backend]
         for m in modules:
-            require(m, extra, f"the {backend} perception backend")
+            if import_modules:
+                require(m, extra, f"the {backend} perception backend")
+                continue
+            try:
+                found = importlib.util.find_spec(m) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                raise MissingExtraError(f'the {backend} perception backend needs the "{extra}" extra ({m} is not '
+                                        f'installed): {install_hint(extra)}', extra, m)
 
 
 def extra_for_module(name: str | None) -> str | None:

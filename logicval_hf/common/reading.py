@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, AnyStr
 
 __all__ = ["MAX_INPUT_BYTES", "MAX_JSON_DEPTH", "InputTooLarge", "NotText", "capped_lines", "check_nesting",
            "loads_json", "read_capped", "read_text_capped"]
@@ -55,6 +55,8 @@ def read_capped(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
         else:
             with open(path, "rb") as f:
                 data = f.read(limit + 1)
+    except IsADirectoryError:
+        raise ValueError(f"cannot read {what} {path!r}: it is a folder, not a file") from None
     except OSError as e:
         raise ValueError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
     if len(data) > limit:
@@ -111,9 +113,9 @@ def loads_json(text: str | bytes, what: str, limit: int = MAX_JSON_DEPTH) -> Any
     return check_nesting(value, what, limit)
 
 
-def capped_lines(stream: IO[str], what: str, limit: int = MAX_INPUT_BYTES) -> Iterator[str]:
-    """The lines of a text stream, each at most ``limit`` characters (a longer one is refused before more of it is
-    read).
+def capped_lines(stream: IO[AnyStr], what: str, limit: int = MAX_INPUT_BYTES) -> Iterator[AnyStr]:
+    """The lines of a text (or binary) stream, each at most ``limit`` characters or bytes (a longer one is refused
+    before more of it is read).
 
     Raises:
         InputTooLarge: line k is longer (the message names ``what`` and k).

@@ -226,6 +226,8 @@ def analyse(name: str, folder: Path | None, rows: Sequence[BenchmarkRow], record
         "n_images": sum(1 for r in rows if failed.get(r.id, {}).get("failed") != "missing"),
         "missing": [r.id for r in rows if failed.get(r.id, {}).get("failed") == "missing"],
         "unreadable": [r.id for r in rows if failed.get(r.id, {}).get("failed") == "unreadable"],
+        "unreadable_reasons": {r.id: failed[r.id].get("error") or "unreadable" for r in rows
+                               if failed.get(r.id, {}).get("failed") == "unreadable"},
         "metric": _scores([records[r.id] for r in scored]),
         "truth": None,
         "agreement": None,

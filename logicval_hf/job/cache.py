@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,18 @@ from logicval_hf.common.atomic import atomic_write_json
 from logicval_hf.common.fingerprint import files_hash, modules_hash
 from logicval_hf.common.version import __version__
 
-__all__ = ["backend_fingerprint", "cached_verdict", "generator_fingerprint", "intended_ok", "load_rows", "read_json",
-           "sha1"]
+__all__ = ["HOW_SETTINGS", "backend_fingerprint", "cached_verdict", "generator_fingerprint", "intended_ok", "load_rows",
+           "public_settings", "read_json", "sha1"]
 
 #: benchmark-row fields the job keeps (in benchmark.json)
 ROW_FIELDS = ("id", "package", "n", "m", "label", "classes", "templates", "spec_json", "witness", "core",
               "chance_rate", "prompt_short")
 #: modules whose code decides a built-in generator's images
 GENERATOR_MODULES = ("generation/builtin", "generation/render", "contract/layout")
+#: backend settings that decide how an image is read, never what is read (waits, retries, parallelism, where the
+#: key is found): left out of the verdicts' cache key. Every other setting is in it (vlm: url, model, boxes,
+#: multiple_of, response_format, max_tokens, temperature, ...), so a change re-reads every image.
+HOW_SETTINGS = frozenset({"api_key_env", "timeout", "concurrency", "max_retries", "backoff", "threads"})
 
 
 def read_json(path: Path) -> Any | None:
@@ -64,12 +69,25 @@ def generator_fingerprint() -> str:
     return modules_hash(GENERATOR_MODULES, __version__)
 
 
-def backend_fingerprint(backend: str) -> str:
-    """A short hash of a perception backend's code and model: cached verdicts are reused only when it matches.
+def public_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Backend settings as a summary may show them: a URL without user name, password, query or fragment (the key
+    itself is never a setting: it lives in the environment variable ``api_key_env`` names)."""
+    from logicval_hf.perception.vlm.endpoint import public_url
 
-    Hashes the source files of the backend's functions and the model files it declares
-    (`PerceptionBackend.model_files`: the clevr backend's trained weights), so a retrained or edited backend
-    re-scores every image.
+    def shown(v: Any) -> Any:
+        return public_url(v) if isinstance(v, str) and v.lower().startswith(("http://", "https://")) else v
+
+    return {k: shown(v) for k, v in sorted(settings.items())}
+
+
+def backend_fingerprint(backend: str, settings: Mapping[str, Any] | None = None) -> str:
+    """A short hash of a perception backend's code, model and settings: cached verdicts are reused only when it
+    matches.
+
+    Hashes the source files of the backend's functions, the model files it declares
+    (`PerceptionBackend.model_files`: the clevr backend's trained weights) and the settings that decide what is
+    read (all but `HOW_SETTINGS`; URLs as `public_settings` shows them), so a retrained or edited backend, or
+    another model behind an endpoint, re-scores every image.
 
     Raises:
         UnknownNameError: no backend of that name (a `ValueError`).
@@ -77,7 +95,9 @@ def backend_fingerprint(backend: str) -> str:
     from logicval_hf.perception import get_backend
 
     b = get_backend(backend)
-    return files_hash([*b.source_files(), *b.model_files], f"{__version__}/{backend}")
+    decisive = {k: v for k, v in public_settings(settings or {}).items() if k not in HOW_SETTINGS}
+    tag = f"{__version__}/{backend}" + (f"/{json.dumps(decisive, sort_keys=True, default=str)}" if decisive else "")
+    return files_hash([*b.source_files(), *b.model_files], tag)
 
 
 def intended_ok(rec: Any, name: str, seed: int, size: tuple[int, int], row: BenchmarkRow,

@@ -33,6 +33,9 @@ class RunOptions:
             named by benchmark id (scored as a model's outputs; named after the folder).
         seed: benchmark seed; also seeds the generators.
         backend: perception backend (default ``"clevr"``, the shipped CLEVR scene parser).
+        backend_settings: the backend's settings (``vlm``: ``url``, ``model``, ``boxes``, ...), checked before any
+            work (its ``check_settings``); the ones that decide what is read are part of the verdicts' cache key,
+            so that one model's verdicts are never reused for another's.
         image_folder: one more folder of images to score (same as listing it in ``generators``).
         resume: reuse images, intended scenes and verdicts already in ``out_dir`` (each checked against the spec,
             seed, image hash and perception backend); False regenerates and re-scores every image.
@@ -45,13 +48,16 @@ class RunOptions:
         only_present: score a folder of images on the specs it has an image for only.
         keep_images: which generated images stay once scored: ``"all"``, ``"failures"`` or ``"none"``.
         repair: also run one round of self-correction on every generator's images.
+        cheapest_repairs: compute every perceived scene's cheapest repair (the report's repair costs and the
+            gallery's fixes); False (``logicval run --no-repair``) skips that stage, the longest on one's own images.
         min_confidence: images whose scene confidence is below it (or that have none) are set apart as unread:
             the scores are over the others, and the summary and report say how many were read (None: all).
         baselines: baseline metrics that also score every image, beside LogicVal (``"clipscore,vlm-judge"`` or a
             list; `logicval_hf.scoring.baselines.BASELINE_INFO` declares them).
         baseline_settings: ``{baseline: {setting: value}}`` (e.g. ``{"clipscore": {"model": "path/to/clip"}}``).
     Raises:
-        ValueError: a bad ``keep_images``, ``limit`` or ``min_confidence``; an unknown baseline or setting.
+        ValueError: a bad ``keep_images``, ``limit`` or ``min_confidence``; an unknown baseline or setting;
+            self-correction (``repair``) without the cheapest repairs it starts from.
         MissingExtraError: a baseline needs an extra that is not installed.
     """
 
@@ -59,6 +65,7 @@ class RunOptions:
     generators: Iterable[str] | str = BUILTIN_GENERATORS
     seed: int = DEFAULT_SEED
     backend: str = "clevr"
+    backend_settings: Mapping[str, Any] = field(default_factory=dict)
     image_folder: str | Path | None = None
     resume: bool = True
     progress: bool = True
@@ -73,6 +80,7 @@ class RunOptions:
     min_confidence: float | None = None
     baselines: Iterable[str] | str = ()
     baseline_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cheapest_repairs: bool = True
 
     def __post_init__(self) -> None:
         if self.keep_images not in KEEP_IMAGES:
@@ -83,6 +91,10 @@ class RunOptions:
         gens = (self.generators,) if isinstance(self.generators, (str, os.PathLike)) else tuple(self.generators)
         object.__setattr__(self, "generators", gens)
         object.__setattr__(self, "min_confidence", check_min_confidence(self.min_confidence))
+        object.__setattr__(self, "backend_settings", dict(self.backend_settings or {}))
+        if self.repair and not self.cheapest_repairs:
+            raise ValueError("self-correction (repair, --repair) repairs every perceived scene: it cannot be run "
+                             "without the cheapest repairs (cheapest_repairs=False, --no-repair)")
         object.__setattr__(self, "image_size", (int(self.image_size[0]), int(self.image_size[1])))
         if self.baselines or self.baseline_settings:
             from logicval_hf.scoring.baselines.factory import check_baselines, parse_names
@@ -138,4 +150,4 @@ class JobContext:
     def judge_options(self) -> JudgeOptions:
         """How the judge reads and verifies this run's images (the minimum confidence is applied on the records,
         so that cached verdicts stay valid whatever it is)."""
-        return JudgeOptions(backend=self.options.backend)
+        return JudgeOptions(backend=self.options.backend, backend_settings=self.options.backend_settings)

@@ -3,8 +3,10 @@ distribution per generator, and, when asked (``run(..., repair=True)``, ``logicv
 self-correction on the built-in generators' images (`logicval_hf.repairs.loop`: the generator's renderer draws the
 repaired scene, the perception backend reads it again, the solver verifies it).
 
-Repairs are kept in ``repairs/<generator>.json`` (id -> the repair's JSON and a key of its spec and scene), written
-atomically, and reused on resume while the key matches.
+Repairs are computed on the run's worker processes and kept in ``repairs/<generator>.json`` (id -> the repair's JSON
+and a key of its spec and scene), written atomically as they come (every `SAVE_EVERY` repairs, so an interrupted run
+keeps them), and reused on resume while the key matches. ``cheapest_repairs=False`` (``logicval run --no-repair``)
+skips this stage.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,9 +22,14 @@ from typing import Any
 
 from logicval_hf.common.atomic import atomic_write_json
 from logicval_hf.contract.scene import Scene
+from logicval_hf.contract.spec import Spec
+from logicval_hf.job.workers import WORKER, Workers
 from logicval_hf.scoring.scores import Record
 
-__all__ = ["repair_records", "repair_summary", "self_correct"]
+__all__ = ["SAVE_EVERY", "repair_records", "repair_summary", "self_correct"]
+
+#: repairs computed between two writes of ``repairs/<generator>.json``
+SAVE_EVERY = 64
 
 
 def _key(rec: Record) -> str:
@@ -29,29 +37,57 @@ def _key(rec: Record) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def repair_records(out: Path, name: str, records: Mapping[str, Record], progress: bool = False) -> dict[str, dict]:
-    """The repair (JSON) of every record with a perceived scene, reusing ``repairs/<name>.json``; ``{"error": ...}``
-    where there is none to give (a scene past the repair's limit, a spec not labelled within the budget)."""
-    from tqdm import tqdm
-
+def _repair_task(task: tuple[str, Spec, Scene]) -> tuple[tuple[str, dict[str, Any]], float]:
+    """One scene's repair (JSON, or ``{"error": ...}``), on a worker's solver: ``((id, repair), CPU seconds)``."""
     from logicval_hf.repairs.api import REPAIR_TIMEOUT
     from logicval_hf.repairs.model import Repair
     from logicval_hf.repairs.scores import repair_many
+
+    c0 = time.process_time()
+    rid, spec, scene = task
+    (r,) = repair_many([(spec, scene)], timeout=REPAIR_TIMEOUT, solver=WORKER.get("solver"))
+    return (rid, r.to_dict() if isinstance(r, Repair) else {"error": r}), time.process_time() - c0
+
+
+def repair_records(out: Path, name: str, records: Mapping[str, Record], progress: bool = False,
+                   workers: Workers | None = None) -> tuple[dict[str, dict], float]:
+    """The repair (JSON) of every record with a perceived scene, reusing ``repairs/<name>.json``; ``{"error": ...}``
+    where there is none to give (a scene past the repair's limit, a spec not labelled within the budget).
+
+    Args:
+        out: the run's folder.
+        name: the generator.
+        records: a `Record` per id.
+        progress: a progress bar.
+        workers: the run's worker processes (None: here).
+    Returns:
+        The repairs by id, and the CPU seconds the worker processes spent on them.
+    """
+    from tqdm import tqdm
 
     path = out / "repairs" / f"{name}.json"
     try:
         cached = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (OSError, json.JSONDecodeError):
         cached = {}
+    cached = cached if isinstance(cached, dict) else {}
     keys = {i: _key(rec) for i, rec in records.items() if rec.scene is not None}
-    todo = [i for i, key in keys.items() if not (isinstance(cached.get(i), dict) and cached[i].get("key") == key)]
-    items = tqdm([(records[i].spec, records[i].scene) for i in todo], desc=f"repair {name}", disable=not progress,
-                 unit="img", leave=False)
-    fresh = {i: {"key": keys[i], "repair": r.to_dict() if isinstance(r, Repair) else {"error": r}}
-             for i, r in zip(todo, repair_many(items, timeout=REPAIR_TIMEOUT), strict=True)}
-    done: dict[str, dict] = {i: fresh[i] if i in fresh else cached[i] for i in keys}
+    done: dict[str, dict] = {i: cached[i] for i, key in keys.items()
+                             if isinstance(cached.get(i), dict) and cached[i].get("key") == key}
+    tasks = [(i, records[i].spec, records[i].scene) for i in keys if i not in done]
+    workers = workers or Workers(1)
+    results = workers.imap(_repair_task, tasks)
+    cpu = 0.0
+    with tqdm(total=len(tasks), desc=f"repair {name}", disable=not progress, unit="img", leave=False) as bar:
+        for k, ((i, repair), c) in enumerate(results, 1):
+            done[i] = {"key": keys[i], "repair": repair}
+            cpu += c
+            bar.update()
+            if k % SAVE_EVERY == 0:  # an interrupted run keeps what is done
+                atomic_write_json(path, done, indent=1)
+    done = {i: done[i] for i in keys}  # in the records' order, without the repairs of scenes gone
     atomic_write_json(path, done, indent=1)
-    return {i: d["repair"] for i, d in done.items()}
+    return {i: d["repair"] for i, d in done.items()}, 0.0 if workers.runs_here(len(tasks)) else cpu
 
 
 def repair_summary(repairs: Mapping[str, Mapping[str, Any]], records: Mapping[str, Record]) -> dict[str, Any]:
@@ -75,14 +111,15 @@ def repair_summary(repairs: Mapping[str, Mapping[str, Any]], records: Mapping[st
 
 
 def self_correct(name: str, records: Mapping[str, Record], seed: int, size: tuple[int, int], backend: str,
-                 renderer: str = "numpy", assets: str | Path | None = None, progress: bool = False) -> dict[str, Any]:
+                 renderer: str = "numpy", assets: str | Path | None = None, progress: bool = False,
+                 backend_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One round of self-correction on ``name``'s images (`logicval_hf.repairs.loop.summarise` of the outcome)."""
     from tqdm import tqdm
 
     from logicval_hf.generation.builtin import make_generator, seed_for
     from logicval_hf.repairs.loop import correct, summarise
 
-    read = _reader(backend)
+    read = _reader(backend, backend_settings or {})
     editor = make_generator("oracle", seed=seed, image_size=size, renderer=renderer,
                             assets=None if assets is None else str(assets))
     items = [(i, rec.spec, rec.scene) for i, rec in records.items() if rec.scene is not None]
@@ -92,12 +129,12 @@ def self_correct(name: str, records: Mapping[str, Record], seed: int, size: tupl
     return summarise(outcome)
 
 
-def _reader(backend: str) -> Callable[[Sequence[Any]], list[Scene]]:
+def _reader(backend: str, settings: Mapping[str, Any]) -> Callable[[Sequence[Any]], list[Scene]]:
     """The judge's reading of the edited images (the benchmark's specs are CLEVR: the backend's default domain);
     an image it cannot read stops the round with its error, as a broken renderer should."""
     from logicval_hf.scoring.judge import JudgeOptions, read_scenes
 
-    options = JudgeOptions(backend=backend)
+    options = JudgeOptions(backend=backend, backend_settings=settings)
 
     def read(images: Sequence[Any]) -> list[Scene]:
         scenes = read_scenes(images, None, options)

@@ -354,6 +354,8 @@ def confidence(r: ReportInput) -> list[Section]:
 
 def repair_cost(r: ReportInput) -> list[Section]:
     repaired = {g: e["repair"] for g, e in r.gens.items() if e.get("repair")}
+    if r.gens and all("repair" in e and e["repair"] is None for e in r.gens.values()):
+        return [Section("Repair cost", "Not computed: the run skipped the cheapest repairs (`--no-repair`).")]
     if not repaired:
         return []
     top = max((int(k) for x in repaired.values() for k in x["costs"]), default=0)
@@ -416,23 +418,38 @@ def perturbations(r: ReportInput) -> list[Section]:
     return out
 
 
+#: unreadable images listed in the report (all of them are in summary.json)
+UNREADABLE_SHOWN = 50
+
+
 def failed_generations(r: ReportInput) -> list[Section]:
+    out: list[Section] = []
     folders = [g for g, e in r.gens.items() if e["kind"] == "folder"]
-    if not folders:
-        return []
-    rows: list[list[Any]] = []
-    for g in folders:
-        e = r.gens[g]
-        miss, bad = e["missing"], e["unreadable"]
-        rows.append([g, e["folder"], e["n_images"], len(miss),
-                     ", ".join(miss[:30]) + (" ..." if len(miss) > 30 else ""), ", ".join(bad[:30]),
-                     len(e.get("left_out") or ())])
-    return [Section("Failed generations",
-                    "Image folders: ids without an image (or with an unreadable one) count as failed "
-                    "generations, i.e. as not ok under both count modes; with `--only-present` the ids "
-                    "without an image are left out of every score instead.",
-                    ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids",
-                     "left out"], rows)]
+    if folders:
+        rows: list[list[Any]] = []
+        for g in folders:
+            e = r.gens[g]
+            miss, bad = e["missing"], e["unreadable"]
+            rows.append([g, e["folder"], e["n_images"], len(miss),
+                         ", ".join(miss[:30]) + (" ..." if len(miss) > 30 else ""), ", ".join(bad[:30]),
+                         len(e.get("left_out") or ())])
+        out.append(Section("Failed generations",
+                           "Image folders: ids without an image (or with an unreadable one) count as failed "
+                           "generations, i.e. as not ok under both count modes; with `--only-present` the ids "
+                           "without an image are left out of every score instead.",
+                           ["generator", "folder", "images found", "missing", "missing ids", "unreadable ids",
+                            "left out"], rows))
+    unreadable = [[g, i, why] for g, e in r.gens.items() for i, why in (e.get("unreadable_reasons") or {}).items()]
+    if unreadable:
+        shown = UNREADABLE_SHOWN
+        more = f" The first {shown} of {len(unreadable)} are shown; `summary.json` lists them all." \
+            if len(unreadable) > shown else ""
+        out.append(Section("Unreadable images",
+                           "Images the perception backend could not read, each with its reason (also in "
+                           "`summary.json`, `unreadable_reasons`, and in its `verdicts/` file); each counts as a "
+                           "failed generation. A run with the same settings reads them again." + more,
+                           ["generator", "id", "reason"], unreadable[:shown], level=3))
+    return out
 
 
 def timings(r: ReportInput) -> list[Section]:

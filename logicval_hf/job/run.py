@@ -25,9 +25,12 @@ Output folder::
     benchmark.json              the rows used (cache; reused on resume when seed and code are unchanged)
     images/<generator>/<id>.png     generated images (all, the failures or none: ``keep_images``)
     intended/<generator>/<id>.json  the scene each generator intended and its metadata (known truth, change made)
-    verdicts/<generator>/<id>.json  per-image verdict and perceived scene (cache, keyed by the backend, a hash
-                                    of its code and model, and the image hash)
-    repairs/<generator>.json        every perceived scene's cheapest repair (cache, keyed by the spec and scene)
+    verdicts/<generator>/<id>.json  per-image verdict and perceived scene, with how the scene was made (its
+                                    ``provenance``: a VLM's prompt and answer), or the reason the image could not
+                                    be read (cache, keyed by the backend, a hash of its code, model and settings,
+                                    and the image hash)
+    repairs/<generator>.json        every perceived scene's cheapest repair (cache, keyed by the spec and scene;
+                                    not with ``cheapest_repairs=False``)
     scores.jsonl                    per image: LogicVal's verdict, the baselines' scores, the known truth
                                     (``logicval meta DIR`` compares the metrics)
 
@@ -38,7 +41,9 @@ metrics (`logicval_hf.job.baselines`): their scores go into the verdict files, t
 Every file is written to a temporary name in its directory and renamed into place, so an interrupted run
 leaves no partial file; ``resume=True`` (default) reuses every image, intended scene and verdict already
 written (checked against the spec, seed, backend and image hash), so a second run only redoes what is
-missing. Generation and perception use ``jobs`` worker processes (default: up to 2).
+missing; an interrupted run (Ctrl-C) goes on from there. Generation, perception and the repairs use ``jobs`` worker
+processes (default: up to 2); a backend that waits on an endpoint (``vlm``) reads in this process instead, several
+requests in flight at once (`logicval_hf.job.score`).
 """
 
 from __future__ import annotations
@@ -136,12 +141,17 @@ def run(options: RunOptions | str | Path | None = None, /, **settings: Any) -> d
 
 def _start(opts: RunOptions) -> JobContext:
     """The run's folder, plan, checks made before any work, and the benchmark rows."""
+    from logicval_hf.perception import check_backend
+
     timer = StageTimer()
+    # an unknown backend, a setting it refuses (an endpoint that does not answer, weights that cannot be had): one
+    # line before any work
+    check_backend(opts.backend, opts.backend_settings)
+    cache.backend_fingerprint(opts.backend, opts.backend_settings)
     run_baselines = baselines.start(opts.baselines, opts.baseline_settings, opts.progress)  # refused here
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
-    cache.backend_fingerprint(opts.backend)  # an unknown or broken backend is reported before any work
     render = render_settings(opts.renderer, opts.assets, opts.workers)
     plan = resolve_generators(opts.generators, opts.image_folder)
     with timer.stage("benchmark"):
@@ -189,16 +199,27 @@ def _one_generator(ctx: JobContext, name: str, folder: Path | None) -> Generator
         entry["baselines"] = baselines.summarise(ctx.baselines.metrics, rows, by_baseline, known_truth(rows, intended))
     scored_ids = {r.id for r in rows}
     entry.update(left_out=[r.id for r in ctx.rows if r.id not in scored_ids], warnings=notes)
-    with ctx.timer.stage(f"repair/{name}"):
+    entry["repair"] = None  # without the cheapest repairs (--no-repair)
+    repairs = _repairs(ctx, name, scored, entry) if opts.cheapest_repairs else {}
+    return GeneratorResult(name, folder, rows, {r.id: p for r, p in items}, scored, intended, entry, work,
+                           disagreements if intended is not None else None, repairs, unread, by_baseline)
+
+
+def _repairs(ctx: JobContext, name: str, scored: Scored, entry: dict[str, Any]) -> dict[str, dict]:
+    """The cheapest repair of every perceived scene (on the worker pool) and their summary in ``entry``; then,
+    when asked, one round of self-correction."""
+    opts = ctx.options
+    with ctx.timer.stage(f"repair/{name}") as stage:
         log.info("repair/%s: the cheapest repair of every perceived scene%s", name,
                  ", then one round of self-correction" if opts.repair else "")
-        repairs = repair_records(ctx.out, name, scored.records, opts.progress)
+        repairs, worker_cpu = repair_records(ctx.out, name, scored.records, opts.progress, ctx.workers)
+        stage.add_cpu(worker_cpu)
         entry["repair"] = repair_summary(repairs, scored.records)
         if opts.repair:
             entry["self_correction"] = self_correct(name, scored.records, opts.seed, opts.image_size, opts.backend,
-                                                    opts.renderer, opts.assets, opts.progress)
-    return GeneratorResult(name, folder, rows, {r.id: p for r, p in items}, scored, intended, entry, work,
-                           disagreements if intended is not None else None, repairs, unread, by_baseline)
+                                                    opts.renderer, opts.assets, opts.progress,
+                                                    opts.backend_settings)
+    return repairs
 
 
 def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
@@ -219,7 +240,8 @@ def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
         "logicval_version": __version__,
         "seed": opts.seed,
         "backend": opts.backend,
-        "backend_fingerprint": cache.backend_fingerprint(opts.backend),
+        "backend_fingerprint": cache.backend_fingerprint(opts.backend, opts.backend_settings),
+        **({} if not opts.backend_settings else {"backend_settings": cache.public_settings(opts.backend_settings)}),
         **({} if opts.min_confidence is None else {"min_confidence": opts.min_confidence}),
         **({} if ctx.baselines is None else {"baselines": baselines.describe(ctx.baselines, results)}),
         "image_size": list(opts.image_size),

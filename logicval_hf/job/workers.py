@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,6 +17,9 @@ WORKER: dict[Any, Any] = {}
 
 
 def _worker_init() -> None:
+    # Ctrl-C reaches every process of the terminal's group: the main process ends the run in one line and stops
+    # the pool; a worker's own KeyboardInterrupt would only print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     WORKER.clear()
     WORKER["solver"] = Solver()
 
@@ -33,8 +37,13 @@ class Workers:
         self.jobs = jobs
         self._pool: Any = None
 
+    def runs_here(self, n_tasks: int) -> bool:
+        """Whether `imap` runs ``n_tasks`` tasks in this process (one job, or too few tasks to pay for a pool):
+        then their CPU seconds are this process's own, not to be booked again."""
+        return self.jobs <= 1 or n_tasks < 4
+
     def imap(self, fn: Any, tasks: Sequence[Any], chunksize: int = 2) -> Iterator[Any]:
-        if self.jobs <= 1 or len(tasks) < 4:
+        if self.runs_here(len(tasks)):
             return map(fn, tasks)
         if self._pool is None:
             methods = mp.get_all_start_methods()

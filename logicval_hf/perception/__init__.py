@@ -29,7 +29,7 @@ The scenes that come back are checked to be scenes, and to be in the domain aske
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 from logicval_hf.common.registry import Registry
@@ -39,8 +39,8 @@ from logicval_hf.perception.backend import PerceptionBackend, as_backend
 from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, load_image
 
 __all__ = [
-    "BACKENDS", "MAX_PIXELS", "PerceptionBackend", "PerceptionError", "extract_scene", "extract_scenes",
-    "get_backend", "load_image", "register_backend", "resolve_domain",
+    "BACKENDS", "MAX_PIXELS", "PerceptionBackend", "PerceptionError", "check_backend", "extract_scene",
+    "extract_scenes", "get_backend", "load_image", "register_backend", "resolve_domain",
 ]
 
 #: Images decoded and handed to a batched backend (``extract_batch``) per call.
@@ -86,6 +86,31 @@ def get_backend(name: str) -> PerceptionBackend:
         ValueError: its lazy reference is broken or names something that is not a backend.
     """
     return BACKENDS.get(name)
+
+
+def check_backend(name: str, settings: Mapping[str, Any] | None = None) -> PerceptionBackend:
+    """The backend ``name``, checked with ``settings`` before any image is read (what a command, the main job and
+    a server run first, so that a bad setting is one line rather than an error per image): its extra installed,
+    the ``domain`` setting known and perceived by it, and the other settings accepted by its ``check_settings``
+    (``vlm``: a missing ``url`` or ``model``, an endpoint that does not answer; ``neural``: weights that can be
+    neither found locally nor downloaded).
+
+    Raises:
+        UnknownNameError: no such backend (a `ValueError` suggesting close names).
+        MissingExtraError: its extra is not installed.
+        ValueError: a setting it refuses (`PerceptionError` for the domain), one line.
+    """
+    from logicval_hf.common.extras import require_backend
+
+    b = get_backend(name)
+    require_backend(name, import_modules=False)  # found, not imported: torch alone takes seconds
+    rest = dict(settings or {})
+    domain = resolve_domain(rest.pop("domain", None))
+    if domain is not None:
+        _domain_settings(b, domain, rest)  # a backend that does not perceive it: one line
+    if b.check_settings is not None:
+        b.check_settings(rest)
+    return b
 
 
 # ---- domains ---------------------------------------------------------------------------------------

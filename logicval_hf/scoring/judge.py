@@ -399,8 +399,15 @@ _IMAGE_NAME = re.compile(r"^images?(\[\d+\])?: ")
 def _read_chunk(part: Sequence[tuple[str, Any]], backend: str, raw: bool, settings: Mapping[str, Any],
                 domain: Domain | None) -> list[Scene | ValueError]:
     """One chunk's scenes (or errors) by index: checked, decoded and perceived here, so that its pixels are freed
-    when this returns."""
+    when this returns. The backend reads the chunk in one call, an image it cannot read getting its own error (the
+    ``vlm`` backend keeps its requests in flight meanwhile); a call refused as a whole is read again image by image,
+    so that only the images the backend refuses fail."""
     from logicval_hf.perception import extract_scene, extract_scenes
+
+    where = f"its spec is in domain {domain.name!r}: " if domain is not None else ""
+
+    def named(k: int, e: ValueError) -> ValueError:
+        return _renamed(e, f"{part[k][0]}: {where}{_IMAGE_NAME.sub('', str(e))}")
 
     got: dict[int, Scene | ValueError] = {}
     checked: list[tuple[int, Any]] = []
@@ -409,15 +416,10 @@ def _read_chunk(part: Sequence[tuple[str, Any]], backend: str, raw: bool, settin
             checked.append((k, p if raw else inputs.normalise_prediction(p, name, backend)))
         except ValueError as e:
             got[k] = e
-    where = f"its spec is in domain {domain.name!r}: " if domain is not None else ""
-
-    def named(k: int, e: ValueError) -> ValueError:
-        return _renamed(e, f"{part[k][0]}: {where}{_IMAGE_NAME.sub('', str(e))}")
-
     try:  # an image the backend cannot read comes back as its error, so no image is ever sent twice
         scenes = extract_scenes([x for _, x in checked], backend, errors="return", **settings) if checked else []
         got.update((k, s if isinstance(s, Scene) else named(k, s)) for (k, _), s in zip(checked, scenes, strict=True))
-    except ValueError:  # the chunk refused as a whole: read one by one, so that only the images it refuses fail
+    except ValueError:  # read one by one: only the images the backend refuses fail
         for k, x in checked:
             try:
                 got[k] = extract_scene(x, backend, **settings)

@@ -141,3 +141,142 @@ def test_demo_explains_its_region_codes(capsys):
              and tok[1:].isdigit()}
     legend = next(ln for ln in out.splitlines() if "regions" in ln)
     assert codes and all(f"{c} " in legend for c in codes), (codes, legend)
+
+
+# ---- one line for every bad input ----------------------------------------------------------------------------
+def one_line_exit(capsys, *argv) -> str:
+    """A usage error: exit status 2, one line on stderr (argparse's usage line left out), nothing on stdout."""
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == "" and err.count("\n") == 1 and err.startswith("logicval: error: "), err
+    return err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["chek"], "invalid choice: 'chek'"),
+    ([], "the following arguments are required: command"),
+    (["solve"], "the following arguments are required: spec (see `logicval solve --help`)"),
+    (["run", "--limit", "0"], "argument --limit: expected a positive integer, got 0"),
+    (["run", "--keep-images", "some"], "argument --keep-images: invalid choice: 'some'"),
+    (["check", "s.json", "i.png", "--setting", "url"], "argument --setting: expected KEY=VALUE, got 'url'"),
+    (["run", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_usage_errors_are_one_line(capsys, argv, says):
+    assert says in one_line_exit(capsys, *argv)
+
+
+#: every command that takes --timeout, with what it needs besides (none of it is read: the timeout fails first)
+TIMEOUTS = [["solve", "s.json"], ["verify", "s.json", "x.json"], ["check", "s.json", "i.png"],
+            ["repair", "s.json", "x.json"], ["run-asp", "p.lp"], ["import", "geneval", "m.jsonl", "--out", "o"],
+            ["generate", "--model", "gpt-image-2", "--out", "o"]]
+
+
+@pytest.mark.parametrize("argv", TIMEOUTS, ids=[a[0] for a in TIMEOUTS])
+@pytest.mark.parametrize("bad", ["inf", "0", "-3", "nan", "soon", "1e9"])
+def test_every_timeout_is_read_alike(capsys, argv, bad):
+    err = one_line_exit(capsys, *argv, "--timeout", bad)
+    assert "argument --timeout: expected a positive number of seconds (at most 1000000)" in err
+    assert err.rstrip().endswith(f"got {bad!r} (see `logicval {' '.join(argv[:2 if argv[0] == 'import' else 1])} "
+                                 "--help`)"), err
+
+
+def test_a_bounded_timeout_says_none_is_not_taken(capsys, tmp_path):
+    err = one_line_exit(capsys, "run-asp", tmp_path / "p.lp", "--timeout", "none")
+    assert "expected a positive number of seconds (at most 1000000), got 'none'" in err
+
+
+@pytest.mark.parametrize("group", ["core", "repair", "templates", "dataset", "meta", "run", "generate",
+                                   "render_clevr", "imports", "serve"])
+def test_a_command_group_run_as_a_module_never_does_nothing(group):
+    import subprocess
+    import sys
+
+    from logicval_hf.cli.main import GROUPS
+
+    assert group in {g.__name__.rsplit(".", 1)[1] for g in GROUPS}
+    proc = subprocess.run([sys.executable, "-m", f"logicval_hf.cli.{group}"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.startswith("logicval: error: the following arguments are required: command"), proc.stderr
+
+
+def test_core_commands_run_as_a_module(tmp_path):
+    import subprocess
+    import sys
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(SPEC))
+    proc = subprocess.run([sys.executable, "-m", "logicval_hf.cli.core", "solve", str(spec)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["label"] == "SAT", proc.stderr
+
+
+SPEC = {"n": 3, "constraints": [{"template": "C1/1prop", "params": {
+    "A1": {"prop": "color", "value": "red", "negated": False}}}]}
+
+
+@pytest.fixture
+def latin1(tmp_path):
+    """Files that are not UTF-8 (Latin-1 text), and a good spec beside them."""
+    (tmp_path / "spec.json").write_text(json.dumps(SPEC))
+    bad = json.dumps(SPEC).replace("red", "r\u00e9d").encode("latin-1")
+    for name in ("bad.json", "bad.lp", "bad.jsonl"):
+        (tmp_path / name).write_bytes(bad if name != "bad.lp" else b"p(\xe9).\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["solve", "bad.json"], "bad.json"),
+    (["asp", "bad.json"], "bad.json"),
+    (["verify", "bad.json", "spec.json"], "bad.json"),
+    (["verify", "spec.json", "bad.json"], "bad.json"),
+    (["repair", "spec.json", "bad.json"], "bad.json"),
+    (["check", "bad.json", "spec.json"], "bad.json"),
+    (["run-asp", "bad.lp"], "bad.lp"),
+    (["generate", "--model", "gpt-image-2", "--out", "OUT", "--dataset", "bad.jsonl"], "bad.jsonl"),
+    (["import", "geneval", "bad.jsonl", "--out", "OUT"], "bad.jsonl"),
+    (["serve", "--prompts", "bad.jsonl", "--port", "1"], "bad.jsonl"),
+    (["meta", "bad.jsonl", "--out", "OUT"], "bad.jsonl"),  # read deep inside: dispatch names the file given
+])
+def test_a_file_that_is_not_utf8_is_named(latin1, capsys, argv, names):
+    rc, out, err = run(capsys, *[str(latin1 / a) if a.endswith((".json", ".lp", ".jsonl")) or a == "OUT" else a
+                                 for a in argv])
+    assert rc == 2 and out == "" and err.count("\n") == 1 and str(latin1 / names) in err, err
+    assert "codec" not in err
+
+
+def test_a_pairs_line_that_is_not_utf8_is_that_lines_error(latin1, capsys):
+    pairs = latin1 / "pairs.jsonl"
+    scene = {"image_size": [480, 320], "objects": []}
+    good = json.dumps({"spec": SPEC, "scene": scene}).encode()
+    pairs.write_bytes(good + b"\n" + good.replace(b"red", b"r\xe9d") + b"\n" + good + b"\n")
+    rc, out, _ = run(capsys, "verify", "--jsonl", pairs)
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert rc == 2 and len(lines) == 3 and "ok" in lines[0] and "ok" in lines[2]
+    assert lines[1]["line"] == 2 and lines[1]["error"].startswith(f"line 2 of {pairs} is not UTF-8 text")
+
+
+def test_check_of_a_folder_says_it_is_a_folder(tmp_path, capsys):
+    (tmp_path / "spec.json").write_text(json.dumps(SPEC))
+    rc, out, err = run(capsys, "check", tmp_path / "spec.json", tmp_path)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert f"cannot read image '{tmp_path}': it is a folder, not a file" in err and "--generator" in err
+    rc, out, err = run(capsys, "solve", tmp_path)
+    assert rc == 2 and f"cannot read spec '{tmp_path}': it is a folder, not a file" in err
+
+
+def test_a_spec_nested_deeper_than_python_reads_is_one_line(tmp_path, capsys):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    rc, out, err = run(capsys, "solve", tmp_path / "deep.json")
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "nests deeper than" in err and "deep.json" in err
+
+
+@pytest.mark.parametrize("argv", [["run", "--limit", "1", "--out", "/proc/nope"],
+                                  ["run", "--limit", "1", "--out", "/proc/self/nope/deeper"],
+                                  ["stats", "MISSING", "--plot", "/proc/x.png"],
+                                  ["build-prompts", "--out", "/proc/prompts"]])
+def test_an_output_where_nothing_can_be_written_fails_before_any_work(tmp_path, capsys, work_forbidden, argv):
+    rc, out, err = run(capsys, *[str(tmp_path / "missing") if a == "MISSING" else a for a in argv])
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert "cannot write in '/proc" in err and err.startswith("logicval: error: --"), err

@@ -235,10 +235,37 @@ def test_image_folder_scores_user_images(first, tmp_path):
     assert e["metric"]["logicval_score"] == pytest.approx(expected)
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Failed generations" in md and missing in md and broken in md
+    # the unreadable image's reason, naming its file, in the summary, its verdict file and the report
+    why = e["unreadable_reasons"][broken]
+    assert list(e["unreadable_reasons"]) == [broken] and f"{broken}.png" in why and "\n" not in why
+    on_disk = json.loads((tmp_path / "rep" / "verdicts" / "my_model" / f"{broken}.json").read_text())
+    assert on_disk["verdict"] is None and on_disk["unreadable"] == why
+    assert "Unreadable images" in md and why in md
     # image_folder= is the same as naming the folder as a generator
     with pytest.warns(run_mod.MissingImagesWarning):
         res2 = run(tmp_path / "rep", generators=(), image_folder=folder, limit=LIMIT, progress=False)
     assert res2["generators"]["my_model"]["metric"] == e["metric"]
+
+
+@pytest.mark.slow  # a pool of two worker processes (~5 s)
+def test_repairs_on_the_worker_pool_are_those_made_here(first, tmp_path):
+    from logicval_hf.job.repairs import repair_records
+    from logicval_hf.job.workers import Workers
+    from logicval_hf.scoring.scores import Record
+
+    out, _ = first
+    rows = {r.id: r for r in load_rows(cache=out / "benchmark.json")}
+    records = {p.stem: Record.from_sample(rows[p.stem].spec, json.loads(p.read_text())["verdict"])
+               for p in sorted((out / "verdicts" / "naive").glob("*.json"))}
+    here, here_cpu = repair_records(tmp_path / "here", "naive", records)
+    workers = Workers(2)
+    try:
+        pooled, pooled_cpu = repair_records(tmp_path / "pool", "naive", records, workers=workers)
+    finally:
+        workers.close()
+    assert pooled == here and len(here) == len(records) and here_cpu == 0 and pooled_cpu > 0
+    saved = json.loads((tmp_path / "pool" / "repairs" / "naive.json").read_text())
+    assert saved == json.loads((tmp_path / "here" / "repairs" / "naive.json").read_text())
 
 
 def test_min_confidence_sets_unsure_images_apart(first, tmp_path, capsys):
@@ -351,10 +378,26 @@ def test_changed_backend_rescores_cached_images(first, tmp_path, monkeypatch):
     """Verdict files are keyed by the backend's code/model hash: a retrained backend re-perceives every image."""
     out = tmp_path / "r"
     run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
-    monkeypatch.setattr(cache_mod, "backend_fingerprint", lambda backend: "retrained")
+    monkeypatch.setattr(cache_mod, "backend_fingerprint", lambda backend, settings=None: "retrained")
     again = run(out, generators=["oracle"], limit=1, progress=False, jobs=1)
     assert again["work"]["oracle"] == {"generated": 0, "reused": 6, "scored": 6, "reused_verdicts": 0,
                                        "deleted_images": 0}
+
+
+def test_the_backend_settings_that_decide_a_reading_key_the_verdicts():
+    """What is read depends on the settings (a threshold, a model): they are in the fingerprint; how it is read
+    (threads, timeouts, retries, where the key is) is not; a URL counts without its credentials."""
+    fp = cache_mod.backend_fingerprint
+    assert fp("clevr") == fp("clevr", {}) == fp("clevr", {"threads": 1})
+    assert fp("clevr", {"threshold": 0.4}) != fp("clevr") != fp("clevr", {"second_look": False})
+    vlm = {"url": "http://127.0.0.1:8000/v1", "model": "a"}
+    for how in ({"timeout": 5}, {"concurrency": 2}, {"max_retries": 0}, {"backoff": 0}, {"api_key_env": "K"},
+                {"url": "http://user:secret@127.0.0.1:8000/v1"}):
+        assert fp("vlm", {**vlm, **how}) == fp("vlm", vlm), how
+    for what in ({"model": "b"}, {"url": "http://127.0.0.1:8001/v1"}, {"boxes": "norm1000"}, {"multiple_of": 28},
+                 {"response_format": "none"}, {"max_tokens": 512}, {"temperature": 0.5}):
+        assert fp("vlm", {**vlm, **what}) != fp("vlm", vlm), what
+    assert cache_mod.public_settings({**vlm, "url": "http://user:secret@127.0.0.1:8000/v1?key=k"}) == vlm
 
 
 @pytest.mark.slow  # a second job run each; the inner loop keeps the resume test

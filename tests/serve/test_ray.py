@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,8 @@ import requests
 from server_helpers import client_loop, free_port, known_images, wait_healthy
 
 pytestmark = pytest.mark.slow  # a Ray instance takes ~10 s to start
+#: when this module was imported, and the user's Ray token file: it may not be written after that
+STARTED, USER_TOKEN = time.time(), Path.home() / ".ray" / "auth_token"
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +29,16 @@ def ray_server(tmp_path_factory):
     from logicval_hf.serve.ray_deployment import start, stop
 
     port = free_port()
+    home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp:
         # Serve's controller kills an HTTP proxy not ready within 5 s, which on two loaded cores (the suite's other
         # worker, a training job) happens; the Ray processes started here inherit this longer limit.
         mp.setenv("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+        # a new local Ray instance writes its authentication token to ~/.ray/auth_token: a test writes nothing in the
+        # user's home, so Ray's processes get a home of their own (token authentication stays on, as for a user)
+        mp.setenv("HOME", str(home))
+        mp.delenv("RAY_AUTH_TOKEN", raising=False)
+        mp.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  _temp_dir=str(tmp_path_factory.mktemp("ray")))
         try:
@@ -53,6 +62,11 @@ def _replica_pids(url: str, want: int = 2, tries: int = 60) -> set[int]:
 def test_two_replicas_answer(ray_server):
     pids = _replica_pids(ray_server)
     assert len(pids) == 2 and os.getpid() not in pids
+
+
+def test_the_user_home_is_left_alone(ray_server):
+    assert (Path(os.environ["HOME"]) / ".ray" / "auth_token").is_file()  # where Ray wrote its token
+    assert not USER_TOKEN.exists() or USER_TOKEN.stat().st_mtime < STARTED
 
 
 def test_kill_9_of_a_replica_under_load_loses_and_swaps_nothing(ray_server):

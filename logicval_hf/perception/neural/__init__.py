@@ -68,14 +68,20 @@ from typing import Any
 from logicval_hf.common.extras import BACKEND_EXTRAS
 from logicval_hf.contract.scene import Scene
 from logicval_hf.perception.backend import PerceptionBackend
-from logicval_hf.perception.neural.loading import clear_cache, load_clip, load_detector, load_pipeline
+from logicval_hf.perception.neural.loading import (
+    check_settings,
+    clear_cache,
+    load_clip,
+    load_detector,
+    load_pipeline,
+)
 from logicval_hf.perception.neural.pipeline import NeuralPipeline, build_pipeline
 from logicval_hf.perception.neural.settings import DEFAULTS, MODEL_SETTINGS
 
 # the backend's entry points and what builds a pipeline; the pieces are imported from their own modules
 # (boxes, detector, prompts, views)
-__all__ = ["BACKEND", "DEFAULTS", "MODEL_SETTINGS", "NeuralPipeline", "build_pipeline", "clear_cache", "extract",
-           "extract_batch", "load_clip", "load_detector", "load_pipeline"]
+__all__ = ["BACKEND", "DEFAULTS", "MODEL_SETTINGS", "NeuralPipeline", "build_pipeline", "check_settings", "clear_cache",
+           "extract", "extract_batch", "load_clip", "load_detector", "load_pipeline"]
 
 
 def _split(settings: dict[str, Any]) -> tuple[NeuralPipeline, dict[str, Any]]:
@@ -109,4 +115,5 @@ def extract_batch(images: Sequence[Any], **settings: Any) -> list[Scene]:
 #: domain=...)` passes it on), batched; its models are hub ids or local paths given as settings
 BACKEND = PerceptionBackend(
     "neural", extract, extract_batch, domains=None, takes_domain=True, requires=BACKEND_EXTRAS["neural"][1],
-    extra=BACKEND_EXTRAS["neural"][0], description="Grounding DINO boxes + zero-shot CLIP attributes (paper §3.3)")
+    extra=BACKEND_EXTRAS["neural"][0], description="Grounding DINO boxes + zero-shot CLIP attributes (paper §3.3)",
+    check_settings=check_settings)
