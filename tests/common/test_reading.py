@@ -127,5 +127,8 @@ def test_a_program_that_is_not_utf8_is_named(files, capsys):
 
 def test_a_pairs_file_that_is_not_utf8_is_named(files, capsys):
     (files / "pairs.jsonl").write_bytes(json.dumps({"spec": SPEC, "scene": SCENE}).encode() + b"\n\xff\n")
-    rc, _, err = run(capsys, "verify", "--jsonl", files / "pairs.jsonl")
-    assert rc == 2 and "pairs.jsonl" in err and "not UTF-8" in err and len(err.strip().splitlines()) == 1
+    rc, out, err = run(capsys, "verify", "--jsonl", files / "pairs.jsonl")
+    # the good line is verified; the bad one gets its own error line naming the file; stderr says how many failed
+    good, bad = (json.loads(line) for line in out.splitlines())
+    assert "violated" in good and "pairs.jsonl" in bad["error"] and "not UTF-8" in bad["error"] and bad["line"] == 2
+    assert rc == 2 and "pairs.jsonl" in err and len(err.strip().splitlines()) == 1
