@@ -61,7 +61,7 @@ def test_no_module_below_the_root_imports_the_package_root():
 def test_the_import_reader_sees_imports_inside_functions():
     """The layout rules rest on the reader: a known function-level import of the package must be in the graph."""
     graph = _graph()
-    assert "logicval_hf.cli.demo" in graph["logicval_hf.cli.core"]  # imported inside cmd_demo only
+    assert "logicval_hf.asp.solver" in graph["logicval_hf.cli.solve"]  # imported inside cmd_solve only
 
 
 def test_the_package_root_holds_only_a_handful_of_modules_and_the_rooms():
@@ -100,14 +100,33 @@ def test_common_imports_nothing_but_common():
     assert not bad, bad
 
 
+#: modules kept under a former name, each re-exporting the modules that now hold its code (and only those)
+ALIASES = {"logicval_hf.cli.core": {"logicval_hf.cli.solve", "logicval_hf.cli.verify", "logicval_hf.cli.check",
+                                    "logicval_hf.cli.asp_programs", "logicval_hf.cli.demo",
+                                    "logicval_hf.cli.dispatch"},
+           "logicval_hf.cli.imports": {"logicval_hf.cli.import_prompts"},
+           "logicval_hf.repairs.scores": {"logicval_hf.repairs.costs"}}
+
+
 def test_command_modules_import_only_the_dispatcher():
     """``cli/main`` lists the groups; a group module never imports another group or ``main`` (even lazily)."""
     graph = _graph()
     groups = {m for m in graph if m.startswith("logicval_hf.cli.") and m.split(".")[-1] not in ("main", "__main__")}
-    allowed = {"logicval_hf.cli.dispatch", "logicval_hf.cli.demo"}
+    groups -= set(ALIASES)
+    allowed = {"logicval_hf.cli.dispatch"}
     bad = [f"{m} -> {dep}" for m in sorted(groups) for dep in sorted(graph[m])
            if dep in (groups | {"logicval_hf.cli.main"}) - allowed]
     assert not bad, bad
+
+
+def test_former_module_names_are_thin_aliases_that_nothing_in_the_package_uses():
+    """A module kept under its former name only re-exports the modules that hold its code now; the package itself
+    imports the new names (the old ones are for users' code and ``python -m``)."""
+    graph = _graph()
+    for alias, targets in ALIASES.items():
+        assert graph[alias] <= targets, f"{alias} imports {sorted(graph[alias] - targets)}"
+    users = [f"{m} -> {dep}" for m, deps in graph.items() for dep in deps if dep in ALIASES and m not in ALIASES]
+    assert not users, users
 
 
 def test_test_files_have_unique_names():
