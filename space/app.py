@@ -9,18 +9,17 @@ Run locally::
 Importing this module builds and starts nothing: `build_demo` builds the app from a configuration, `start`
 warms the benchmark and launches it (`launch_kwargs`: authentication, upload cap), and `main` does both from
 the environment; only ``python space/app.py`` (``__main__``) calls `main`. See ``space/README.md`` for every
-setting. All logic lives in ``logicval_hf.space`` (settings in ``logicval_hf.space.config``); the handlers
-here only convert between the UI and it.
+setting. This file lays the tabs out and wires their events; all logic lives in ``logicval_hf.space``
+(settings in ``logicval_hf.space.config``; the gradio widgets and error handling in ``logicval_hf.space.widgets``,
+the Annotate tab's handlers in ``logicval_hf.space.annotate_handlers``), and the handlers left here only convert
+between the widgets and it.
 """
 
 from __future__ import annotations
 
-import functools
-import html
 import logging
 import sys
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +38,10 @@ except MissingExtraError as e:
         exit_with_error(str(e))
     raise
 
-import pandas as pd
-from PIL import Image, UnidentifiedImageError
-
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
-from logicval_hf.generation.render import render_scene
 from logicval_hf.space import annotation_values as vals
 from logicval_hf.space import check as chk
 from logicval_hf.space import common, edits
@@ -56,7 +51,17 @@ from logicval_hf.space import images as img
 from logicval_hf.space import sudoku as sdk
 from logicval_hf.space import text as txt
 from logicval_hf.space.annotate_actions import AnnotationDesk
+from logicval_hf.space.annotate_handlers import AnnotateHandlers
 from logicval_hf.space.config import ConfigError, SpaceConfig, config_from_env, config_or_exit, make_auth  # noqa: F401
+from logicval_hf.space.widgets import (
+    annotator_input,
+    closed_menu,
+    hide_api_from_page,
+    scene_image,
+    table,
+    upload_image,
+    user_errors,
+)
 
 log = logging.getLogger("logicval.space")
 
@@ -104,130 +109,6 @@ def main() -> None:
     except MissingExtraError as e:
         exit_with_error(str(e))
     start(demo)
-
-
-def hide_api_from_page(demo: gr.Blocks) -> None:
-    """Do not embed the API description in the HTML page (gradio 6.31 embeds it in every page it serves, the
-    login page included, and has no setting for it). The page-scoped description (``page=...``) becomes empty;
-    ``/gradio_api/info``, which gradio_client reads and which requires the login, is unchanged."""
-    inner = demo.get_api_info
-
-    def get_api_info(all_endpoints: bool = False, page: str | None = None):
-        if page is not None:
-            return {"named_endpoints": {}, "unnamed_endpoints": {}}
-        return inner(all_endpoints=all_endpoints)
-
-    demo.get_api_info = get_api_info  # type: ignore[method-assign]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------------------------------------------
-def user_errors(fn: Callable) -> Callable:
-    """Turn the backend's `ValueError`s into messages for the user (gr.Error); log anything unexpected."""
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except ValueError as e:  # gradio shows messages as HTML: user text quoted in them is escaped
-            raise gr.Error(html.escape(str(e), quote=False), print_exception=False) from None
-        except Exception as e:  # noqa: BLE001
-            log.error("handler %s failed:\n%s", fn.__name__, traceback.format_exc())
-            raise gr.Error(html.escape(f"internal error ({type(e).__name__}: {e})", quote=False)) from None
-    return wrapper
-
-
-def _upload_name(filedata: Any) -> str:
-    return Path(str(getattr(filedata, "orig_name", None) or "")).name[:80] or img.UPLOAD
-
-
-def _checked_upload(filedata: Any, max_bytes: int) -> None:
-    """The image gate (`logicval_hf.space.images`: file size, type, pixel cap from the header) for an uploaded
-    file, before any component decodes it; a refusal is a `gr.Error` naming the file."""
-    path = getattr(filedata, "path", None)
-    if path:
-        try:
-            img.image_size(path, max_bytes, _upload_name(filedata))
-        except img.ImageInputError as e:
-            raise gr.Error(html.escape(str(e), quote=False), print_exception=False) from None
-
-
-def upload_image(max_bytes: int, **kwargs: Any) -> gr.Image:
-    """`gr.Image` (type ``filepath``) whose preprocessing passes the upload through the image gate first, so
-    that a non-image, an oversized file or too many pixels get a clear message and nothing is decoded.
-
-    (The instance's ``preprocess`` is wrapped; subclassing a component would make gradio write a .pyi file.)
-    """
-    comp = gr.Image(type="filepath", image_mode=None, **kwargs)
-    inner = comp.preprocess
-
-    def preprocess(payload: Any) -> Any:
-        _checked_upload(payload, max_bytes)
-        try:
-            return inner(payload)
-        except (UnidentifiedImageError, OSError) as e:  # what the gate cannot see (no file path to check)
-            raise gr.Error(f"{html.escape(_upload_name(payload))}: the image cannot be read ({html.escape(str(e))})",
-                           print_exception=False) from None
-
-    comp.preprocess = preprocess  # type: ignore[method-assign]
-    return comp
-
-
-def closed_menu(*args: Any, **kwargs: Any) -> gr.Dropdown:
-    """`gr.Dropdown` of fixed choices whose refusal of any other value (sent through the API) quotes the value cut
-    short (`logicval_hf.space.common.quote`), as every message of the Space does: gradio's own message repeats it
-    whole, however long, and logs a traceback. For menus whose choices never change (a handler that returned
-    new choices would get gradio's own component back)."""
-    comp = gr.Dropdown(*args, **kwargs)
-    inner = comp.preprocess
-
-    def preprocess(payload: Any) -> Any:
-        values = [v for _, v in comp.choices]
-        if payload is not None and payload not in values:
-            listed = ", ".join(map(str, values)) if len(values) <= 12 else f"{len(values)} of them"
-            raise gr.Error(html.escape(f"{comp.label}: {common.quote(payload)} is not one of the choices "
-                                       f"({listed})", quote=False), print_exception=False)
-        return inner(payload)
-
-    comp.preprocess = preprocess  # type: ignore[method-assign]
-    return comp
-
-
-def annotator_input(comp: Any, max_bytes: int) -> Any:
-    """The annotation widget with its input passed through the image gate (the widget would decode any image
-    it is sent, whatever its size) and its boxes handed over raw: `logicval_hf.space.annotation_values.check_boxes`
-    checks them when they are saved (the widget's own parsing turns a missing colour into black and rounds
-    1e300 into a 301-digit integer)."""
-    def preprocess(payload: Any) -> Any:
-        if payload is None:
-            return None
-        _checked_upload(payload.image, max_bytes)
-        return {"image": getattr(payload.image, "path", None), "boxes": list(payload.boxes or []),
-                "orientation": payload.orientation}
-
-    comp.preprocess = preprocess  # type: ignore[method-assign]
-    return comp
-
-
-def _df(rows: list[list[Any]], headers: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=headers)
-
-
-def _render(scene: Scene | None, boxes: bool = True) -> Image.Image | None:
-    if scene is None:
-        return None
-    img, drawn = render_scene(scene)
-    return chk.draw_boxes(img, drawn) if boxes else img
-
-
-def _user(request: gr.Request | None) -> str:
-    name = getattr(request, "username", None) if request is not None else None
-    if not name:
-        raise gr.Error("log in first: annotation needs the app to run in protected mode (LOGICVAL_SPACE_USER / "
-                       "LOGICVAL_SPACE_PASSWORD)", print_exception=False)
-    return str(name)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -316,12 +197,12 @@ def _explore_tab() -> dict[str, Any]:
     def show(row_id: str):
         v = exp.explore_row(row_id)
         scene = exp.witness_scene(v)
-        sq = _df(exp.subquestion_rows(v), exp.SUBQUESTION_HEADERS)
-        wt = (_df(common.scene_rows(scene), common.scene_headers(scene)).drop(columns=["score"])
+        sq = table(exp.subquestion_rows(v), exp.SUBQUESTION_HEADERS)
+        wt = (table(common.scene_rows(scene), common.scene_headers(scene)).drop(columns=["score"])
               if scene is not None else None)
         return (exp.header_markdown(v), v["prompt_short"], v["prompt_long"], v["full_prompt_short"],
                 v["full_prompt_long"], v["asp_program"], sq, exp.spec_pretty(v), exp.core_markdown(v),
-                gr.Image(value=_render(scene), visible=scene is not None),
+                gr.Image(value=scene_image(scene), visible=scene is not None),
                 gr.Dataframe(value=wt, visible=scene is not None))
 
     pkg.change(ids, pkg, rid, api_name="explore_ids")
@@ -413,7 +294,7 @@ def _compose_tab(catalog: Any) -> None:
         spec = Spec.from_dict(result["spec"], catalog=catalog, allowed_m=common.COMPOSE_M)
         d = cmp.describe_spec(spec, catalog)
         return (cmp.solve_markdown(result), cmp.constraints_markdown(d), d["full_prompt_short"], d["asp_program"],
-                _render(cmp.witness_scene(result)))
+                scene_image(cmp.witness_scene(result)))
 
     (solve_btn.click(compose, [n, *all_inputs], spec_box, api_name="compose")
      .success(solve, spec_box, solve_json, api_name="solve")
@@ -462,7 +343,7 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
         scene = Scene.from_dict(res["scene"])
         rgb = chk.load_upload(image_path, cfg.max_file_bytes)
         return (chk.draw_boxes(rgb, scene, chk.involved_objects(res)), chk.verdict_markdown(res),
-                chk.violations_markdown(res), _df(common.scene_rows(scene), common.scene_headers(scene)))
+                chk.violations_markdown(res), table(common.scene_rows(scene), common.scene_headers(scene)))
 
     @user_errors
     def view_repair(res: Mapping[str, Any], image_path: str):
@@ -473,7 +354,7 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
         return edits.draw_edits(rgb, Scene.from_dict(res["scene"]), repair), edits.repair_markdown(res)
 
     def clear():  # before every check: an error must not leave the previous verdict on screen
-        return None, "", "", _df([], common.scene_headers(load_catalog().domain)), None, None, ""
+        return None, "", "", table([], common.scene_headers(load_catalog().domain)), None, None, ""
 
     (btn.click(clear, None, [boxed, verdict_md, violations_md, table, result, edits_img, repair_md],
                api_visibility="private", queue=False)
@@ -593,75 +474,25 @@ def _annotate_tab(cfg: SpaceConfig) -> dict[str, Any]:
         export_md = gr.Markdown()
         export_file = gr.File(label="Download", interactive=False)
 
-    @user_errors
-    def images(m: str, p: str, request: gr.Request):
-        _user(request)
-        ch = desk.image_choices(m, p)
-        return gr.Dropdown(choices=ch, value=ch[0][1] if ch else None), desk.progress_text(m, p)
-
-    @user_errors
-    def refresh_models(m: str, request: gr.Request):
-        _user(request)
-        ms = desk.models()
-        return gr.Dropdown(choices=ms, value=m if m in ms else (ms[0] if ms else None))
-
-    @user_errors
-    def load(m: str, i: str, request: gr.Request):
-        _user(request)
-        if not m or not i:
-            return (None, *[False] * len(vals.FLAGS), "", "", "_Choose an image._")
-        shown = desk.load(m, i, annot.GRADIO_CACHE)  # served from gradio's cache, byte for byte
-        return ({"image": shown.image, "boxes": shown.boxes}, *[shown.flags[f] for f in vals.FLAGS], shown.notes,
-                shown.key, shown.status)
-
-    @user_errors
-    def save_boxes(k: str, value: Mapping[str, Any] | None, request: gr.Request):
-        who = _user(request)
-        if not k or value is None:  # nothing loaded yet (page start): not an edit
-            return gr.skip(), gr.skip()
-        saved = desk.save_boxes(k, value.get("boxes"), who)
-        return (gr.skip() if saved.status is None else saved.status), saved.key
-
-    def make_field_saver(field_name: str):
-        @user_errors
-        def save_field(k: str, value: Any, request: gr.Request):
-            return desk.save_field(k, field_name, value, _user(request))
-        return save_field
-
-    @user_errors
-    def next_unannotated(m: str, p: str, current: str, request: gr.Request):
-        _user(request)
-        nxt = desk.next_unannotated(m, p, current)
-        if nxt is None:
-            return gr.skip(), "_Every image of this package is annotated._"
-        return gr.Dropdown(choices=desk.image_choices(m, p), value=nxt), desk.progress_text(m, p)
-
-    @user_errors
-    def export(m: str, request: gr.Request):
-        _user(request)
-        return desk.export_zip(m)
-
-    package.change(images, [model, package], [image_id, progress_md], api_name="annotate_images")
-    model.change(images, [model, package], [image_id, progress_md], api_name="annotate_images_model")
-    refresh.click(refresh_models, model, model, api_name="annotate_models")
+    h = AnnotateHandlers(desk, annot.GRADIO_CACHE)
+    package.change(h.images, [model, package], [image_id, progress_md], api_name="annotate_images")
+    model.change(h.images, [model, package], [image_id, progress_md], api_name="annotate_images_model")
+    refresh.click(h.refresh_models, model, model, api_name="annotate_models")
     outs = [annot, *flag_boxes.values(), notes, key, status]
-    image_id.change(load, [model, image_id], outs, api_name="annotate_load")
-    def refresh_progress(m: str, p: str, request: gr.Request) -> str:
-        _user(request)
-        return desk.progress_text(m, p)
+    image_id.change(h.load, [model, image_id], outs, api_name="annotate_load")
 
-    annot.change(save_boxes, [key, annot], [status, key], api_name="annotate_boxes", concurrency_limit=8,
+    annot.change(h.save_boxes, [key, annot], [status, key], api_name="annotate_boxes", concurrency_limit=8,
                  trigger_mode="always_last").success(
-        refresh_progress, [model, package], progress_md, api_visibility="private")
+        h.refresh_progress, [model, package], progress_md, api_visibility="private")
     for f, cb in flag_boxes.items():
-        ev = cb.input(make_field_saver(f), [key, cb], status, api_name=f"annotate_{f}", concurrency_limit=8)
+        ev = cb.input(h.field_saver(f), [key, cb], status, api_name=f"annotate_{f}", concurrency_limit=8)
         if f == "empty_scene":
-            ev.success(refresh_progress, [model, package], progress_md, api_visibility="private")
-    notes.input(make_field_saver("notes"), [key, notes], status, api_name="annotate_notes", concurrency_limit=8,
+            ev.success(h.refresh_progress, [model, package], progress_md, api_visibility="private")
+    notes.input(h.field_saver("notes"), [key, notes], status, api_name="annotate_notes", concurrency_limit=8,
                 trigger_mode="always_last")
-    next_btn.click(next_unannotated, [model, package, image_id], [image_id, progress_md], api_name="annotate_next")
-    export_btn.click(export, model, [export_md, export_file], api_name="annotate_export")
-    return {"load": refresh_models, "load_in": [model], "load_out": [model]}
+    next_btn.click(h.next_unannotated, [model, package, image_id], [image_id, progress_md], api_name="annotate_next")
+    export_btn.click(h.export, model, [export_md, export_file], api_name="annotate_export")
+    return {"load": h.refresh_models, "load_in": [model], "load_out": [model]}
 
 
 if __name__ == "__main__":

@@ -195,8 +195,9 @@ class _Grounded:
         return False, None, sorted({self._index[lit] for lit in core if lit in self._index})
 
 
-class SpecSolver:
-    """The programs of one spec; label, witness and core via assumptions."""
+class SpecLabeller:
+    """Labels one spec: its grounded programs, and its label, witness and minimal core via assumptions (the
+    `logicval_hf.asp.solver.Solver` caches its answers across specs)."""
 
     def __init__(self, spec: Spec, catalog: Catalog, deadline: Deadline | None = None, extra: str = ""):
         self.spec = spec
@@ -293,7 +294,7 @@ class SpecSolver:
         spec = self.spec
         sub = Spec(spec.n, tuple(spec.constraints[j] for j in subset), spec.domain, spec.score_threshold)
         if set(relation_families(sub)) - _PLACED_BY_ORDERS:
-            SpecSolver(sub, self.catalog, self.deadline, self.extra).placed_check(list(range(sub.m)), [])
+            SpecLabeller(sub, self.catalog, self.deadline, self.extra).placed_check(list(range(sub.m)), [])
 
     def _shrink(self, core: list[int]) -> tuple[list[int], list[int]]:
         """Deletion-based minimisation: drop each constraint whose removal keeps the set unsatisfiable. Returns the
@@ -357,6 +358,10 @@ class SpecSolver:
         return Scene(pair(dom.image_size), tuple(objs), dom)
 
 
+#: former name of `SpecLabeller`
+SpecSolver = SpecLabeller
+
+
 def _placement(model: list[Atom]) -> Placement:
     return Placement.from_atoms([args[0] for name, args in model if name == "object"], model)
 
@@ -365,7 +370,7 @@ def label_here(spec: Any, image_size: tuple[float, float], deadline: Deadline) -
     """Label a spec in this process whatever its grounding estimate (what `logicval_hf.asp.isolated`'s child
     does), uncached."""
     spec = as_spec(spec)
-    return SpecSolver(spec, load_catalog(), deadline).result(pair(image_size))
+    return SpecLabeller(spec, load_catalog(), deadline).result(pair(image_size))
 
 
 def pair(image_size: Sequence[float]) -> tuple[float, float]:

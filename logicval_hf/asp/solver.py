@@ -22,7 +22,7 @@ from typing import Any
 
 from logicval_hf.asp.budget import Deadline, check_timeout
 from logicval_hf.asp.isolated import solve_in_child
-from logicval_hf.asp.labelling import SolveResult, SpecSolver, pair
+from logicval_hf.asp.labelling import SolveResult, SpecLabeller, pair
 from logicval_hf.asp.programs import grounding_estimate, read_program
 from logicval_hf.asp.verifier import SceneLayout, ScenesVerifier, Verdict, check_mode, verdict, verify_batch
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
@@ -102,7 +102,7 @@ class Solver:
         if budget is not None and grounding_estimate(spec) > ISOLATE_ABOVE:
             result = solve_in_child(spec, size, deadline)
         else:
-            result = SpecSolver(spec, self.catalog, deadline).result(size)
+            result = SpecLabeller(spec, self.catalog, deadline).result(size)
         with self._lock:
             self._results[key] = result
             if len(self._results) > self.max_specs:
@@ -116,7 +116,7 @@ class Solver:
         if subset is None:
             return self.solve(spec, timeout=timeout).satisfiable
         deadline = Deadline(self.timeout if isinstance(timeout, Default) else timeout)
-        return SpecSolver(spec, self.catalog, deadline).satisfiable(sorted(set(subset)))
+        return SpecLabeller(spec, self.catalog, deadline).satisfiable(sorted(set(subset)))
 
     def is_tautology(self, constraint: Any, n: int) -> bool:
         """Whether a constraint holds in every admissible scene of n objects (its negation is UNSAT at n).
@@ -127,7 +127,7 @@ class Solver:
             constraint = Constraint.from_dict(constraint, n=n, catalog=self.catalog)
         spec = Spec(n, (constraint,))
         # its violation required and the constraint itself inactive: no model means it can never fail
-        return not SpecSolver(spec, self.catalog, extra=read_program("tautology.lp")).satisfiable([])
+        return not SpecLabeller(spec, self.catalog, extra=read_program("tautology.lp")).satisfiable([])
 
     def parse_pair(self, spec: Any, scene: Any) -> tuple[Spec, Scene]:
         """A spec and a scene from their objects, dicts or JSON (the scene validated in the spec's domain).

@@ -1,15 +1,21 @@
-"""A small built-in walk through the logic core: solve a spec, verify its witness, break it, find a core."""
+"""``logicval demo``: a small built-in walk through the logic core (no downloads): solve a spec, verify its witness,
+break it, find a core."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from logicval_hf.asp.solver import solve, verify
-from logicval_hf.contract.scene import Scene, SceneObject
-from logicval_hf.contract.spec import Spec
-from logicval_hf.contract.verbalise import constraint_names
+from logicval_hf.cli.dispatch import standalone
+
+if TYPE_CHECKING:  # the solver is imported when the demo runs, not when `logicval` builds its parser
+    from logicval_hf.contract.scene import Scene
+    from logicval_hf.contract.spec import Spec
+
+__all__ = ["EXAMPLE_SAT", "EXAMPLE_UNSAT", "add_subcommands", "cmd_demo", "main", "run_demo"]
 
 EXAMPLE_SAT = {
     "n": 5,
@@ -75,6 +81,11 @@ def _write_spec(w: Callable[[str], Any], spec: Spec) -> None:
 
 
 def run_demo(out: TextIO) -> None:
+    from logicval_hf.asp.solver import solve, verify
+    from logicval_hf.contract.scene import Scene, SceneObject
+    from logicval_hf.contract.spec import Spec
+    from logicval_hf.contract.verbalise import constraint_names
+
     w = out.write
     spec = Spec.from_dict(EXAMPLE_SAT)
     _write_spec(w, spec)
@@ -104,3 +115,22 @@ def run_demo(out: TextIO) -> None:
     r2 = solve(unsat)
     w(f"Solver label: {r2.label}; minimal unsat core: {constraint_names(r2.core or ())}\n")
     w(f"Verify the empty scene: ok={verify(unsat, Scene.empty()).ok} (an UNSAT spec is answered by an empty image)\n")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    run_demo(out=sys.stdout)
+    return 0
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register ``demo`` on the ``logicval`` subparsers."""
+    d = sub.add_parser("demo", help="solve and verify a built-in example spec (no downloads)")
+    d.set_defaults(func=cmd_demo)
+
+
+#: ``python -m logicval_hf.cli.demo``: the command alone, with the ``logicval`` error convention
+main = standalone(add_subcommands, "Solve and verify a built-in example spec.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -23,11 +23,12 @@ from logicval_hf.common.extras import MissingExtraError, missing_extra
 from logicval_hf.common.reading import NotText, loads_json, read_text_capped
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
-__all__ = ["EXIT_INTERRUPTED", "MAX_SECONDS", "NO_BUDGET", "USER_ERRORS", "Interrupted", "OneLineParser",
-           "backend_options", "backend_settings", "check_backend", "check_output_dir", "check_output_file", "dispatch",
-           "emit", "hub_upload", "input_file", "min_confidence", "min_confidence_option", "positive_int",
-           "positive_seconds", "push_options", "read_json", "read_text", "setting", "settings_option", "standalone",
-           "standalone_main", "timeout_option", "timeout_seconds"]
+__all__ = ["EXIT_INTERRUPTED", "MAX_SECONDS", "NO_BUDGET", "RELAXED_HELP", "USER_ERRORS", "Interrupted",
+           "OneLineParser", "backend_options", "backend_settings", "check_backend", "check_output_dir",
+           "check_output_file", "dispatch", "emit", "hub_upload", "input_file", "label_timeout_option",
+           "min_confidence", "min_confidence_option", "positive_int", "positive_seconds", "push_options",
+           "read_json", "read_text", "setting", "settings_option", "standalone", "standalone_main", "timeout_option",
+           "timeout_seconds"]
 
 #: errors that mean bad input: reported in one line, exit status 2
 USER_ERRORS = (SpecError, SceneError, UnsafeProgramError, SolverTimeout, ValueError, OSError)
@@ -37,6 +38,8 @@ NO_BUDGET = "none"
 MAX_SECONDS = 1e6
 #: exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)
 EXIT_INTERRUPTED = 130
+#: the help of ``--relaxed`` on every command that gives a verdict
+RELAXED_HELP = "count-relaxed verdict: every constraint must hold, the number of objects may differ from n"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -95,6 +98,14 @@ def timeout_option(p: argparse.ArgumentParser, default: float | None, what: str,
     none = f"; {NO_BUDGET!r}: no budget" if none_ok else ""
     p.add_argument(flag, type=timeout_seconds if none_ok else positive_seconds, default=default, metavar="SECONDS",
                    help=f"{what} (default {shown}{none})")
+
+
+def label_timeout_option(p: argparse.ArgumentParser) -> None:
+    """``--timeout`` of a command that labels a spec (`solve`, `verify`, `check`): the solver's default budget."""
+    from logicval_hf.asp.budget import DEFAULT_TIMEOUT
+
+    timeout_option(p, DEFAULT_TIMEOUT, "time budget for labelling a spec; past it: exit 2 with a one-line error, "
+                                       "never a label")
 
 
 def positive_int(text: str) -> int:

@@ -1,6 +1,7 @@
-"""The ``logicval`` command: one parser, one module per command group (`core`, `dataset`, `meta`, `run`,
-`generate`, `render_clevr`, `imports`, `serve`, `text_score`, `sudoku`), run through `logicval_hf.cli.dispatch`
-(errors, missing extras, broken pipes)."""
+"""The ``logicval`` command: one parser, one module per command or command group (`solve`, `verify`, `check`,
+`asp_programs`, `demo`, `repair`, `templates`, `dataset`, `meta`, `run`, `generate`, `render_clevr`,
+`import_prompts`, `serve`, `text_score`, `sudoku`), run through `logicval_hf.cli.dispatch` (errors, missing extras,
+broken pipes)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,28 @@ import sys
 from collections.abc import Sequence
 
 from logicval_hf.cli import (
-    core,
+    asp_programs,
+    check,
     dataset,
+    demo,
     generate,
-    imports,
+    import_prompts,
     meta,
     render_clevr,
     repair,
     run,
     serve,
+    solve,
     sudoku,
     templates,
     text_score,
+    verify,
 )
 from logicval_hf.cli.dispatch import OneLineParser, dispatch
 
 #: the command groups, in the order ``logicval --help`` lists them
-GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, imports, serve, text_score, sudoku)
+GROUPS = (solve, verify, check, asp_programs, demo, repair, templates, dataset, meta, run, generate, render_clevr,
+          import_prompts, serve, text_score, sudoku)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,8 +40,8 @@ def _key(rec: Record) -> str:
 def _repair_task(task: tuple[str, Spec, Scene]) -> tuple[tuple[str, dict[str, Any]], float]:
     """One scene's repair (JSON, or ``{"error": ...}``), on a worker's solver: ``((id, repair), CPU seconds)``."""
     from logicval_hf.repairs.api import REPAIR_TIMEOUT
+    from logicval_hf.repairs.costs import repair_many
     from logicval_hf.repairs.model import Repair
-    from logicval_hf.repairs.scores import repair_many
 
     c0 = time.process_time()
     rid, spec, scene = task

@@ -142,7 +142,7 @@ def summarise(results: Sequence[Judgement], options: JudgeOptions | None = None,
         with_p = [j.probability.p for j in scored if j.probability is not None]
         out["probabilistic_score"] = float(np.mean(with_p)) if with_p else None
     if options.repair:
-        from logicval_hf.repairs.scores import mean_costs
+        from logicval_hf.repairs.costs import mean_costs
 
         out["mean_repair_cost"], per_package = mean_costs([j.repair or j.repair_error for j in scored],
                                                           [j.package for j in scored])

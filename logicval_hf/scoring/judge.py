@@ -205,7 +205,7 @@ class Judgement:
             r = self.probability
             sample.update(probability=r.p, probability_exact=r.exact, probability_stderr=r.stderr)
         if self.repair is not None or self.repair_error is not None:
-            from logicval_hf.repairs.scores import sample_fields
+            from logicval_hf.repairs.costs import sample_fields
 
             sample.update(sample_fields(self.repair if self.repair is not None else self.repair_error))
         if with_unread:
@@ -351,8 +351,8 @@ class _Run:
             raise ValueError(f"{item.name}: probability: {type(e).__name__}: {e}") from None
 
     def repair(self, item: _Item) -> None:
+        from logicval_hf.repairs.costs import repair_many
         from logicval_hf.repairs.model import Repair
-        from logicval_hf.repairs.scores import repair_many
 
         assert item.spec is not None
         (r,) = repair_many([(item.spec, item.scene)], count=self.options.count, costs=self.options.repair_costs,

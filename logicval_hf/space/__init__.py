@@ -1,5 +1,5 @@
 """Logic behind the LogicVal Gradio Space (``space/app.py``), kept free of any UI code so that it can be tested
-and reused without a browser.
+and reused without a browser, but for the two modules that hold the Space's gradio side.
 
 Modules:
 
@@ -13,4 +13,7 @@ Modules:
 * `check`: image upload hygiene, perception, strict / count-relaxed verdicts, probabilistic score (``/check``).
 * `annotate`: the annotation store (SQLite, WAL, one transaction per edit, edit log with who/when), image
   folders, box labels from the closed vocabulary, save-time checks of boxes and export to scene-graph JSON files.
+* `widgets` (gradio): handlers' errors as messages, upload and menu inputs that check what they are sent, scenes as
+  what widgets show.
+* `annotate_handlers` (gradio): the Annotate tab's handlers, the annotation desk's answers as widget updates.
 """

@@ -210,7 +210,7 @@ def _no_idea(rgb, **settings):
 def test_check_says_how_sure_the_backend_is(files, witness_png, capsys):
     import argparse
 
-    from logicval_hf.cli.core import cmd_check
+    from logicval_hf.cli.check import cmd_check
     from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
 
     _rc, out, _ = run(capsys, "check", files / "spec.json", witness_png)
@@ -234,7 +234,7 @@ def test_check_says_how_sure_the_backend_is(files, witness_png, capsys):
 def test_check_min_confidence_sets_an_unsure_reading_apart(files, witness_png, capsys):
     import argparse
 
-    from logicval_hf.cli.core import cmd_check
+    from logicval_hf.cli.check import cmd_check
     from logicval_hf.perception import BACKENDS, PerceptionBackend, register_backend
 
     args = argparse.Namespace(spec=str(files / "spec.json"), image=str(witness_png), backend="one-red-cube-test",
