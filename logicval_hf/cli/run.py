@@ -43,6 +43,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out_dir=args.out,
         generators=args.generator or list(DEFAULT_GENERATORS),
         seed=args.seed,
+        dataset=args.dataset,
         backend=args.backend,
         backend_settings=backend_settings(args),
         resume=not args.no_resume,
@@ -153,6 +154,11 @@ def add_subcommands(subparsers: Any) -> None:
                         "default: oracle naive perturbed)")
     backend_options(r)
     r.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"benchmark seed (default {DEFAULT_SEED})")
+    r.add_argument("--dataset", metavar="DIR", default=None,
+                   help="score the rows of this dataset folder instead of the benchmark of --seed: a `logicval import` "
+                        "output (GenEval, Imag-Eval, GIR-Bench; box-domain specs: images from --generator FOLDER "
+                        "read by --backend neural or vlm, or <id>.json scene graphs with --backend given) or a "
+                        "`logicval build-dataset` output; the report names the dataset and its fingerprint")
     r.add_argument("--no-resume", action="store_true",
                    help="regenerate and re-score every image instead of reusing the files in DIR")
     r.add_argument("--limit", type=_positive_int, metavar="K", help="only K specs per package (quick runs)")

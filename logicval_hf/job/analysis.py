@@ -142,7 +142,7 @@ def _agreement(rows: Sequence[BenchmarkRow], intended: Mapping[str, dict], recor
     disagreements.sort(key=lambda d: (-d["scene_errors"], d["id"]))
     out = _confusion(strict_pairs)
     out["relaxed_accuracy"] = _confusion(relaxed_pairs)["accuracy"]
-    out["by_package"] = {p: _confusion(by_pkg[p]) for p in PACKAGE_NAMES if p in by_pkg}
+    out["by_package"] = {p: _confusion(by_pkg[p]) for p in [*PACKAGE_NAMES, *by_pkg] if p in by_pkg}
     out["scene_exact_rate"] = sum(exact) / len(exact) if exact else None
     out["disagreements"] = len(disagreements)
     out["worst"] = [d["id"] for d in disagreements[:WORST_SHOWN]]

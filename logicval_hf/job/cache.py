@@ -111,13 +111,16 @@ def intended_ok(rec: Any, name: str, seed: int, size: tuple[int, int], row: Benc
             and isinstance(rec.get("metadata"), dict) and isinstance(rec.get("intended"), dict))
 
 
-def cached_verdict(path: Path, backend: str, fingerprint: str, image_sha1: str, spec_json: str
-                   ) -> dict[str, Any] | None:
+def cached_verdict(path: Path, backend: str, fingerprint: str, image_sha1: str, spec_json: str,
+                   row: BenchmarkRow | None = None) -> dict[str, Any] | None:
     """The verdict recorded in a verdict file when it was reached by this backend (name and fingerprint) on
-    these image bytes for this spec; None otherwise."""
+    these image bytes for this spec (and, given ``row``, for its label and package: the verdict holds both, and
+    another dataset in the same folder may give the same id and spec another label or package); None otherwise."""
     rec = read_json(path)
     if (isinstance(rec, dict) and rec.get("backend") == backend and rec.get("image_sha1") == image_sha1
             and rec.get("backend_fingerprint") == fingerprint and rec.get("spec_json") == spec_json
             and isinstance(rec.get("verdict"), dict)):
-        return rec["verdict"]
+        verdict: dict[str, Any] = rec["verdict"]
+        if row is None or (verdict.get("label") == row.label and verdict.get("package") == row.package):
+            return verdict
     return None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.asp.solver import DEFAULT_IMAGE_SIZE, Solver
+from logicval_hf.benchmark.dataset_folder import DatasetRows
 from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.benchmark.sampler import DEFAULT_SEED
 from logicval_hf.job.gallery import KEEP_IMAGES
@@ -32,6 +33,9 @@ class RunOptions:
         generators: built-in generator names (``oracle``, ``naive``, ``perturbed``) and/or folders of images
             named by benchmark id (scored as a model's outputs; named after the folder).
         seed: benchmark seed; also seeds the generators.
+        dataset: a LogicVal dataset folder (a ``logicval import`` or ``logicval build-dataset`` output) whose rows
+            are scored instead of the benchmark of ``seed`` (`logicval_hf.benchmark.dataset_folder.read_dataset`);
+            None: the benchmark.
         backend: perception backend (default ``"clevr"``, the shipped CLEVR scene parser).
         backend_settings: the backend's settings (``vlm``: ``url``, ``model``, ``boxes``, ...), checked before any
             work (its ``check_settings``); the ones that decide what is read are part of the verdicts' cache key,
@@ -64,6 +68,7 @@ class RunOptions:
     out_dir: str | Path = DEFAULT_OUT
     generators: Iterable[str] | str = BUILTIN_GENERATORS
     seed: int = DEFAULT_SEED
+    dataset: str | Path | None = None
     backend: str = "clevr"
     backend_settings: Mapping[str, Any] = field(default_factory=dict)
     image_folder: str | Path | None = None
@@ -145,6 +150,7 @@ class JobContext:
     render: dict[str, Any] = field(default_factory=dict)
     plan: list[tuple[str, Path | None]] = field(default_factory=list)
     baselines: Any = None  # `logicval_hf.job.baselines.RunBaselines` when the run has baselines
+    dataset: DatasetRows | None = None  # the dataset folder read, when the run scores one (``--dataset``)
 
     @property
     def judge_options(self) -> JudgeOptions:

@@ -1,4 +1,5 @@
-"""What a run covers: which generators (built-in names or folders of images) and which benchmark rows."""
+"""What a run covers: which generators (built-in names or folders of images) and which rows (the benchmark of a
+seed, or a dataset folder's), and whether they fit each other (`check_plan`), before any work."""
 
 from __future__ import annotations
 
@@ -6,10 +7,14 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from logicval_hf.benchmark.dataset_folder import DatasetRows
 from logicval_hf.benchmark.rows import BenchmarkRow
+from logicval_hf.contract.domain import Domain
 
-__all__ = ["BUILTIN_GENERATORS", "folder_rows", "limit_rows", "resolve_generators", "run_rows"]
+__all__ = ["BUILTIN_GENERATORS", "check_plan", "dataset_rows", "folder_rows", "limit_rows", "package_order",
+           "resolve_generators", "run_rows"]
 
 #: the built-in generators (`logicval_hf.generation.builtin.GENERATORS`), in report order
 BUILTIN_GENERATORS = ("oracle", "naive", "perturbed")
@@ -39,6 +44,61 @@ def run_rows(seed: int, cache_file: Path, limit: int | None) -> list[BenchmarkRo
     from logicval_hf.job.cache import load_rows
 
     return limit_rows(load_rows(seed, cache_file, reuse=True), limit)
+
+
+def dataset_rows(dataset: DatasetRows, cache_file: Path, limit: int | None) -> list[BenchmarkRow]:
+    """The rows a run covers of a dataset folder (cut to ``limit`` per package), recorded in ``cache_file`` (the
+    run's ``benchmark.json``, naming the dataset and its fingerprint: never taken for a seed's benchmark)."""
+    from logicval_hf.common.atomic import atomic_write_json
+    from logicval_hf.common.version import __version__
+    from logicval_hf.job.cache import ROW_FIELDS
+
+    rows = limit_rows(dataset.rows, limit)
+    atomic_write_json(cache_file, {"dataset": dataset.name, "fingerprint": dataset.fingerprint,
+                                   "logicval_version": __version__, "rows": [r.to_dict(ROW_FIELDS) for r in rows]})
+    return rows
+
+
+def package_order(rows: Iterable[BenchmarkRow]) -> list[str]:
+    """The packages of ``rows``: the benchmark's in its order (1SAT ... 6UNSAT), then any other in order of first
+    appearance (an imported dataset's sources)."""
+    from logicval_hf.benchmark.sampler import PACKAGE_NAMES
+
+    present = dict.fromkeys(r.package for r in rows)
+    return [p for p in PACKAGE_NAMES if p in present] + [p for p in present if p not in PACKAGE_NAMES]
+
+
+def check_plan(plan: Sequence[tuple[str, Path | None]], rows: Sequence[BenchmarkRow], backend: str,
+               settings: Mapping[str, Any], self_correction: bool) -> None:
+    """Refuse, in one line and before any work, a run whose parts do not fit its rows: a built-in generator (or
+    self-correction, which redraws with it) for specs outside the CLEVR domain it draws, or a backend that does not
+    perceive the rows' domains.
+
+    Raises:
+        ValueError: what does not fit, and what would.
+    """
+    from logicval_hf.perception import check_backend
+    from logicval_hf.scoring.judge import perceived_domain
+
+    domains: dict[str, tuple[Domain, str]] = {}  # name -> (domain, the first row in it)
+    for r in rows:
+        d = perceived_domain(r.spec.domain)
+        if d is not None:
+            domains.setdefault(d.name, (d, r.id))
+    if domains:
+        names = ", ".join(repr(n) for n in domains)
+        builtin = [name for name, folder in plan if folder is None]
+        if builtin or self_correction:
+            what = f"generator {builtin[0]!r}" if builtin else "self-correction (--repair)"
+            raise ValueError(f"{what} draws CLEVR scenes only, and the rows' specs are in domain {names} (e.g. "
+                             f"{next(iter(domains.values()))[1]}): score a folder of images named by the rows' ids "
+                             "(--generator FOLDER) with a backend that reads that domain (--backend neural, vlm, or "
+                             "given with <id>.json scene graphs)")
+        for d, rid in domains.values():
+            try:
+                check_backend(backend, {**settings, "domain": d})
+            except ValueError as e:
+                raise ValueError(f"row {rid}: {e}") from None
 
 
 def _safe_name(text: str) -> str:
@@ -83,8 +143,8 @@ def resolve_generators(generators: Iterable[str] | str | None, image_folder: str
     return out
 
 
-def folder_rows(folder: Path, rows: Sequence[BenchmarkRow], found: Mapping[str, Path], only_present: bool
-                ) -> tuple[list[BenchmarkRow], list[str]]:
+def folder_rows(folder: Path, rows: Sequence[BenchmarkRow], found: Mapping[str, Path], only_present: bool,
+                extensions: Sequence[str] = (".png", ".jpg", ".jpeg", ".webp")) -> tuple[list[BenchmarkRow], list[str]]:
     """The rows a folder of images is scored on, and what a reader must be told about them.
 
     Every row by default (an id without an image is a failed generation, not ok); with ``only_present`` only
@@ -95,9 +155,11 @@ def folder_rows(folder: Path, rows: Sequence[BenchmarkRow], found: Mapping[str, 
     """
     n, k = len(rows), len(found)
     if not found:
-        example = f" (e.g. {rows[0].id}.png)" if rows else ""
-        raise ValueError(f"no image in {str(folder)!r} is named by a benchmark id of this run{example}; images are "
-                         "found as <id>.png, .jpg, .jpeg or .webp")
+        example = f" (e.g. {rows[0].id}{extensions[0]})" if rows else ""
+        kinds = ", ".join(f"<id>{e}" if k == 0 else e for k, e in enumerate(extensions))
+        what = "scene graph" if tuple(extensions) == (".json",) else "image"
+        raise ValueError(f"no {what} in {str(folder)!r} is named by a benchmark id of this run{example}; {what}s are "
+                         f"found as {kinds}")
     if only_present:
         notes = [f"only the {k} of {n} specs with an image in {folder} are scored (--only-present); the "
                  f"{n - k} without one are left out, so the score is not comparable with a full run"] if k < n else []

@@ -16,17 +16,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.job.report_sections import OPERATOR_SYMBOLS, Section, _classes, _loads, sections, what_broke
 
 __all__ = ["SUMMARY_KEYS", "VOLATILE_KEYS", "GENERATOR_KEYS", "OPERATOR_SYMBOLS", "Section", "sections",
            "to_markdown", "to_html", "what_broke", "write_plots", "write_report"]
 
-#: top-level keys of summary.json (after ``backend_fingerprint``: ``backend_settings`` when the run gave the backend
-#: settings, URLs without credentials; ``min_confidence`` when the run set one; then ``baselines``,
-#: ``{name: {"settings", "fingerprint"}}``, when the run had baseline metrics)
-SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "image_size", "limit", "n_specs",
-                "packages", "generators", "jobs", "timings", "cpu_seconds", "work")
+#: top-level keys of summary.json (``dataset``: None for the benchmark of ``seed``, else ``{"name", "fingerprint",
+#: "rows"}`` of the dataset folder scored, ``seed`` then None unless a built-in generator drew; after
+#: ``backend_fingerprint``: ``backend_settings`` when the run gave the backend settings, URLs without credentials;
+#: ``min_confidence`` when the run set one; then ``baselines``, ``{name: {"settings", "fingerprint"}}``, when the run
+#: had baseline metrics)
+SUMMARY_KEYS = ("logicval_version", "seed", "dataset", "backend", "backend_fingerprint", "image_size", "limit",
+                "n_specs", "packages", "generators", "jobs", "timings", "cpu_seconds", "work")
 #: keys that change from run to run (wall/CPU time, what was redone or reused); the rest is reproducible
 VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
 #: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders;
@@ -191,7 +192,7 @@ def write_plots(out: Path, summary: Mapping[str, Any]) -> dict[str, str]:
     from logicval_hf.common.atomic import atomic_write_bytes
 
     gens = summary["generators"]
-    packages = [p for p in PACKAGE_NAMES if summary["packages"].get(p)]
+    packages = [p for p, k in summary["packages"].items() if k]
     classes = _classes()
     written: dict[str, str] = {}
 

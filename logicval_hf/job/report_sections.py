@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.contract.catalog import load_catalog
 from logicval_hf.contract.verbalise import constraint_names
 
@@ -109,7 +108,7 @@ class ReportInput:
     def of(cls, summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[str, Any]]],
            plots: Mapping[str, str] | None = None) -> ReportInput:
         gens: Mapping[str, Mapping[str, Any]] = summary["generators"]
-        return cls(summary, worst, plots or {}, gens, [p for p in PACKAGE_NAMES if summary["packages"].get(p)],
+        return cls(summary, worst, plots or {}, gens, [p for p, k in summary["packages"].items() if k],
                    _classes(), [g for g, e in gens.items() if e["truth"] is not None])
 
 
@@ -119,18 +118,26 @@ def intro(r: ReportInput) -> list[Section]:
     floor = summary.get("min_confidence")
     unread = (f" Images read with a scene confidence below {floor:g} (or none) are set apart as *unread*: every "
               "score below is over the others (see *Unread images*)." if floor is not None else "")
+    dataset = summary.get("dataset")
+    if dataset is None:
+        source = f"benchmark seed {summary['seed']}{lim}"
+        packages = ("The benchmark's *packages* group the specifications by number of constraints and label: 1SAT "
+                    "holds satisfiable one-constraint prompts, 6UNSAT unsatisfiable six-constraint ones, and so on. ")
+    else:
+        source = f"dataset `{dataset['name']}`, fingerprint `{dataset['fingerprint']}`{lim}"
+        packages = ("The dataset's *packages* are its rows' packages, or for an imported dataset the source its "
+                    "rows were imported from. ")
     return [Section(
         "LogicVal report",
-        f"{summary['n_specs']} specifications (benchmark seed {summary['seed']}{lim}), perception backend "
+        f"{summary['n_specs']} specifications ({source}), perception backend "
         f"`{summary['backend']}`, images {summary['image_size'][0]}x{summary['image_size'][1]}. "
-        "Each prompt was generated from a *specification*: a scene size n and 1, 3 or 6 logical constraints; "
-        "the solver labels it SAT (some scene satisfies it) or UNSAT (none does). The benchmark's *packages* "
-        "group the specifications by number of constraints and label: 1SAT holds satisfiable one-constraint "
-        "prompts, 6UNSAT unsatisfiable six-constraint ones, and so on. Each image is read into a scene graph "
-        "(objects with colour, shape, material and box) and the solver checks it against the specification. "
-        "A verdict is *ok* when the perceived scene has exactly n objects and satisfies every constraint; "
-        "for an UNSAT specification, when the scene is empty (the model abstains). Rates are fractions of "
-        "images, from 0 to 1. "
+        "Each prompt was generated from a *specification*: a scene size n and logical constraints; "
+        "the solver labels it SAT (some scene satisfies it) or UNSAT (none does). " + packages +
+        "Each image is read into a scene graph "
+        "(objects with their attributes and boxes) and the solver checks it against the specification. "
+        "A verdict is *ok* when the perceived scene has exactly n objects (when the spec fixes n) and satisfies "
+        "every constraint; for an UNSAT specification, when the scene is empty (the model abstains). Rates are "
+        "fractions of images, from 0 to 1. "
         "*Known truth* is the solver's verdict on the scene the generator intended (oracle: the solver's "
         "witness with the attributes the constraints leave free re-drawn at random, each change checked by the "
         "solver, or the empty scene for UNSAT; naive: n random objects; perturbed: the oracle scene with one "

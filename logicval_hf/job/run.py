@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.asp.solver import default_solver
+from logicval_hf.benchmark.dataset_folder import read_dataset
 from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.common.atomic import atomic_write_json, remove_stale_temps
@@ -64,7 +65,15 @@ from logicval_hf.job.analysis import WORST_SHOWN, analyse, known_truth, unread_i
 from logicval_hf.job.gallery import pick_examples, prune_images, write_gallery
 from logicval_hf.job.generate import generate
 from logicval_hf.job.options import DEFAULT_OUT, JobContext, RunOptions, render_settings
-from logicval_hf.job.plan import BUILTIN_GENERATORS, folder_rows, resolve_generators, run_rows
+from logicval_hf.job.plan import (
+    BUILTIN_GENERATORS,
+    check_plan,
+    dataset_rows,
+    folder_rows,
+    package_order,
+    resolve_generators,
+    run_rows,
+)
 from logicval_hf.job.repairs import repair_records, repair_summary, self_correct
 from logicval_hf.job.score import GeneratorImages, Scored, score
 from logicval_hf.job.timer import StageTimer
@@ -149,17 +158,26 @@ def _start(opts: RunOptions) -> JobContext:
     check_backend(opts.backend, opts.backend_settings)
     cache.backend_fingerprint(opts.backend, opts.backend_settings)
     run_baselines = baselines.start(opts.baselines, opts.baseline_settings, opts.progress)  # refused here
+    plan = resolve_generators(opts.generators, opts.image_folder)
+    # a dataset folder is read and checked against the generators and backend before the output folder is touched
+    dataset = None if opts.dataset is None else read_dataset(opts.dataset)
+    if dataset is not None:
+        check_plan(plan, dataset.rows, opts.backend, opts.backend_settings, opts.repair)
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
     render = render_settings(opts.renderer, opts.assets, opts.workers)
-    plan = resolve_generators(opts.generators, opts.image_folder)
     with timer.stage("benchmark"):
-        log.info("benchmark: reading the prompts of seed %s from a cache, or building them (~15 s on 2 cores)",
-                 opts.seed)
-        rows = run_rows(opts.seed, out / "benchmark.json", opts.limit)
+        if dataset is None:
+            log.info("benchmark: reading the prompts of seed %s from a cache, or building them (~15 s on 2 cores)",
+                     opts.seed)
+            rows = run_rows(opts.seed, out / "benchmark.json", opts.limit)
+        else:
+            log.info("benchmark: the rows of dataset %s (fingerprint %s)", dataset.name, dataset.fingerprint)
+            rows = dataset_rows(dataset, out / "benchmark.json", opts.limit)
     log.info("benchmark: %d specifications ready in %.1f s", len(rows), timer.wall["benchmark"])
-    return JobContext(opts, out, rows, default_solver(), Workers(opts.workers), timer, render, plan, run_baselines)
+    return JobContext(opts, out, rows, default_solver(), Workers(opts.workers), timer, render, plan, run_baselines,
+                      dataset)
 
 
 def _images(ctx: JobContext, name: str, folder: Path | None
@@ -175,10 +193,13 @@ def _images(ctx: JobContext, name: str, folder: Path | None
                                                   ctx.workers, opts.progress, ctx.render)
             stage.add_cpu(worker_cpu)
             return [(r, ctx.out / "images" / name / f"{r.id}.png") for r in rows], intended, dict(work), []
-        from logicval_hf.scoring.evaluation import images_in_folder
+        from logicval_hf.scoring.evaluation import IMAGE_EXTENSIONS, images_in_folder
+        from logicval_hf.scoring.inputs import takes_raw_input
 
-        found = images_in_folder(folder, [r.id for r in rows])
-        scored_rows, notes = folder_rows(folder, rows, found, opts.only_present)
+        # a backend that takes raw input (given) reads the scene graphs <id>.json, not images
+        extensions = (".json",) if takes_raw_input(opts.backend) else IMAGE_EXTENSIONS
+        found = images_in_folder(folder, [r.id for r in rows], extensions)
+        scored_rows, notes = folder_rows(folder, rows, found, opts.only_present, extensions)
         for note in notes:  # before the long part, so a wrong folder can be stopped at once
             warnings.warn(note, MissingImagesWarning, stacklevel=5)
         return [(r, found.get(r.id)) for r in scored_rows], None, {"found": len(found)}, notes
@@ -238,7 +259,9 @@ def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
                                                     g.scored.records, truth or {}, opts.keep_images)
     summary: dict[str, Any] = {
         "logicval_version": __version__,
-        "seed": opts.seed,
+        # a dataset's run is named by the dataset; the seed then only seeds the built-in generators, if any
+        "seed": opts.seed if ctx.dataset is None or any(f is None for _, f in ctx.plan) else None,
+        "dataset": None if ctx.dataset is None else ctx.dataset.describe(),
         "backend": opts.backend,
         "backend_fingerprint": cache.backend_fingerprint(opts.backend, opts.backend_settings),
         **({} if not opts.backend_settings else {"backend_settings": cache.public_settings(opts.backend_settings)}),
@@ -247,7 +270,8 @@ def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
         "image_size": list(opts.image_size),
         "limit": opts.limit,
         "n_specs": len(ctx.rows),
-        "packages": {p: sum(1 for r in ctx.rows if r.package == p) for p in PACKAGE_NAMES},
+        "packages": {p: sum(1 for r in ctx.rows if r.package == p)
+                     for p in (PACKAGE_NAMES if ctx.dataset is None else package_order(ctx.rows))},
         "generators": {g.name: g.entry for g in results},
         "jobs": opts.workers,
         "timings": timer.wall,

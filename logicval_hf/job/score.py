@@ -138,7 +138,7 @@ def _pending(images: GeneratorImages, ctx: JobContext, fingerprint: str, result:
                                                                      f"{e.strerror or e}")
             continue
         verdict = cache.cached_verdict(vdir / f"{row.id}.json", ctx.options.backend, fingerprint, digest,
-                                       row.spec_json) if ctx.options.resume else None
+                                       row.spec_json, row) if ctx.options.resume else None
         if verdict is not None:
             result.records[row.id] = Record.from_sample(row.spec, verdict)
         else:

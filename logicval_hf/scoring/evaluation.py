@@ -41,8 +41,11 @@ from logicval_hf.scoring.judge import (
 )
 from logicval_hf.scoring.scores import Record, aggregate
 
-__all__ = ["PROBABILISTIC_SETTINGS", "compute", "images_in_folder", "parse_reference", "perceived_domain",
-           "summarise", "to_scenes", "verify_scenes"]
+__all__ = ["IMAGE_EXTENSIONS", "PROBABILISTIC_SETTINGS", "compute", "images_in_folder", "parse_reference",
+           "perceived_domain", "summarise", "to_scenes", "verify_scenes"]
+
+#: the files a folder of images is searched for, per id, in this order
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
 
 
 def parse_reference(ref: Any, solver: Solver | None = None) -> tuple[Spec, dict[str, Any]]:
@@ -228,14 +231,16 @@ def compute(
     return result
 
 
-def images_in_folder(folder: str | Path, ids: Sequence[str]) -> dict[str, Path]:
-    """Images named by benchmark id in a folder (``<id>.png``/``.jpg``/``.jpeg``/``.webp``); missing ids omitted."""
+def images_in_folder(folder: str | Path, ids: Sequence[str],
+                     extensions: Sequence[str] = IMAGE_EXTENSIONS) -> dict[str, Path]:
+    """Images named by benchmark id in a folder (``<id>.png``/``.jpg``/``.jpeg``/``.webp``, or the ``extensions``
+    given: ``(".json",)`` for the scene graphs of the ``given`` backend); missing ids omitted."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"image folder {str(folder)!r} does not exist")
     found: dict[str, Path] = {}
     for i in ids:
-        for ext in (".png", ".jpg", ".jpeg", ".webp"):
+        for ext in extensions:
             p = folder / f"{i}{ext}"
             if p.is_file():
                 found[i] = p
