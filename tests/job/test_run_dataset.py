@@ -201,3 +201,34 @@ def test_the_metric_scores_a_loaded_import_like_the_benchmark(imported, tmp_path
         by_row = metric.compute(predictions=predictions, references=rows)
         assert by_spec["logicval_score"] == by_row["logicval_score"] == expected
         assert [s["id"] for s in by_row["per_sample"]] == ds["id"]
+
+
+def test_run_scores_images_of_an_import_read_by_a_vlm(imported, tmp_path, capsys):
+    """Images named by the rows' ids, read by the ``vlm`` backend (a grounding VLM's answers served on 127.0.0.1 by
+    the test server, which knows each image's true objects): the right images pass, the wrong ones fail. (GenEval's
+    coco domain: the vlm backend asks for a closed vocabulary, which the gir domain's free-text classes are not.)"""
+    from fake_vlm import FakeVLM
+    from PIL import Image
+
+    from logicval_hf.contract.scene import Scene
+    from logicval_hf.perception.vlm import clear_cache
+
+    _, sets = imported
+    folder, right, wrong, rows = sets["geneval"]
+    clear_cache()
+    with FakeVLM(boxes="norm1000") as fake:
+        for scenes in (right, wrong):
+            images = tmp_path / scenes.name
+            images.mkdir()
+            for r in rows:
+                scene = Scene.from_dict(json.loads((scenes / f"{r.id}.json").read_text()), r.spec.domain)
+                Image.fromarray(fake.image(scene)).save(images / f"{r.id}.png")
+        out = tmp_path / "report"
+        assert main(["run", "--dataset", str(folder), "--generator", str(tmp_path / right.name),
+                     str(tmp_path / wrong.name), "--backend", "vlm", "--setting", f"url={fake.base_url}", "--setting",
+                     "model=fake-vlm", "--setting", f"boxes={fake.boxes}", "--out", str(out), "--jobs", "1",
+                     "--quiet", "--no-repair"]) == 0, capsys.readouterr().err
+    clear_cache()
+    gens = json.loads((out / "summary.json").read_text())["generators"]
+    assert gens[right.name]["metric"]["logicval_score"] == 1.0 and not gens[right.name]["unreadable"]
+    assert gens[wrong.name]["metric"]["logicval_score"] == 0.0
