@@ -323,3 +323,37 @@ def test_credentials_in_the_url_are_never_recorded():
         url = fake.base_url.replace("http://", "http://user:hunter2@")
         got = extract_scene(fake.image(scene), backend="vlm", **{**settings(fake), "url": url})
     assert "hunter2" not in got.to_json() and got.provenance["url"] == fake.base_url
+
+
+def test_a_free_text_domain_is_read_as_text_and_gives_the_verdicts_of_the_true_scenes():
+    """GIR-Bench's domain names objects and colours in free text: the schema asks for strings, not an empty
+    ``enum``; the instruction says free text; the answer's words are stored folded as the domain folds them."""
+    from logicval_hf.benchmark.importers.gir_bench import spec_for
+
+    data = Path(__file__).resolve().parents[1] / "data" / "gir_bench"
+    entries = [e for name in ("NumericalReasoning.json", "SpatialLayout.json")
+               for e in json.loads((data / name).read_text(encoding="utf-8"))]
+    solver = default_solver()
+    specs, truth = [], []
+    for entry in entries:
+        spec = spec_for(entry)
+        result = solver.solve(spec)
+        if result.satisfiable:  # the witness, then the same objects with their first one gone
+            specs += [spec, spec]
+            truth += [result.witness, Scene.from_dict({**result.witness.to_dict(),
+                                                       "objects": result.witness.to_dict()["objects"][1:]},
+                                                      spec.domain)]
+    with FakeVLM() as fake:
+        images = [fake.image(s) for s in truth]
+        out = compute(images, specs, backend="vlm", backend_settings=settings(fake))
+        schema = fake.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+        text = fake.requests[0]["body"]["messages"][0]["content"]
+    want = compute([s.to_dict() for s in truth], specs)
+    assert [[p[k] for k in VERDICT] for p in out["per_sample"]] == [[p[k] for k in VERDICT] for p in want["per_sample"]]
+    assert len({p["ok"] for p in want["per_sample"]}) == 2  # both verdicts occur
+    item = schema["properties"]["objects"]["items"]["properties"]
+    assert item["class"] == {"type": "string"} and item["color"] == {"type": "string"}
+    assert "free text" in json.dumps(text)
+    for got, scene in zip(out["per_sample"], truth, strict=True):
+        got["scene"].pop("provenance")
+        assert same_objects(got["scene"], scene.to_dict())

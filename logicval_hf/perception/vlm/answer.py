@@ -103,6 +103,10 @@ def _value(where: str, obj: Mapping[str, Any], attribute: str, domain: Domain) -
     if attribute not in obj:
         raise _fail(f"{where} has no {attribute!r} (an object has {', '.join(domain.perceived_attributes)}, bbox)")
     v = obj[attribute]
+    if domain.is_open(attribute):  # free text: any string, stored folded as the domain folds it
+        if not isinstance(v, str):
+            raise _fail(f"{where}.{attribute} {v!r} is not text ({attribute} is free text in domain {domain.name!r})")
+        return domain.canonical_value(attribute, v)
     canon = {x.lower(): x for x in domain.attributes[attribute]}
     key = v.strip().lower() if isinstance(v, str) else None
     if key not in canon:

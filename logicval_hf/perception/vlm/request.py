@@ -26,10 +26,21 @@ from logicval_hf.contract.domain import Domain
 __all__ = ["answer_schema", "chat_body", "fit_size", "instruction", "prepare_image", "response_format"]
 
 
+#: how the instruction asks for an attribute whose values are free text (a domain's ``open_attributes``: GIR-Bench's
+#: object names and colours), by attribute name; ``*`` for any other
+_FREE_TEXT = {
+    "class": "free text: what the object is, in one or two plain words (e.g. apple, red car -> car)",
+    "color": "free text: the object's main colour in one word, or an empty string when it has none",
+    "text": "free text: the words it shows, exactly as written",
+    "*": "free text: the object's {a}, in a few plain words",
+}
+
+
 def instruction(domain: Domain, boxes: str, size: tuple[int, int]) -> str:
     """The text sent with the image: the domain's vocabulary and the answer's form (module docstring)."""
     attrs = domain.perceived_attributes
-    lines = [f"- {a}: {', '.join(domain.attributes[a])}" for a in attrs]
+    lines = [f"- {a}: {_FREE_TEXT.get(a, _FREE_TEXT['*']).format(a=a)}" if domain.is_open(a)
+             else f"- {a}: {', '.join(domain.attributes[a])}" for a in attrs]
     w, h = size
     if boxes == "pixels":
         where = (f"in pixels of this {w}x{h} image: x from 0 at the left edge to {w} at the right edge, y from 0 at "
@@ -40,7 +51,8 @@ def instruction(domain: Domain, boxes: str, size: tuple[int, int]) -> str:
     example = ", ".join(f'"{a}": "..."' for a in attrs)
     return "\n".join([
         "Find every object in this image and list each one exactly once.",
-        "Describe each object with these attributes, each set to exactly one of the values listed:",
+        "Describe each object with these attributes, each set to exactly one of the values listed"
+        + (" (free text where it says so):" if any(domain.is_open(a) for a in attrs) else ":"),
         *lines,
         f'and its bounding box "bbox": [x0, y0, x1, y1], the left, top, right and bottom edges of the object, {where}.',
         "Answer with JSON only, in this form:",
@@ -51,8 +63,9 @@ def instruction(domain: Domain, boxes: str, size: tuple[int, int]) -> str:
 
 def answer_schema(domain: Domain) -> dict[str, Any]:
     """The JSON schema of an answer in ``domain``: an object whose ``objects`` each carry every perceived attribute
-    (an ``enum`` of its values) and a ``bbox`` of four numbers, nothing else."""
-    props: dict[str, Any] = {a: {"type": "string", "enum": list(domain.attributes[a])}
+    (an ``enum`` of its values; any string for a free-text one) and a ``bbox`` of four numbers, nothing else."""
+    props: dict[str, Any] = {a: {"type": "string"} if domain.is_open(a) else
+                             {"type": "string", "enum": list(domain.attributes[a])}
                              for a in domain.perceived_attributes}
     props["bbox"] = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
     item = {"type": "object", "properties": props, "required": [*domain.perceived_attributes, "bbox"],
