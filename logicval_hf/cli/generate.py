@@ -21,7 +21,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from logicval_hf.cli.dispatch import standalone, timeout_option
@@ -44,38 +43,12 @@ def guess_backend(model: str) -> str:
 
 def load_rows(configs: Sequence[str], dataset: str | None = None, benchmark_seed: int | None = None
               ) -> list[dict[str, Any]]:
-    """Rows of the given packages: from a built folder (``data/<package>.parquet``), a JSONL file of rows, or
-    the benchmark sampled in-process."""
-    from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
+    """Rows of the given packages as dicts (id, package and the prompt columns): from a built folder
+    (``data/<package>.parquet``), a JSONL file of rows, or the benchmark sampled in-process
+    (`logicval_hf.benchmark.prompt_rows.read_prompt_rows`, which gives them typed)."""
+    from logicval_hf.benchmark.prompt_rows import read_prompt_rows
 
-    names = list(PACKAGE_NAMES) if list(configs) == ["all"] else list(configs)
-    bad = [c for c in names if c not in PACKAGE_NAMES]
-    if bad:
-        raise ValueError(f"unknown package(s) {bad}; expected some of {list(PACKAGE_NAMES)} or 'all'")
-    if dataset is None:
-        from logicval_hf.benchmark.sampler import cached_benchmark
-
-        bm = cached_benchmark(DEFAULT_SEED if benchmark_seed is None else benchmark_seed)
-        return [dict(r) for c in names for r in bm.rows[c]]
-    path = Path(dataset)
-    if path.is_file():
-        rows = []
-        with open(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if raw.strip():
-                    try:
-                        rows.append(json.loads(raw.decode("utf-8")))
-                    except UnicodeDecodeError as e:
-                        raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte {raw[e.start:e.start + 1]!r})") \
-                            from None
-                    except json.JSONDecodeError as e:
-                        raise ValueError(f"{path}:{lineno}: not JSON ({e})") from None
-        return [r for c in names for r in rows if r.get("package") == c]
-    if path.is_dir():
-        from logicval_hf.benchmark.dataset import read_rows
-
-        return [r for c in names for r in read_rows(path, c)]
-    raise ValueError(f"--dataset {dataset}: no such file or folder")
+    return [r.to_dict() for r in read_prompt_rows(configs, dataset, benchmark_seed)]
 
 
 def make_generator(args: argparse.Namespace):
@@ -104,10 +77,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from logicval_hf.generation.t2i import run_generation
 
     check_output_dir(args.out, "--out")  # before sampling the benchmark and loading a model
-    rows = load_rows([c.strip() for c in args.config.split(",") if c.strip()], args.dataset, args.benchmark_seed)
+    from logicval_hf.benchmark.prompt_rows import read_prompt_rows
+
+    rows = read_prompt_rows([c.strip() for c in args.config.split(",") if c.strip()], args.dataset,
+                            args.benchmark_seed)
     if args.ids:
         wanted = {i.strip() for i in args.ids.split(",") if i.strip()}
-        rows = [r for r in rows if r["id"] in wanted]
+        rows = [r for r in rows if r.id in wanted]
     if args.limit is not None:
         rows = rows[: args.limit]
     generator = make_generator(args)
@@ -116,11 +92,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         column = "full_prompt_compact"  # one variant: the empty-scene instruction has no room for a background
     else:
         column = f"full_prompt_{'white_' if white else ''}{args.register}"
-    missing = [r.get("id") for r in rows if column not in r]
+    missing = [r.id for r in rows if column not in r.prompts]
     if missing:
         raise ValueError(f"rows without a {column} column: {missing[:3]}")
-    warn_long_prompts(generator, column, [(r["id"], r[column]) for r in rows])
-    counts = run_generation(generator, [(r["id"], r[column]) for r in rows], args.out, seed=args.seed,
+    prompts = [(r.id, r.prompts[column]) for r in rows]
+    warn_long_prompts(generator, column, prompts)
+    counts = run_generation(generator, prompts, args.out, seed=args.seed,
                             retry_refused=args.retry_refused, workers=args.workers, progress=not args.no_progress,
                             extra={"prompt": column})
     print(json.dumps({"out": str(args.out), "model": generator.model, "prompt": column, **counts}))
