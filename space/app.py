@@ -53,6 +53,8 @@ from logicval_hf.space import common, edits
 from logicval_hf.space import compose as cmp
 from logicval_hf.space import explore as exp
 from logicval_hf.space import images as img
+from logicval_hf.space import sudoku as sdk
+from logicval_hf.space import text as txt
 from logicval_hf.space.annotate_actions import AnnotationDesk
 from logicval_hf.space.config import ConfigError, SpaceConfig, config_from_env, config_or_exit, make_auth  # noqa: F401
 
@@ -240,7 +242,7 @@ def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
 
     with gr.Blocks(title="LogicVal") as demo:
         gr.Markdown(f"# {TITLE}\nBenchmark prompts with solver labels, a spec composer with instant solving, an image "
-                    "checker (scene graph → verdict), and the annotation tool"
+                    "checker (scene graph → verdict), text and Sudoku read by OCR, and the annotation tool"
                     f"{' (log in required)' if cfg.protected else ''}.  \n"
                     f"<small>{common.region_legend(catalog.domain)}</small>", elem_id="lv-header")
         with gr.Tabs() as tabs:
@@ -250,6 +252,10 @@ def build_demo(config: SpaceConfig | None = None) -> gr.Blocks:
                 _compose_tab(catalog)
             with gr.Tab("Check", id="check"):
                 check_ui = _check_tab(cfg)
+            with gr.Tab("Text", id="text"):
+                _text_tab(cfg)
+            with gr.Tab("Sudoku", id="sudoku"):
+                _sudoku_tab(cfg)
             annotate_ui = None
             with gr.Tab("Annotate", id="annotate"):
                 if cfg.annotate_enabled:
@@ -475,6 +481,80 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
      .success(view, [result, image], [boxed, verdict_md, violations_md, table], api_name="check_view")
      .success(view_repair, [result, image], [edits_img, repair_md], api_name="check_repair"))
     return {"spec": spec, "image": image}
+
+
+# ---- Text and Sudoku: GIR-Bench's text rendering and visual logic, read by OCR (the "ocr" extra) ------------------
+TEXT_SPEC_HINT = ('{"domain": "text", "constraints": [{"template": "C4/pair_rel", "params": {"A1": {"prop": "text", '
+                  '"value": "SALE", "negated": false}, "B1": {"prop": "text", "value": "TODAY", "negated": false}, '
+                  '"R1": {"rel": "above", "negated": false}}}]}')
+
+
+def _text_tab(cfg: SpaceConfig) -> None:
+    gr.Markdown("Upload an image with text. Its lines are read by OCR (PP-OCRv6) and scored against the target text "
+                "(GIR-Bench's word-level continuous substring score); a spec over the lines (domain `text`: "
+                "“SALE above TODAY”, “exactly one line reading …”) is verified and, when it fails, repaired.")
+    with gr.Row():
+        with gr.Column(scale=1):
+            image = upload_image(cfg.max_file_bytes, label="Image", sources=["upload", "clipboard"], height=300)
+            target = gr.Textbox(label="Target text (what the image must show)")
+            spec = gr.Textbox(label="Text spec JSON (optional)", lines=3, placeholder=TEXT_SPEC_HINT)
+            conf = gr.Slider(0, 0.95, value=0.5, step=0.05, label="Keep lines with confidence above")
+            btn = gr.Button("Read", variant="primary")
+        with gr.Column(scale=1):
+            boxed = gr.Image(label="Lines read", type="pil", interactive=False, height=300)
+            summary = gr.Markdown()
+    with gr.Accordion("Result JSON", open=False):
+        result = gr.JSON()
+
+    @user_errors
+    def read(image_path: str, target_text: str, spec_text: str, min_conf: float) -> dict[str, Any]:
+        if not image_path:
+            raise gr.Error("upload an image first", print_exception=False)
+        return txt.read_upload(image_path, target_text, spec_text, float(min_conf), cfg.max_file_bytes)
+
+    @user_errors
+    def view(res: dict[str, Any], image_path: str):
+        return txt.draw_lines(img.decode(image_path, cfg.max_file_bytes), res), txt.result_markdown(res)
+
+    (btn.click(read, [image, target, spec, conf], result, api_name="text_read")
+     .success(view, [result, image], [boxed, summary], api_name="text_view"))
+
+
+def _sudoku_tab(cfg: SpaceConfig) -> None:
+    gr.Markdown("Make a puzzle (clingo proves its solution unique), then upload an image of the filled grid: the grid "
+                "is found, its cells read by OCR, and clingo's rules judge it. Tinted: red a given changed, orange a "
+                "digit repeated in its row, column or box, yellow no digit read.")
+    with gr.Row():
+        with gr.Column(scale=1):
+            with gr.Row():
+                seed = gr.Number(value=0, precision=0, label="Seed")
+                make_btn = gr.Button("Make a puzzle")
+            puzzle = gr.Textbox(label="Puzzle JSON (or paste one)", lines=3)
+            with gr.Row():
+                puzzle_img = gr.Image(label="Puzzle", type="pil", interactive=False, height=240)
+                answer_img = gr.Image(label="Its answer", type="pil", interactive=False, height=240)
+        with gr.Column(scale=1):
+            image = upload_image(cfg.max_file_bytes, label="Image of the filled grid", sources=["upload", "clipboard"],
+                                 height=240)
+            check_btn = gr.Button("Check", variant="primary")
+            shown = gr.Image(label="Grid read", type="pil", interactive=False, height=300)
+            summary = gr.Markdown()
+    with gr.Accordion("Result JSON", open=False):
+        result = gr.JSON()
+
+    @user_errors
+    def check(puzzle_text: str, image_path: str) -> dict[str, Any]:
+        if not image_path:
+            raise gr.Error("upload an image first", print_exception=False)
+        return sdk.check_upload(puzzle_text, image_path, cfg.max_file_bytes)
+
+    @user_errors
+    def view(res: dict[str, Any], image_path: str):
+        return sdk.draw_check(img.decode(image_path, cfg.max_file_bytes), res), sdk.result_markdown(res)
+
+    make_btn.click(user_errors(sdk.make_puzzle), seed, [puzzle, puzzle_img, answer_img], api_name="sudoku_make")
+    (check_btn.click(check, [puzzle, image], result, api_name="sudoku_check")
+     .success(view, [result, image], [shown, summary], api_name="sudoku_view"))
 
 
 # ---- Annotate --------------------------------------------------------------------------------------------------

@@ -7,6 +7,9 @@ size), known by its colour whatever size or format it was sent in; `FakeVLM.regi
 its exact pixels (sent losslessly at its own size). Requests, the most requests in
 flight at once and the time of each are recorded. Every wait is bounded: a server told to stay silent waits at
 most `SILENCE` seconds or until it is closed.
+
+`FakeJudge` is the same server answering as the VLM baselines' model would: a 1-5 rating for the VLM judge, top
+log-probabilities for Soft-TIFA, each drawn from the image.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import base64
 import hashlib
 import io
 import json
+import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -210,3 +214,33 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with fake._lock:
                 fake.in_flight -= 1
+
+
+class FakeJudge(FakeVLM):
+    """The server answering the VLM baselines: a judge request gets ``SCORE: k RATIONALE: ...`` with ``k`` in 1-5
+    drawn from the image's pixels; a request for log-probabilities (Soft-TIFA) gets a top-3 list over the question's
+    candidates (``... one of: a, b, c.``), the most likely drawn from the image and the question. An image whose
+    pixels are all dark (mean below 8) gets a judge answer without a rating."""
+
+    @staticmethod
+    def _draw(*parts: Any) -> int:
+        return int(hashlib.sha1(b"|".join(p if isinstance(p, bytes) else str(p).encode() for p in parts))
+                   .hexdigest()[:8], 16)
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        im = np.asarray(sent_image({"body": body}))
+        text = next(c["text"] for c in body["messages"][0]["content"] if c["type"] == "text")
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+        if body.get("logprobs"):
+            cands = text.rsplit("one of: ", 1)[-1].rstrip(".").split(", ")
+            k = self._draw(im.tobytes(), text) % len(cands)
+            top = [(cands[k], 0.6), (cands[(k + 1) % len(cands)], 0.3), ("maybe", 0.1)]
+            first = top[0][0]
+            choice.update(message={"role": "assistant", "content": first}, logprobs={"content": [{
+                "token": first, "logprob": math.log(0.6), "bytes": None,
+                "top_logprobs": [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in top]}]})
+        else:
+            rating = 1 + self._draw(im.tobytes()) % 5
+            content = "I cannot tell." if im.mean() < 8 else f"SCORE: {rating} RATIONALE: drawn from the pixels."
+            choice["message"] = {"role": "assistant", "content": content}
+        return 200, {}, {"id": "fake", "object": "chat.completion", "model": body.get("model"), "choices": [choice]}

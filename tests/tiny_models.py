@@ -10,7 +10,8 @@ uses it.
 
 Tiny perception models too: `tiny_grounding_dino` (a Grounding DINO detector over a word-level vocabulary) and
 `tiny_clip` (an open_clip model registered from a config), for the neural backend's tests; `tiny_qwen25_vl` (a
-Qwen2.5-VL over a byte-level vocabulary), for the vlm backend's transformers transport.
+Qwen2.5-VL over a byte-level vocabulary), for the vlm backend's transformers transport; `save_tiny_hf_clip` (a
+``transformers`` CLIP with a 248-token context, saved as a model folder), for the CLIPScore baseline.
 """
 
 from __future__ import annotations
@@ -197,6 +198,32 @@ def tiny_clip(config_dir: Any, seed: int = 1) -> tuple[Any, Any]:
     name = register_tiny_clip(config_dir)
     torch.manual_seed(seed)
     return open_clip.create_model(name, pretrained=None).eval(), open_clip.get_tokenizer(name)
+
+
+def save_tiny_hf_clip(folder: Any, seed: int = 0) -> Any:
+    """Save a ``transformers`` ``CLIPModel`` + ``CLIPProcessor`` into ``folder`` (``from_pretrained`` loads it):
+    widths 32, one layer each, 32 px images, a 248-position text context (Long-CLIP's), and open_clip's real BPE
+    vocabulary (so a prompt tokenises as CLIP's does). Returns ``(model, processor)``."""
+    import open_clip
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    bpe = open_clip.tokenizer.SimpleTokenizer()
+    vocab = dict(bpe.encoder)  # same BPE; transformers names the two special tokens differently
+    vocab["<|startoftext|>"] = vocab.pop("<start_of_text>")
+    vocab["<|endoftext|>"] = vocab.pop("<end_of_text>")
+    tok = CLIPTokenizer(vocab=vocab, merges=[tuple(m) for m in bpe.bpe_ranks])
+    proc = CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
+                                                            crop_size={"height": 32, "width": 32}), tokenizer=tok)
+    cfg = CLIPConfig(text_config={"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 64,
+                                  "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 248},
+                     vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                                    "num_attention_heads": 2, "image_size": 32, "patch_size": 16},
+                     projection_dim=16)
+    torch.manual_seed(seed)
+    model = CLIPModel(cfg).eval()
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return model, proc
 
 
 # ---------------------------------------------------------------------------------------------------

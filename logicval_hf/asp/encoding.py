@@ -103,13 +103,20 @@ def nnf(node: Mapping[str, Any]) -> dict[str, Any]:
 # How slot values appear in rules
 # ---------------------------------------------------------------------------------------------
 class _Instantiated:
-    """Slot values written into the rules; ``scene`` prefixes scene atoms with a scene argument (batches)."""
+    """Slot values written into the rules; ``scene`` prefixes scene atoms with a scene argument (batches).
+
+    ``orders`` (batches of a domain whose relations are strict orders of box centres: relation -> (axis, sign))
+    writes a relation literal as a comparison of the two objects' centre ranks (``pos(S,X,A,_), pos(S,Y,B,_),
+    A < B``; batch.lp), so no ``hasRelationship`` atom is derived for pairs the rules never look at."""
 
     parametric = False
 
-    def __init__(self, params: Mapping[str, Any], scene: str = ""):
+    def __init__(self, params: Mapping[str, Any], scene: str = "",
+                 orders: Mapping[str, tuple[str, int]] | None = None):
         self.params = params
         self.s = f"{scene}," if scene else ""
+        self.orders = orders or {}
+        self._ranks = 0
 
     def _value(self, ref: Any) -> Any:
         if isinstance(ref, str) and ref.startswith("$"):
@@ -127,8 +134,19 @@ class _Instantiated:
         v = self._value(lit)
         if isinstance(v, Mapping):
             v = RelLit(v["rel"], bool(v.get("negated", False)))
+        holds = positive != v.negated
+        if v.rel in self.orders:
+            axis, sign = self.orders[v.rel]
+            self._ranks += 1
+            ra, rb = f"Rank{self._ranks}a", f"Rank{self._ranks}b"
+            # every object has one pos fact, so "not related" is the complementary comparison of the same ranks
+            theta = ("<" if holds else ">=") if sign < 0 else (">" if holds else "<=")
+            return [self._pos(a, ra, axis), self._pos(b, rb, axis), f"{ra} {theta} {rb}"]
         atom = f"hasRelationship({self.s}{a},{v.rel},{b})"
-        return [atom if positive != v.negated else f"not {atom}"]
+        return [atom if holds else f"not {atom}"]
+
+    def _pos(self, var: str, rank: str, axis: str) -> str:
+        return f"pos({self.s}{var},{rank},_)" if axis == "x" else f"pos({self.s}{var},_,{rank})"
 
     def const(self, value: Any) -> tuple[list[str], str]:
         return [], str(int(self._value(value)))
@@ -189,6 +207,7 @@ class _Compiler:
     head_args: list[str]  # leading head arguments (parametric: ["C"])
     scene_arg: str = ""  # batched programs: every object atom is object(S,X)
     guards: bool = False  # comparisons of aggregates as their guards (see `compile_constraint`)
+    context_guards: bool = False  # auxiliary rules guarded by the literals beside their use (`compile_constraint`)
     rules: list[str] = field(default_factory=list)
     _aux: int = 0
     _fresh: int = 0
@@ -235,7 +254,10 @@ class _Compiler:
         return f"object({self.scene_arg},{var})" if self.scene_arg else f"object({var})"
 
     # -- formulas (NNF) -> body literals --------------------------------------------------------
-    def lits(self, node: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
+    def lits(self, node: Mapping[str, Any], env: Mapping[str, str], context: Sequence[str] = ()) -> list[str]:
+        """The body literals of ``node``; ``context``: literals of the body they will stand in (with
+        ``context_guards``, every auxiliary rule made here is guarded by them: its atom is only ever read where
+        they hold, so it is derived for fewer tuples and means the same there)."""
         op = node["op"]
         if op == "true":
             return []
@@ -247,28 +269,40 @@ class _Compiler:
             return self.atom_lits(node, env, positive=True)
         if op == "and":
             out: list[str] = []
-            for a in node["args"]:
-                out += self.lits(a, env)
+            if not self.context_guards:
+                for a in node["args"]:
+                    out += self.lits(a, env)
+                return out
+            args = _conjuncts(node)
+            for a in args:
+                if _plain(a):
+                    out += self.lits(a, env)
+            inner_context = [*context, *out]
+            for a in args:
+                if not _plain(a):
+                    out += self.lits(a, env, inner_context)
             return out
+        guard = list(context) if self.context_guards else []
         if op == "or":
             args = node["args"]
             if len(args) == 1:
-                return self.lits(args[0], env)
+                return self.lits(args[0], env, context)
             head = self.atom(self._new_aux("or"), list(env.values()))
             if not args:
                 return ["#false"]
             for a in args:
-                self.rule(head, [*self._bound_objs(env), *self.lits(a, env)])
+                self.rule(head, [*self._bound_objs(env), *guard, *self.lits(a, env, context)])
             return [head]
         if op == "exists":
             inner, objs, dist = self._bind(node, env)
             head = self.atom(self._new_aux("ex"), list(env.values()))
-            self.rule(head, [*self._bound_objs(env), *objs, *dist, *self.lits(node["body"], inner)])
+            self.rule(head, [*self._bound_objs(env), *guard, *objs, *dist, *self.lits(node["body"], inner, context)])
             return [head]
         if op == "forall":
             inner, objs, dist = self._bind(node, env)
             head = self.atom(self._new_aux("cex"), list(env.values()))
-            self.rule(head, [*self._bound_objs(env), *objs, *dist, *self.lits(negate(node["body"]), inner)])
+            self.rule(head, [*self._bound_objs(env), *guard, *objs, *dist,
+                             *self.lits(negate(node["body"]), inner, context)])
             return [f"not {head}"]
         raise ValueError(f"unexpected op {op!r} in negation normal form")
 
@@ -353,6 +387,22 @@ class _Compiler:
             self.rule(head, self.lits(node, {}))
 
 
+def _conjuncts(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The arguments of a conjunction, nested conjunctions flattened."""
+    out: list[Mapping[str, Any]] = []
+    for a in node["args"]:
+        out.extend(_conjuncts(a) if a["op"] == "and" else [a])
+    return out
+
+
+def _plain(node: Mapping[str, Any]) -> bool:
+    """A formula that compiles to body literals alone (no auxiliary rule, no aggregate)."""
+    op = node["op"]
+    if op == "not":
+        op = node["arg"]["op"]
+    return op in ("attr", "rel", "eq", "true", "false")
+
+
 # ---------------------------------------------------------------------------------------------
 # Public entry points
 # ---------------------------------------------------------------------------------------------
@@ -361,12 +411,17 @@ def _comment(text: str) -> str:
 
 
 def compile_constraint(constraint: Constraint, index: int, prefix: str | None = None, batched: bool = False,
-                       guards: bool = False) -> str:
+                       guards: bool = False, orders: Mapping[str, tuple[str, int]] | None = None) -> str:
     """Instantiated ASP rules for one constraint: ``violated(index)`` iff it fails (formula or anti-vacuity).
 
     With ``batched``, every scene atom carries a leading scene argument ``S`` (``object(S,X)``,
     ``hasProperty(S,X,P,V)``, ...), rules are guarded by ``scene(S)`` and the head is ``violated(S,index)``,
-    so one grounding evaluates the constraint on many scenes.
+    so one grounding evaluates the constraint on many scenes. Batched rules check given facts, so they are
+    written for grounding speed: each auxiliary rule (a disjunction, an inner quantifier) is guarded by the
+    literals that stand beside its atom where it is read, and with ``orders`` (relation -> (axis, sign), a domain
+    whose relations are strict orders of box centres) a relation literal compares the objects' centre ranks
+    (``pos/4`` facts, batch.lp). The time to check a scene then grows with the tuples the formula's literals admit,
+    not with every pair or triple of objects.
 
     With ``guards``, a count or sum compared with a number is written as the aggregate's guard
     (``#count{ X : ... } != 2``) and two aggregates compared as one sum of their difference (``#sum{ 1,a,X : ... ;
@@ -375,8 +430,8 @@ def compile_constraint(constraint: Constraint, index: int, prefix: str | None = 
     """
     t = constraint.template
     if batched:
-        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params, "S"), ["scene(S)"], ["S"], "S",
-                         guards)
+        comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params, "S", orders), ["scene(S)"], ["S"],
+                         "S", guards, context_guards=True)
         head = f"violated(S,{index})"
     else:
         comp = _Compiler(prefix or f"c{index}", _Instantiated(constraint.params), [], [], "", guards)

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import clingo
 
+from logicval_hf.asp import messages
 from logicval_hf.asp.budget import Deadline
 from logicval_hf.asp.placement import MAX_RANKS, FloatBox, Placement, realise, undecided
 from logicval_hf.asp.programs import relation_families, solve_program, universe
@@ -64,7 +65,7 @@ Atom = tuple[str, tuple[Any, ...]]
 
 def control(program: str, args: Sequence[str] = CLINGO_ARGS) -> clingo.Control:
     """A Control with ``program`` grounded (externals are declared ``[free]``: assumptions decide them)."""
-    ctl = clingo.Control(list(args), logger=lambda code, msg: None)
+    ctl = messages.control(args)
     ctl.add("base", [], program)
     ctl.ground([("base", [])])
     return ctl

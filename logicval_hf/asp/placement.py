@@ -31,7 +31,8 @@ from typing import Any
 from logicval_hf.contract.domain import Domain, Relation
 from logicval_hf.errors import SolverLimit
 
-__all__ = ["MAX_RANKS", "Placement", "exact_holds", "families", "placement_facts", "realise", "undecided"]
+__all__ = ["MAX_RANKS", "Placement", "check_directional", "exact_holds", "families", "non_positive_relations",
+           "placement_facts", "realise", "undecided"]
 
 Box = tuple[Fraction, Fraction, Fraction, Fraction]
 FloatBox = tuple[float, float, float, float]
@@ -78,6 +79,61 @@ def families(domain: Domain, relations: Iterable[str]) -> dict[str, str]:
                               "area and containment")
         out[family] = first
     return dict(sorted(out.items()))
+
+
+def non_positive_relations(constraints: Iterable[Any]) -> set[str]:
+    """Relations the constraints test anywhere but as plain positive literals outside counts: negated, under a
+    negation, or inside a count or sum (whose comparison may ask for fewer pairs)."""
+    from logicval_hf.asp.encoding import nnf
+
+    found: set[str] = set()
+
+    def lit_of(ref: Any, params: Mapping[str, Any]) -> Any:
+        return params[ref[1:]] if isinstance(ref, str) and ref.startswith("$") else ref
+
+    def walk(node: Any, params: Mapping[str, Any], positive: bool) -> None:
+        if not isinstance(node, Mapping):
+            if isinstance(node, list):
+                for v in node:
+                    walk(v, params, positive)
+            return
+        op = node.get("op")
+        if op == "rel":
+            lit = lit_of(node["lit"], params)
+            negated = lit.get("negated", False) if isinstance(lit, Mapping) else lit.negated
+            if negated or not positive:
+                found.add(lit["rel"] if isinstance(lit, Mapping) else lit.rel)
+            return
+        if op == "not" or op in ("count", "sum"):
+            positive = False
+        for key, v in node.items():
+            if key != "lit":
+                walk(v, params, positive)
+
+    for c in constraints:
+        walk(nnf(c.template.formula), c.params, True)
+        if c.template.anti_vacuity is not None:
+            walk(nnf(c.template.anti_vacuity), c.params, True)
+    return found
+
+
+def check_directional(domain: Domain, fams: Mapping[str, str], constraints: Iterable[Any]) -> None:
+    """Refuse what the order rules cannot decide for GIR-Bench's relation rule (``measure="centre"``): its gate (no
+    relation while the centres are closer than a quarter of the two boxes' sizes) makes it intransitive (a small box
+    between two wide ones is right of one and left of the other, which are not related), while ``box_orders.lp``
+    makes each family transitive. For relations used only positively that never changes a label (spreading the
+    centres apart passes every gate and keeps every direction); a spec that tests one otherwise gets no label.
+
+    Raises:
+        SolverLimit: naming the relation and the rule.
+    """
+    gated = {r for f, r in fams.items() if domain.rules[r].measure == "centre"}
+    gated |= {domain.rules[r].inverse for r in gated}
+    bad = sorted(gated & non_positive_relations(constraints))
+    if bad:
+        raise SolverLimit(f"spec: it tests {', '.join(bad)} negated or inside a count, but domain {domain.name!r} "
+                          "decides it by GIR-Bench's rule, which is not transitive; the solver labels specs that ask "
+                          "for such relations to hold, so no label is given")
 
 
 def _threshold(rule: Relation) -> tuple[int, int]:
@@ -149,8 +205,8 @@ def _frac(v: float | Fraction | int) -> Fraction:
 
 
 def exact_holds(rule: Relation, a: Sequence[Fraction], b: Sequence[Fraction]) -> bool:
-    """``rule(a, b)`` decided exactly (no rounding): GenEval's offset rule with its margin, its threshold and its
-    1e-3 floor; a strict order of areas; containment with touching edges."""
+    """``rule(a, b)`` decided exactly (no rounding): GenEval's offset rule (or GIR-Bench's, ``measure="centre"``)
+    with its margin, its threshold and its 1e-3 floor; a strict order of areas; containment with touching edges."""
     if rule.kind == "box_inside":
         inner, outer = (a, b) if rule.sign < 0 else (b, a)
         return inner[0] >= outer[0] and inner[1] >= outer[1] and inner[2] <= outer[2] and inner[3] <= outer[3]
@@ -167,7 +223,8 @@ def exact_holds(rule: Relation, a: Sequence[Fraction], b: Sequence[Fraction]) ->
         revised.append(r if d > 0 else -r)
     if all(abs(r) < Fraction(1, 1000) for r in revised):
         return False
-    r = rule.sign * revised[0 if rule.axis == "x" else 1]
+    k = 0 if rule.axis == "x" else 1
+    r = rule.sign * (revised[k] if rule.measure == "shrunk" else (dx, dy)[k])  # GIR-Bench: the raw direction
     return r > 0 and r * r > t * t * (dx * dx + dy * dy)
 
 

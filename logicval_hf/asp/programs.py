@@ -30,7 +30,8 @@ from logicval_hf.asp.encoding import (
     constants_program,
     vocabulary_program,
 )
-from logicval_hf.asp.placement import MAX_RANKS, families, placement_facts
+from logicval_hf.asp.placement import MAX_RANKS, check_directional, families, placement_facts
+from logicval_hf.asp.relations import true_pairs
 from logicval_hf.asp.universe import formula_nodes, solving_values, universe_bound, weight_tables
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.scene import Scene
@@ -80,7 +81,11 @@ def universe(spec: Spec) -> int:
 
 def relation_families(spec: Spec) -> dict[str, str]:
     """The placement families (`logicval_hf.asp.placement.families`) of the relations a box-domain spec tests."""
-    return families(spec.domain, sorted(_mentioned(spec)[1])) if not spec.domain.ordered else {}
+    if spec.domain.ordered:
+        return {}
+    fams = families(spec.domain, sorted(_mentioned(spec)[1]))
+    check_directional(spec.domain, fams, spec.constraints)
+    return fams
 
 
 def grounding_estimate(spec: Spec) -> int:
@@ -239,21 +244,31 @@ def batch_attributes(spec: Spec) -> tuple[str, ...]:
 def batch_verify_program(spec: Spec, catalog: Catalog | None = None) -> str:
     """Constraint rules over many scenes at once (batch.lp; the scenes' facts from `batch_scene_facts`)."""
     dom = spec.domain
-    used_rels = _mentioned(spec)[1]
-    if dom.ordered:
-        facts = [f"centre_order({r},{dom.rules[r].axis},{dom.rules[r].sign})." for r in dom.relations
-                 if r in used_rels]
+    orders: dict[str, tuple[str, int]] = {}
+    if dom.ordered:  # relation literals compare centre ranks in the rules themselves (compile_constraint)
+        facts = []
+        orders = {r: (str(dom.rules[r].axis), dom.rules[r].sign) for r in dom.relations}
     else:
         facts = [f"relation_pair({r},{inv})." for r, inv in dom.canonical_relations()]
-    rules = "".join(compile_constraint(c, i, batched=True, guards=not dom.ordered)
+    rules = "".join(compile_constraint(c, i, batched=True, guards=not dom.ordered, orders=orders)
                     for i, c in enumerate(spec.constraints))
     size = "" if spec.n is None else f"expected_objects({spec.n}).\n"
     return "\n".join([" ".join(facts), constants_program(dom), size + rules, read_program("batch.lp")])
 
 
-def batch_scene_facts(scenes: Sequence[Scene], attributes: Sequence[str] | None = None) -> str:
+def batch_relations(spec: Spec) -> tuple[str, ...]:
+    """The relations whose pairs a batch carries for this spec, in a domain decided by ``r/4`` facts (batch.lp): the
+    canonical relation of each inverse pair the spec's literals read (its inverse is derived)."""
+    used = _mentioned(spec)[1]
+    return tuple(r for r, inv in spec.domain.canonical_relations() if r in used or inv in used)
+
+
+def batch_scene_facts(scenes: Sequence[Scene], attributes: Sequence[str] | None = None,
+                      relations: Sequence[str] | None = None) -> str:
     """Facts of scenes ``0..k-1`` for `batch_verify_program` (see batch.lp); ``attributes``: the values carried
-    (default every attribute of the domain; `batch_attributes` gives what a spec reads)."""
+    (default every attribute of the domain; `batch_attributes` gives what a spec reads); ``relations``: in a domain
+    whose relations are not orders of centres, the canonical relations whose pairs are carried (default all;
+    `batch_relations` gives what a spec reads)."""
     out = [f"scenes({len(scenes)})."]
     for sid, scene in enumerate(scenes):
         objs = scene.objects
@@ -273,9 +288,10 @@ def batch_scene_facts(scenes: Sequence[Scene], attributes: Sequence[str] | None 
             yr = {v: r for r, v in enumerate(sorted({c[1] for c in centres}))}
             out.extend(f"pos({sid},{i},{xr[c[0]]},{yr[c[1]]})." for i, c in enumerate(centres))
         else:
-            n = len(objs)
-            out.extend(f"r({sid},{i},{r},{j})." for r, _ in dom.canonical_relations()
-                       for i in range(n) for j in range(n) if scene.holds(r, i, j))
+            boxes = [o.bbox for o in objs]
+            for r, _ in dom.canonical_relations():
+                if relations is None or r in relations:
+                    out.extend(f"r({sid},{i},{r},{j})." for i, j in true_pairs(dom.rules[r], boxes))
     return "\n".join(out) + "\n"
 
 

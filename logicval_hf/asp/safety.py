@@ -42,8 +42,10 @@ def check_program(text: object) -> str:
 def _check_ast(text: str) -> None:
     from clingo import ast
 
+    from logicval_hf.asp.messages import Messages, parse_string
+
     problems: list[str] = []
-    messages: list[str] = []
+    messages = Messages()
 
     def visit(node: object) -> None:
         if isinstance(node, ast.AST):
@@ -61,10 +63,9 @@ def _check_ast(text: str) -> None:
                 visit(child)
 
     try:
-        ast.parse_string(text, visit, logger=lambda code, msg: messages.append(msg))
+        parse_string(text, visit, messages)
     except RuntimeError:
-        detail = "; ".join(m.strip().replace("\n", " ") for m in messages) or "syntax error"
-        raise UnsafeProgramError(f"ASP program does not parse: {detail}") from None
+        raise UnsafeProgramError(f"ASP program does not parse: {messages.summary('syntax error')}") from None
     if problems:
         raise UnsafeProgramError(f"ASP program uses forbidden constructs: {sorted(set(problems))}")
 

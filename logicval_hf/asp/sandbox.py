@@ -17,9 +17,11 @@ def main() -> None:
         pass
     import clingo
 
-    messages: list[str] = []
+    from logicval_hf.asp.messages import Messages, control
+
+    messages = Messages()
     try:
-        ctl = clingo.Control(["--warn=none"], logger=lambda code, msg: messages.append(msg))
+        ctl = control(["--warn=none"], messages)
         ctl.add("base", [], req["program"])
         ctl.ground([("base", [])])
         model: list[str] = []
@@ -31,8 +33,7 @@ def main() -> None:
         res = ctl.solve(on_model=on_model)
         json.dump({"satisfiable": bool(res.satisfiable), "model": model}, sys.stdout)
     except RuntimeError as e:
-        detail = "; ".join(m.strip().replace("\n", " ") for m in messages) or str(e)
-        json.dump({"error": detail}, sys.stdout)
+        json.dump({"error": messages.summary(str(e))}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -30,13 +30,18 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Constraint, Spec, as_spec
 from logicval_hf.errors import SceneError
 
-__all__ = ["DEFAULT", "DEFAULT_IMAGE_SIZE", "ISOLATE_ABOVE", "Default", "SolveResult", "Solver", "Verdict",
-           "check_mode", "default_solver", "solve", "verify", "verify_many"]
+__all__ = ["DEFAULT", "DEFAULT_IMAGE_SIZE", "ISOLATE_ABOVE", "REUSED_GROUNDING_UP_TO", "Default", "SolveResult",
+           "Solver", "Verdict", "check_mode", "default_solver", "solve", "verify", "verify_many"]
 
 DEFAULT_IMAGE_SIZE = (480, 320)
 #: ground-size estimate above which a spec is labelled in a child process (grounding could outlast a budget);
 #: calibrated at about a microsecond of grounding per unit, so in-process grounding stays under half a second
 ISOLATE_ABOVE = 500_000
+#: scenes of at most this many objects (for a spec of n at most this) are checked against a grounding reused across
+#: scenes, whose scene atoms hold every pair of objects (`SceneLayout`: fastest for small scenes, but its grounding
+#: grows as a power of the size); larger ones from facts in a grounding of their own (`verify_batch`), whose time
+#: grows with the tuples of objects the spec's literals admit
+REUSED_GROUNDING_UP_TO = 32
 
 
 class Default:
@@ -181,8 +186,14 @@ class Solver:
         check_mode(count, label)
         if label is None:
             label = self.solve(spec, timeout=timeout).label
+        if spec.domain.open_attributes:  # free-text values have no external atoms to assume: facts, one grounding
+            count_ok, violated = verify_batch(spec, [scene])[0]
+            return verdict(label, count, len(scene), count_ok, violated)
         # The universe only has to hold the scene's objects; n keeps one grounding per spec in the usual case.
         universe = max(spec.n or 0, len(scene), 1)
+        if universe > REUSED_GROUNDING_UP_TO:
+            count_ok, violated = verify_batch(spec, [scene])[0]
+            return verdict(label, count, len(scene), count_ok, violated)
         key = (spec.key(), universe)
         with self._lock:
             verifier = self._verifiers.get(key)

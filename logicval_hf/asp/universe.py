@@ -38,8 +38,8 @@ from logicval_hf.asp.encoding import nnf
 from logicval_hf.contract.spec import AttrLit, Constraint, Spec
 from logicval_hf.errors import SolverLimit
 
-__all__ = ["constraint_need", "formula_nodes", "mentioned_values", "objects_needed", "solving_values", "universe_bound",
-           "weight_tables"]
+__all__ = ["constraint_need", "formula_nodes", "mentioned_values", "objects_needed", "solving_values", "spare_text",
+           "universe_bound", "weight_tables"]
 
 
 def _resolve(value: Any, params: Mapping[str, Any]) -> Any:
@@ -225,6 +225,14 @@ def weight_tables(spec: Spec) -> list[Mapping[str, int]]:
             for node, params in formula_nodes(spec) if node["op"] == "sum"]
 
 
+def spare_text(named: Any) -> str:
+    """A value of an open (free-text) attribute that is none of ``named``: ``other``, else ``other 2``, ..."""
+    k = 1
+    while (text := "other" if k == 1 else f"other {k}") in named:
+        k += 1
+    return text
+
+
 def solving_values(spec: Spec) -> dict[str, tuple[Any, ...]]:
     """Per perceived attribute, the values a solve chooses from: those the spec tests, plus one value it does not
     test (in domain order), plus, for an attribute a weighted sum reads, one untested value per weight.
@@ -232,13 +240,16 @@ def solving_values(spec: Spec) -> dict[str, tuple[Any, ...]]:
     Why nothing is lost: no rule compares two objects' values, so two values the spec never names satisfy exactly
     the same literals; replacing every untested value by one representative (of the same weight) keeps every
     formula's truth (by induction on formulas), and the representative is a real value of the domain, so a
-    witness stays a real scene.
+    witness stays a real scene. An open attribute (free text) works the same way, with a spare text (`spare_text`).
     """
     dom = spec.domain
     named = mentioned_values(spec)
     tables = weight_tables(spec)
     out: dict[str, tuple[Any, ...]] = {}
     for attr in dom.perceived_attributes:
+        if dom.is_open(attr):  # free text: the named texts and one text none of them is
+            out[attr] = (*sorted(named.get(attr, ())), spare_text(named.get(attr, ())))
+            continue
         values = dom.values(attr)
         chosen = [v for v in values if v in named.get(attr, ())]
         spare: dict[Any, Any] = {}

@@ -13,10 +13,12 @@ from typing import Any
 
 import clingo
 
+from logicval_hf.asp import messages
 from logicval_hf.asp.encoding import symbol_value
 from logicval_hf.asp.labelling import CLINGO_ARGS, control
 from logicval_hf.asp.programs import (
     batch_attributes,
+    batch_relations,
     batch_scene_facts,
     batch_verify_program,
     scene_externals_program,
@@ -81,7 +83,7 @@ def verdict(label: str, count: str, n_objects: int, count_ok: bool, violated: Se
 def verify_batch(spec: Spec, scenes: Sequence[Scene]) -> list[tuple[bool, list[int]]]:
     """(count_ok, violated) for many scenes of one spec with a single grounding (the program is stratified,
     so grounding alone decides every atom)."""
-    text = batch_verify_program(spec) + batch_scene_facts(scenes, batch_attributes(spec))
+    text = batch_verify_program(spec) + batch_scene_facts(scenes, batch_attributes(spec), batch_relations(spec))
     ctl = control(text)
     count_ok = [False] * len(scenes)
     violated: list[list[int]] = [[] for _ in scenes]
@@ -110,7 +112,7 @@ class SceneLayout:
         self.universe = universe
         self.domain = domain
         self.text = scene_externals_program(universe, domain)
-        ctl = clingo.Control(CLINGO_ARGS, logger=lambda code, msg: None)
+        ctl = messages.control(CLINGO_ARGS)
         ctl.add("scene", [], self.text)
         ctl.ground([("scene", [])])
         lits: list[int] = []
@@ -138,7 +140,7 @@ class SceneLayout:
 
     def control(self) -> clingo.Control:
         """A new Control with the scene part grounded, its numbering checked against this layout."""
-        ctl = clingo.Control(CLINGO_ARGS, logger=lambda code, msg: None)
+        ctl = messages.control(CLINGO_ARGS)
         ctl.add("scene", [], self.text)
         ctl.ground([("scene", [])])
         atoms = ctl.symbolic_atoms

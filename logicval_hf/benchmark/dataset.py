@@ -1,5 +1,8 @@
-"""The benchmark as a Hugging Face dataset: features, a Hub-ready folder, the dataset card, pushing, and a
-`datasets.GeneratorBasedBuilder` for building from Python.
+"""The benchmark as a Hugging Face dataset: features, a Hub-ready folder, the dataset card and pushing.
+
+`write_dataset` is the one way the dataset is built: ``logicval build-dataset`` and ``dataset_builder/build.py``
+call it. `LogicValBuilder` (a `datasets.GeneratorBasedBuilder`) is deprecated: load the folder with
+``datasets.load_dataset(folder, config)`` instead.
 
 The folder (`write_dataset`) is what goes to the Hub::
 
@@ -37,7 +40,6 @@ from logicval_hf.benchmark.sampler import (
     PACKAGE_NAMES,
     PACKAGES,
     Benchmark,
-    cached_benchmark,
     stored_benchmark,
     unsat_causes,
 )
@@ -60,6 +62,7 @@ from logicval_hf.contract.verbalise import (
 __all__ = [
     "SPLIT", "LICENSE", "PRETTY_NAME", "COLUMNS", "CITATION", "features", "write_dataset", "dataset_card",
     "card_metadata", "push_dataset", "dataset_files", "read_rows", "LogicValConfig", "LogicValBuilder",
+    "BUILDER_DEPRECATION",
 ]
 
 SPLIT = "test"
@@ -470,8 +473,14 @@ def push_dataset(
 
 
 # ---------------------------------------------------------------------------------------------
-# GeneratorBasedBuilder (for users who build from Python)
+# GeneratorBasedBuilder: deprecated (one way to build the dataset: write_dataset, then load_dataset)
 # ---------------------------------------------------------------------------------------------
+#: what a `LogicValBuilder` user is told to do instead
+BUILDER_DEPRECATION = (
+    "LogicValBuilder is deprecated and will be removed: build the dataset folder once with `logicval build-dataset "
+    "--out DIR` (logicval_hf.benchmark.dataset.write_dataset) and load it with datasets.load_dataset(DIR, config)")
+
+
 @dataclass
 class LogicValConfig(datasets.BuilderConfig):
     """One package. ``seed`` selects the sample when generating; ``data_dir`` (a built folder) reads it."""
@@ -480,14 +489,18 @@ class LogicValConfig(datasets.BuilderConfig):
 
 
 class LogicValBuilder(datasets.GeneratorBasedBuilder):
-    """The six packages as builder configs.
+    """Deprecated (`BUILDER_DEPRECATION`): the six packages as builder configs, rows from the same store as
+    `write_dataset` (or from a built folder with ``data_dir``)::
 
-    Used directly from Python (datasets >= 4 has no loading scripts)::
-
-        b = LogicValBuilder(config_name="3SAT", cache_dir="...")          # samples with the default seed
-        b = LogicValBuilder(config_name="3SAT", data_dir="path/to/logicval")  # reads a built folder
+        b = LogicValBuilder(config_name="3SAT", data_dir="path/to/logicval")   # a FutureWarning says what to use
         b.download_and_prepare(); ds = b.as_dataset(split="test")
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        import warnings
+
+        warnings.warn(BUILDER_DEPRECATION, FutureWarning, stacklevel=2)
+        super().__init__(*args, **kwargs)
 
     BUILDER_CONFIG_CLASS = LogicValConfig
     BUILDER_CONFIGS: ClassVar[list[LogicValConfig]] = [
@@ -514,7 +527,7 @@ class LogicValBuilder(datasets.GeneratorBasedBuilder):
             raise ValueError(f"unknown LogicVal config {name!r}; configs are {list(PACKAGE_NAMES)}")
         if self.config.data_dir:
             rows: Iterable[Mapping[str, Any]] = read_rows(self.config.data_dir, name)
-        else:
-            rows = cached_benchmark(self.config.seed).rows[name]
+        else:  # the rows write_dataset would write
+            rows = stored_benchmark(self.config.seed).rows[name]
         for row in rows:
             yield row["id"], dict(row)

@@ -7,13 +7,13 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 from logicval_hf.cli.dispatch import NO_BUDGET, check_output_dir, min_confidence, min_confidence_option, timeout_seconds
 from logicval_hf.cli.dispatch import USER_ERRORS as _USER_ERRORS
 from logicval_hf.cli.dispatch import emit as _emit
 from logicval_hf.cli.dispatch import read_json as _read_json
+from logicval_hf.common.reading import capped_lines, read_text_capped
 
 _SCENE_FORMAT = ('{"image_size": [W, H], "objects": [{"color", "shape", "material", "bbox"}]} '
                  '(another domain: its attributes and "domain", e.g. "coco": {"class", "color", "bbox", "score"})')
@@ -161,7 +161,7 @@ def _verify_jsonl(path: str, count: str, chunk: int = 2000, timeout: float | Non
         pending.clear()
 
     with fh:
-        for lineno, line in enumerate(fh, 1):
+        for lineno, line in enumerate(capped_lines(fh, f"pairs file {path!r}"), 1):
             if not line.strip():
                 continue
             try:
@@ -207,10 +207,7 @@ def cmd_asp(args: argparse.Namespace) -> int:
 def cmd_run_asp(args: argparse.Namespace) -> int:
     from logicval_hf.asp.safety import run_program
 
-    try:
-        text = sys.stdin.read() if args.program == "-" else Path(args.program).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ValueError(f"cannot read program {args.program!r}: {e.strerror}") from None
+    text = read_text_capped(args.program, "program")
     _emit(run_program(text, timeout=args.timeout).to_dict(), args.pretty)
     return 0
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from logicval_hf.common.extras import MissingExtraError, missing_extra
+from logicval_hf.common.reading import NotText, loads_json, read_text_capped
 from logicval_hf.errors import SceneError, SolverTimeout, SpecError, UnsafeProgramError
 
 __all__ = ["NO_BUDGET", "USER_ERRORS", "check_output_dir", "check_output_file", "dispatch", "emit", "hub_upload",
@@ -76,20 +77,19 @@ def min_confidence(args: argparse.Namespace) -> float | None:
 
 
 def read_json(path: str, what: str, hint: str = "", binary_hint: str | None = None) -> Any:
-    """A JSON file (or stdin for ``-``); an unreadable, binary, empty or malformed file is a one-line error naming
-    it, ending with ``hint`` (``binary_hint`` instead for a binary file: an image given where JSON belongs)."""
+    """A JSON file (or stdin for ``-``), read through the input cap (`logicval_hf.common.reading`); an unreadable,
+    oversized, binary, empty, malformed or too deeply nested file is a one-line error naming it, ending with
+    ``hint`` (``binary_hint`` instead for a binary file: an image given where JSON belongs)."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
+        text = read_text_capped(path, what)
+    except NotText:
         hint = hint if binary_hint is None else binary_hint
         raise ValueError(f"{what} {path!r} is not JSON text (a binary file, an image?): {what}s are JSON"
                          + (f"; {hint}" if hint else "")) from None
-    except OSError as e:
-        raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
     if not text.strip():
         raise ValueError(f"{what} {path!r} is empty" + (f"; {hint}" if hint else ""))
     try:
-        return json.loads(text)
+        return loads_json(text, f"{what} {path!r}")
     except json.JSONDecodeError as e:
         raise ValueError(f"{what} {path!r} is not valid JSON: {e}" + (f"; {hint}" if hint else "")) from None
 

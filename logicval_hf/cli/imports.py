@@ -17,6 +17,8 @@ _SOURCES = {
     "geneval": ("METADATA", "GenEval's evaluation_metadata.jsonl (github.com/djghosh13/geneval, prompts/)"),
     "imag-eval": ("FOLDER", "Imag-Eval's outputs/prompts folder, or one <skills>.json file of it "
                             "(github.com/Justsecret123/Imag-Eval)"),
+    "gir-bench": ("FILE", "one of GIR-Bench's prompt files, NumericalReasoning.json or SpatialLayout.json (labelled "
+                          "specs) or TextRendering.json (target texts for text-score) (github.com/lihxxx/GIR-Bench)"),
 }
 
 

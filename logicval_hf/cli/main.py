@@ -1,6 +1,6 @@
 """The ``logicval`` command: one parser, one module per command group (`core`, `dataset`, `meta`, `run`,
-`generate`, `render_clevr`, `imports`, `serve`), run through `logicval_hf.cli.dispatch` (errors, missing extras,
-broken pipes)."""
+`generate`, `render_clevr`, `imports`, `serve`, `text_score`, `sudoku`), run through `logicval_hf.cli.dispatch`
+(errors, missing extras, broken pipes)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,24 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from logicval_hf.cli import core, dataset, generate, imports, meta, render_clevr, repair, run, serve, templates
+from logicval_hf.cli import (
+    core,
+    dataset,
+    generate,
+    imports,
+    meta,
+    render_clevr,
+    repair,
+    run,
+    serve,
+    sudoku,
+    templates,
+    text_score,
+)
 from logicval_hf.cli.dispatch import dispatch
 
 #: the command groups, in the order ``logicval --help`` lists them
-GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, imports, serve)
+GROUPS = (core, repair, templates, dataset, meta, run, generate, render_clevr, imports, serve, text_score, sudoku)
 
 
 def build_parser() -> argparse.ArgumentParser:

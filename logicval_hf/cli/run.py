@@ -32,6 +32,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     floor = min_confidence(args)
     require_backend(args.backend)  # before any work: a missing extra is one line (exit 2)
+    names, settings = _baselines(args)
     check_output_dir(args.out, "--out")
     options = RunOptions(
         out_dir=args.out,
@@ -48,6 +49,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_images=args.keep_images,
         repair=args.repair,
         min_confidence=floor,
+        baselines=names,
+        baseline_settings=settings,
     )
 
     with _stage_lines(not args.quiet), warnings.catch_warnings():
@@ -59,6 +62,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         for note in e.get("warnings") or ():
             _warn(note)
     return 0
+
+
+def _baselines(args: argparse.Namespace) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """``--baselines`` and ``--baseline-setting`` read and checked (unknown names: did-you-mean, one line)."""
+    from logicval_hf.scoring.baselines.factory import parse_names, parse_settings
+
+    settings = parse_settings(args.baseline_setting or ())
+    if not args.baselines:
+        if settings:
+            raise ValueError("--baseline-setting without --baselines: name the baselines to run "
+                             "(logicval baselines lists them)")
+        return [], {}
+    return parse_names(args.baselines), settings
 
 
 @contextlib.contextmanager
@@ -103,6 +119,8 @@ def _headline(summary: dict[str, Any], out: str) -> str:
             u = e["unread"]
             line += (f"  | {u['n_read']} read with confidence >= {summary['min_confidence']:g} (the scores are "
                      f"theirs), {u['n_unread']} unread")
+        if e.get("baselines"):
+            line += "  | " + "  ".join(f"{b} {f(v['mean'])}" for b, v in e["baselines"].items())
         lines.append(line)
     lines.append(f"report: {out}/report.md, {out}/report.html, {out}/summary.json")
     return "\n".join(lines)
@@ -146,6 +164,13 @@ def add_subcommands(subparsers: Any) -> None:
     r.add_argument("--repair", action="store_true",
                    help="also run one round of self-correction: each image's repair drawn by the built-in renderer, "
                         "perceived again and verified (a report section; the repair costs are always reported)")
+    r.add_argument("--baselines", metavar="NAME,...",
+                   help="also score every image with these baseline metrics, beside LogicVal (clipscore, vlm-judge, "
+                        "soft-tifa; `logicval baselines` lists what each needs): summary.json, the verdict files, "
+                        "the report and scores.jsonl (`logicval meta DIR` compares them)")
+    r.add_argument("--baseline-setting", action="append", metavar="NAME.KEY=VALUE",
+                   help="a baseline's setting, repeatable (e.g. clipscore.model=DIR, vlm-judge.model=gpt-4o, "
+                        "vlm-judge.url=http://127.0.0.1:8000/v1; `logicval baselines NAME` lists them)")
     r.set_defaults(func=cmd_run)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main
+from logicval_hf.cli.dispatch import check_output_dir, emit, standalone_main, timeout_seconds
 from logicval_hf.cli.dispatch import positive_int as _positive_int
 
 __all__ = ["add_subcommands", "cmd_build_prompts", "cmd_serve", "main"]
@@ -32,6 +32,7 @@ def _setting(text: str) -> tuple[str, Any]:
 
 
 def _config(args: argparse.Namespace) -> Any:
+    from logicval_hf.cli.dispatch import min_confidence
     from logicval_hf.serve.config import ServeConfig, default_workers, usable_cores
     from logicval_hf.serve.protocol import Limits
 
@@ -41,7 +42,9 @@ def _config(args: argparse.Namespace) -> Any:
         host=args.host, port=args.port, backend=args.backend, backend_settings=dict(args.setting or ()),
         workers=0 if args.ray else workers, token=args.token or os.environ.get(_TOKEN_ENV) or None,
         reward=args.reward, limits=Limits(args.max_images, args.max_pixels, args.max_bytes),
-        max_batch=args.max_batch, max_queue=args.max_queue,
+        max_batch=args.max_batch, max_queue=args.max_queue, deadline=args.deadline,
+        max_inflight_bytes=args.max_inflight_bytes, read_timeout=args.read_timeout,
+        min_confidence=min_confidence(args),
         prompts=str(Path(args.prompts).expanduser().resolve()) if args.prompts else None)
     # Ray shares the cores out per replica (`ray_deployment`); here the workers share this process's cores
     return config if args.ray else config.sharing_cores(cores / workers)
@@ -91,7 +94,13 @@ def cmd_build_prompts(args: argparse.Namespace) -> int:
 
 def add_subcommands(subparsers: Any) -> None:
     """Register ``serve`` and ``build-prompts`` on an argparse subparsers object."""
-    from logicval_hf.serve.config import MAX_DEFAULT_WORKERS
+    from logicval_hf.cli.dispatch import min_confidence_option
+    from logicval_hf.serve.config import (
+        DEFAULT_DEADLINE,
+        DEFAULT_INFLIGHT_BYTES,
+        DEFAULT_READ_TIMEOUT,
+        MAX_DEFAULT_WORKERS,
+    )
     from logicval_hf.serve.reward_modes import REWARD_MODES
 
     p = subparsers.add_parser(
@@ -128,6 +137,16 @@ def add_subcommands(subparsers: Any) -> None:
     p.add_argument("--max-batch", type=_positive_int, default=64, help="images per micro-batch")
     p.add_argument("--max-queue", type=_positive_int, default=1024,
                    help="images allowed to wait; beyond, 503 with Retry-After")
+    p.add_argument("--deadline", type=timeout_seconds, default=DEFAULT_DEADLINE, metavar="SECONDS",
+                   help=f"seconds a micro-batch may take in a worker (default {DEFAULT_DEADLINE:g}; none: no "
+                        "deadline); past it the worker is replaced and the late request's images get error entries")
+    p.add_argument("--max-inflight-bytes", type=_positive_int, default=DEFAULT_INFLIGHT_BYTES, metavar="BYTES",
+                   help="bytes of request bodies held at once, read, parsed or scored (default 256 MiB, at least "
+                        "--max-bytes); beyond, 503 with Retry-After")
+    p.add_argument("--read-timeout", type=timeout_seconds, default=DEFAULT_READ_TIMEOUT, metavar="SECONDS",
+                   help=f"seconds a client may send nothing while the server waits on it (default "
+                        f"{DEFAULT_READ_TIMEOUT:g}; none: no limit); past it the connection is closed (a body: 408)")
+    min_confidence_option(p)
     p.add_argument("--ray", action="store_true", help="run as a Ray Serve deployment (extra 'serve-ray')")
     p.add_argument("--replicas", type=_positive_int, default=1, help="Ray Serve replicas (with --ray)")
     p.add_argument("--gpus-per-replica", type=float, default=0.0, metavar="G", help="GPUs per replica (with --ray)")

@@ -30,6 +30,7 @@ CLASS_FORMS = {
     "X3": "the K most confident detections of two kinds stand in a relation (extension)",
     "X4": "every object of one group stands in a relation to every object of another (extension)",
     "X5": "a weighted sum of counts, e.g. legs per class, against a constant (extension)",
+    "X6": "an object with two properties stands in a relation to one with one property (extension: GIR-Bench)",
 }
 #: scene size of the examples
 EXAMPLE_N = 6
@@ -37,7 +38,7 @@ EXAMPLE_N = 6
 
 def template_table(classes: Sequence[str] = (), extensions: bool = False) -> list[dict[str, Any]]:
     """One entry per template: ``{"id", "class", "form", "slots", "example"}`` (the paper's C1-C9, in catalog
-    order; with ``extensions`` also X1-X5, whose example is their sentence pattern)."""
+    order; with ``extensions`` also X1-X6, whose example is their sentence pattern)."""
     from logicval_hf.contract.catalog import load_catalog
     from logicval_hf.contract.params import random_constraint
     from logicval_hf.contract.verbalise import constraint_text
@@ -84,7 +85,7 @@ def add_subcommands(sub: Any) -> None:
     t.add_argument("--class", dest="cls", action="append", metavar="C",
                    help="only this class (C1..C9; repeat for several)")
     t.add_argument("--extensions", action="store_true",
-                   help="also the extension templates X1-X5 (other benchmarks' rules, e.g. the coco domain)")
+                   help="also the extension templates X1-X6 (other benchmarks' rules, e.g. the coco domain)")
     t.add_argument("--json", action="store_true", help="one JSON object per template (id, class, slots, example)")
     t.set_defaults(func=cmd_templates)
 

@@ -27,6 +27,7 @@ EXTRAS = {
     "train": "LoRA fine-tuning and image generation with diffusers pipelines",
     "serve": "the RL reward server (`logicval serve`: FastAPI + uvicorn)",
     "serve-ray": "the reward server scaled out on Ray Serve (`logicval serve --ray`)",
+    "ocr": "OCR with PP-OCRv6 (rapidocr): the ocr perception backend, `logicval text-score`, Sudoku reading",
     "test": "everything above plus pytest, hypothesis and playwright",
 }
 
@@ -38,10 +39,11 @@ MODULE_EXTRAS = {
     "gradio": "space", "gradio_client": "space", "gradio_image_annotation": "space",
     "diffusers": "train", "peft": "train", "accelerate": "train",
     "fastapi": "serve", "uvicorn": "serve", "ray": "serve-ray",
+    "rapidocr": "ocr",
 }
 
 #: perception backend -> (extra, modules it imports)
-BACKEND_EXTRAS = {"neural": ("neural", ("torch", "transformers", "open_clip"))}
+BACKEND_EXTRAS = {"neural": ("neural", ("torch", "transformers", "open_clip")), "ocr": ("ocr", ("rapidocr",))}
 
 
 class MissingExtraError(ImportError):

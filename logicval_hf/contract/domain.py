@@ -9,8 +9,14 @@ A domain file (``contract/domains/<name>.json``, or any JSON file of the same sh
   among the objects sharing its ``within`` attribute, 1 = most confident);
 * ``relations``: each with the ``kind`` of geometry that decides it from two boxes and its ``inverse``
   (``centre_order``: strict order of box centres on an ``axis``; ``box_offset``: GenEval's rule, the centre
-  offset shrunk by ``margin`` x the two box sizes and normalised; ``box_area``: strict order of box areas;
-  ``box_inside``: one box within the other);
+  offset shrunk by ``margin`` x the two box sizes and normalised, or with ``"measure": "centre"`` GIR-Bench's, the
+  raw centre offset's direction, the shrunk offset only deciding whether there is a relation; ``box_area``: strict
+  order of box areas; ``box_inside``: one box within the other);
+* ``open_attributes``: attributes whose values are free text rather than a list (the ``text`` domain's line
+  text), each with the fold that makes two values the same (`logicval_hf.contract.folding`: ``gir-bench``, GIR-Bench's
+  normal form); its ``attributes`` entry is an empty list, and any text is a value, stored folded;
+* ``attribute_phrases``: how the verbaliser says a value of an attribute that is neither noun nor adjective
+  (``{"text": {"noun": "line", "phrase": "reading \"{value}\""}}``: "a line reading "sale"");
 * ``n_range`` (null: a spec may leave its scene size open), ``max_objects`` (the largest scene a spec with an
   open size is solved over), ``constants`` (per-value integers, e.g. legs per class), and the words the
   verbaliser needs (``noun``, ``adjectives``, each relation's ``phrase``).
@@ -34,6 +40,7 @@ from typing import Any
 from logicval_hf.common.registry import Registry
 from logicval_hf.contract import spatial
 from logicval_hf.contract.domain_file import DERIVED_KINDS, QUADRANT_VALUES, RELATION_KINDS, check_domain_block
+from logicval_hf.contract.folding import FOLDS
 from logicval_hf.errors import SpecError
 
 __all__ = ["DEFAULT_DOMAIN", "DERIVED_KINDS", "RELATION_KINDS", "Domain", "Relation", "domain_names", "load_domain"]
@@ -54,6 +61,8 @@ class Relation:
     sign: int = 1
     margin: float = 0.0
     threshold: float = 0.5
+    #: a box_offset's direction: of the shrunk offset (GenEval) or of the raw centre offset (GIR-Bench, "centre")
+    measure: str = "shrunk"
 
     @property
     def axis_key(self) -> str:
@@ -66,7 +75,7 @@ class Relation:
             return self.sign * (spatial.centre(a)[k] - spatial.centre(b)[k]) > 0
         if self.kind == "box_offset":
             k = 0 if self.axis == "x" else 1
-            return self.sign * spatial.normalised_offset(a, b, self.margin)[k] > self.threshold
+            return self.sign * spatial.normalised_offset(a, b, self.margin, self.measure)[k] > self.threshold
         if self.kind == "box_inside":  # sign -1: a lies within b; +1: a contains b
             inner, outer = (a, b) if self.sign < 0 else (b, a)
             return spatial.within(inner, outer)
@@ -100,6 +109,9 @@ class Domain:
     compact_description: str = ""
     #: the file a domain of one's own was read from, as specs name it when written back ("" for a shipped domain)
     source: str = ""
+    #: attribute -> the fold (a `logicval_hf.contract.folding.FOLDS` name) of an attribute whose values are free text
+    open_attributes: Mapping[str, str] = field(default_factory=dict)
+    attribute_phrases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     # ---- construction --------------------------------------------------------------------------------------
     @classmethod
@@ -121,8 +133,11 @@ class Domain:
                 d["values"] = list(QUADRANT_VALUES)
                 attrs[k] = QUADRANT_VALUES
         rules = {r: Relation(r, d["kind"], d["inverse"], d.get("phrase", r), d.get("axis"), int(d["sign"]),
-                             float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)))
+                             float(d.get("margin", 0.0)), float(d.get("threshold", 0.5)),
+                             str(d.get("measure", "shrunk")))
                  for r, d in block["relations"].items()}
+        open_attributes = {str(a): str(fold) for a, fold in (block.get("open_attributes") or {}).items()}
+        phrases = block.get("attribute_phrases") or {}
         n_range = block.get("n_range")
         max_objects = int(block.get("max_objects") or (n_range[1] if n_range else 16))
         lo, hi = (int(n_range[0]), int(n_range[1])) if n_range else (1, max_objects)
@@ -134,13 +149,16 @@ class Domain:
                    adjectives=tuple(block.get("adjectives", ())), slot_props=block.get("slot_props"),
                    constants=constants, image_size=(size[0], size[1]), description=block.get("description", ""),
                    prompt_description=block.get("prompt_description", ""),
-                   compact_description=block.get("compact_description", ""))
+                   compact_description=block.get("compact_description", ""), open_attributes=open_attributes,
+                   attribute_phrases={str(a): {str(k): str(v) for k, v in d.items()} for a, d in phrases.items()})
 
     # ---- identity --------------------------------------------------------------------------------------------
     @functools.cached_property
     def key(self) -> str:
         return json.dumps([self.name, self.attributes, self.relations, self.thetas, self.n_min, self.n_max,
-                           self.open_size, self.derived, sorted(self.constants.items())], sort_keys=True, default=list)
+                           self.open_size, self.derived, sorted(self.constants.items()),
+                           *([sorted(self.open_attributes.items())] if self.open_attributes else [])],
+                          sort_keys=True, default=list)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Domain) and other.key == self.key
@@ -164,6 +182,25 @@ class Domain:
             return self.attributes[attribute]
         except KeyError:
             raise SpecError(f"unknown attribute {attribute!r}; expected one of {sorted(self.attributes)}") from None
+
+    def is_open(self, attribute: str) -> bool:
+        """Whether ``attribute``'s values are free text (`open_attributes`) rather than a list."""
+        return attribute in self.open_attributes
+
+    def canonical_value(self, attribute: str, value: Any) -> str:
+        """``value`` as this domain stores it: folded for an open attribute, itself for a listed one.
+
+        Raises:
+            SpecError: a listed attribute's unknown value (naming the values, or the closest ones), or an open
+                attribute's value that is not a string.
+        """
+        if attribute in self.open_attributes:
+            if not isinstance(value, str):
+                raise SpecError(f"{value!r} is not a {attribute}: {attribute} values are text")
+            return FOLDS[self.open_attributes[attribute]](value)
+        if value not in self.values(attribute):
+            raise SpecError(f"{value!r} is not a {attribute}; {self.expected(attribute, value)}")
+        return value
 
     def expected(self, attribute: str, value: Any) -> str:
         """The end of an error message for a value that is not one of ``attribute``'s: the values when they are

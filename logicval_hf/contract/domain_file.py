@@ -16,16 +16,20 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
+from logicval_hf.contract.folding import FOLDS
 from logicval_hf.errors import SpecError
 
-__all__ = ["AXES", "DERIVED_KINDS", "KEYS", "QUADRANT", "QUADRANT_VALUES", "RELATION_KINDS", "THETAS",
-           "check_domain_block"]
+__all__ = ["AXES", "DERIVED_KINDS", "KEYS", "OFFSET_MEASURES", "QUADRANT", "QUADRANT_VALUES", "RELATION_KINDS",
+           "THETAS", "check_domain_block"]
 
 KEYS = ("name", "description", "prompt_description", "compact_description", "attributes", "derived", "relations",
-        "theta", "n_range", "max_objects", "noun", "adjectives", "slot_props", "constants", "image_size")
+        "theta", "n_range", "max_objects", "noun", "adjectives", "slot_props", "constants", "image_size",
+        "open_attributes", "attribute_phrases")
 REQUIRED = ("name", "attributes", "relations", "theta")
 DERIVED_KINDS = ("quadrant", "score_rank")
 RELATION_KINDS = ("centre_order", "box_offset", "box_area", "box_inside")
+#: what a box_offset's direction is measured on: GenEval's shrunk offset, or GIR-Bench's raw centre offset
+OFFSET_MEASURES = ("shrunk", "centre")
 AXES = ("x", "y")
 THETAS = ("=", "!=", "<", "<=", ">", ">=")
 #: the name of the quadrant attribute, as the templates' region slots and the verbaliser's region phrases read it
@@ -35,7 +39,7 @@ QUADRANT_VALUES = ("r0", "r1", "r2", "r3")
 #: each relation kind's fields besides ``kind``, ``inverse`` and ``phrase`` (True: required)
 RELATION_FIELDS: dict[str, dict[str, bool]] = {
     "centre_order": {"axis": True, "sign": True},
-    "box_offset": {"axis": True, "sign": True, "margin": False, "threshold": False},
+    "box_offset": {"axis": True, "sign": True, "margin": False, "threshold": False, "measure": False},
     "box_area": {"sign": True},
     "box_inside": {"sign": True},
 }
@@ -135,7 +139,7 @@ def check_domain_block(block: Any, where: str = "domain") -> None:
         raise c.fail("name", f"{_show(name)} is not a domain name (letters, digits, '_', '.' or '-')")
     if "description" in block:
         c.text("description", block["description"])
-    attributes = _attributes(c, block["attributes"])
+    attributes = _attributes(c, block["attributes"], _open_attributes(c, block))
     derived = _derived(c, block.get("derived", {}), attributes)
     ordered = _relations(c, block["relations"])
     ranks = [a for a, d in derived.items() if d["kind"] == "score_rank"]
@@ -153,13 +157,41 @@ def check_domain_block(block: Any, where: str = "domain") -> None:
     _sizes(c, block)
     _words(c, block, attributes, derived)
     _constants(c, block, attributes)
+    if "attribute_phrases" in block:
+        _attribute_phrases(c, block["attribute_phrases"], attributes)
     if block.get("image_size") is not None:
         size = c.array("image_size", block["image_size"])
         if len(size) != 2 or any(c.number(f"image_size[{i}]", v) <= 0 for i, v in enumerate(size)):
             raise c.fail("image_size", f"must be [W, H], two positive numbers, got {_show(size)}")
 
 
-def _attributes(c: _Checker, raw: Any) -> Mapping[str, list[Any]]:
+def _open_attributes(c: _Checker, block: Mapping[str, Any]) -> Mapping[str, str]:
+    """The free-text attributes (``open_attributes``: attribute -> a fold of `logicval_hf.contract.folding`)."""
+    opened = c.mapping("open_attributes", block.get("open_attributes") or {})
+    attributes = block["attributes"] if isinstance(block["attributes"], Mapping) else {}
+    for a, fold in opened.items():
+        key = f"open_attributes.{a}"
+        if a not in attributes or attributes[a] != []:
+            raise c.fail(key, "must be an attribute whose value list is empty (any text is a value)")
+        if not isinstance(fold, str) or fold not in FOLDS:
+            raise c.fail(key, f"{_show(fold)} is not a fold; expected one of {sorted(FOLDS)}")
+    return opened
+
+
+def _attribute_phrases(c: _Checker, raw: Any, attributes: Mapping[str, Any]) -> None:
+    for a, raw_entry in c.mapping("attribute_phrases", raw).items():
+        key = f"attribute_phrases.{a}"
+        c.one_of(key, a, attributes, list(attributes))
+        entry = c.mapping(key, raw_entry)
+        c.fields(key, entry, {"phrase": True, "noun": False})
+        phrase = entry["phrase"]
+        if not isinstance(phrase, str) or _BAD_TEXT.search(phrase.replace("{value}", "")) or "{value}" not in phrase:
+            raise c.fail(f"{key}.phrase", f"{_show(phrase)} must be one line holding {{value}} and no other brace")
+        if "noun" in entry:
+            c.text(f"{key}.noun", entry["noun"])
+
+
+def _attributes(c: _Checker, raw: Any, opened: Mapping[str, str]) -> Mapping[str, list[Any]]:
     attributes = c.mapping("attributes", raw)
     if not attributes:
         raise c.fail("attributes", "must declare at least one attribute")
@@ -169,7 +201,7 @@ def _attributes(c: _Checker, raw: Any) -> Mapping[str, list[Any]]:
         if a == QUADRANT:
             raise c.fail(key, f"{QUADRANT!r} names the quadrant, a derived attribute (derived.{QUADRANT}); a "
                               "perceived attribute needs another name")
-        for i, v in enumerate(c.array(key, values)):
+        for i, v in enumerate(c.array(key, values, nonempty=a not in opened)):
             c.text(f"{key}[{i}]", v)
         if len(set(values)) != len(values):
             raise c.fail(key, f"lists a value twice: {_show(values)}")
@@ -215,6 +247,8 @@ def _relations(c: _Checker, raw: Any) -> bool | None:
             raise c.fail(f"{key}.margin", f"must be >= 0, got {_show(entry['margin'])}")
         if "threshold" in entry and not 0 <= c.number(f"{key}.threshold", entry["threshold"]) < 1:
             raise c.fail(f"{key}.threshold", f"must be in [0, 1), got {_show(entry['threshold'])}")
+        if "measure" in entry:
+            c.one_of(f"{key}.measure", entry["measure"], OFFSET_MEASURES, OFFSET_MEASURES)
         if "phrase" in entry:
             c.text(f"{key}.phrase", entry["phrase"])
     for r, entry in relations.items():
@@ -223,10 +257,10 @@ def _relations(c: _Checker, raw: Any) -> bool | None:
         if not isinstance(inv, str) or inv == r or inv not in relations or relations[inv].get("inverse") != r:
             raise c.fail(key, f"{_show(inv)} must be another relation whose inverse is {r!r}")
         other = relations[inv]
-        same = ("kind", "axis", "margin", "threshold")
+        same = ("kind", "axis", "margin", "threshold", "measure")
         if any(entry.get(k) != other.get(k) for k in same) or entry["sign"] != -other["sign"]:
-            raise c.fail(key, f"{inv!r} must mirror {r!r}: the same kind, axis, margin and threshold, the opposite "
-                              "sign")
+            raise c.fail(key, f"{inv!r} must mirror {r!r}: the same kind, axis, margin, threshold and measure, the "
+                              "opposite sign")
     kinds = {entry["kind"] == "centre_order" for entry in relations.values()}
     if len(kinds) > 1:
         raise c.fail("relations", "mixes centre_order with box relations; one domain uses one geometry")

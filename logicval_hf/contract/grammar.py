@@ -10,7 +10,7 @@ Functions that take a ``domain`` read its words; without one they use the words 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from logicval_hf.contract.domain import Domain, domain_names, load_domain
 from logicval_hf.contract.domain_file import QUADRANT
@@ -18,7 +18,8 @@ from logicval_hf.contract.spatial import region_cell
 from logicval_hf.contract.spec import AttrLit, RelLit
 
 __all__ = [
-    "ADJECTIVE_ORDER", "DomainWords", "GENERIC_NOUN", "IRREGULAR_PLURALS", "NOUN_ATTRIBUTE", "NOUN_ATTRIBUTES",
+    "ADJECTIVE_ORDER", "ATTRIBUTE_PHRASES", "DomainWords", "GENERIC_NOUN", "IRREGULAR_PLURALS", "NOUN_ATTRIBUTE",
+    "NOUN_ATTRIBUTES",
     "REGION_ATTRIBUTE", "REGION_COLUMN_WORDS", "REGION_ROW_WORDS", "REGION_TEMPLATE", "REL_PHRASES",
     "SHIPPED_WORDS", "THETA_FLIP", "THETA_PHRASES", "VerbaliseError", "article", "constraint_names",
     "count_phrase", "domain_words", "join_words", "noun_phrase", "plural", "predicate", "region_name",
@@ -40,18 +41,24 @@ class DomainWords:
     adjectives: tuple[str, ...]
     #: each relation's phrase, reading ``rel(a, b)`` as "a is <phrase> b"
     phrases: Mapping[str, str]
+    #: attributes said as a phrase after the noun, with the noun they take (the text domain's
+    #: ``{"phrase": "reading \"{value}\"", "noun": "line"}``: a line reading "sale")
+    attribute_phrases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 _SHIPPED = [load_domain(name) for name in domain_names()]
 #: the words of every shipped domain together: what text built without a domain uses
 SHIPPED_WORDS = DomainWords(frozenset(d.noun for d in _SHIPPED if d.noun),
                             tuple(dict.fromkeys(a for d in _SHIPPED for a in d.adjectives)),
-                            {r: rule.phrase for d in _SHIPPED for r, rule in d.rules.items()})
+                            {r: rule.phrase for d in _SHIPPED for r, rule in d.rules.items()},
+                            {a: dict(p) for d in _SHIPPED for a, p in d.attribute_phrases.items()})
 #: attributes rendered as adjectives before the noun, in this order (docs/verbaliser.md §3: colour, material)
 ADJECTIVE_ORDER = SHIPPED_WORDS.adjectives
 NOUN_ATTRIBUTES = SHIPPED_WORDS.nouns
 NOUN_ATTRIBUTE = "shape"  # CLEVR's, kept for callers that name it
 REL_PHRASES = dict(SHIPPED_WORDS.phrases)
+#: attributes said as a phrase after the noun, in the shipped domains (the text domain's ``line reading "sale"``)
+ATTRIBUTE_PHRASES = {a: dict(p) for a, p in SHIPPED_WORDS.attribute_phrases.items()}
 #: the attribute rendered as a prepositional phrase after the noun (a domain's quadrant)
 REGION_ATTRIBUTE = QUADRANT
 GENERIC_NOUN = "object"
@@ -62,7 +69,7 @@ def domain_words(domain: Domain | None) -> DomainWords:
     if domain is None:
         return SHIPPED_WORDS
     return DomainWords(frozenset([domain.noun]) if domain.noun else frozenset(), tuple(domain.adjectives),
-                       {r: rule.phrase for r, rule in domain.rules.items()})
+                       {r: rule.phrase for r, rule in domain.rules.items()}, dict(domain.attribute_phrases))
 
 
 #: comparators in words, for "the number of A is <words> the number of B"
@@ -169,8 +176,13 @@ def predicate(lit: AttrLit, plural_form: bool = False, positive: bool = False, d
 
     ``positive=True`` drops the negation (``{pos:..}``, ``{posp:..}``); ``domain`` says which attribute is the noun.
     """
-    if lit.prop in domain_words(domain).nouns:
+    words = domain_words(domain)
+    if lit.prop in words.nouns:
         core = plural(lit.value) if plural_form else with_article(lit.value)
+    elif lit.prop in words.attribute_phrases:  # "a line reading "sale"", "not reading "sale""
+        phrase = words.attribute_phrases[lit.prop]["phrase"].format(value=lit.value)
+        core = phrase if lit.negated and not positive else noun_phrase([AttrLit(lit.prop, lit.value)], plural_form,
+                                                                         with_art=True, domain=domain)
     elif lit.prop == REGION_ATTRIBUTE:
         core = "in " + region_name(lit.value)
     else:
@@ -195,7 +207,9 @@ def noun_phrase(lits: Iterable[AttrLit], plural_form: bool = False, with_art: bo
     adjectives: list[AttrLit] = []
     noun: AttrLit | None = None
     region: AttrLit | None = None
+    phrased: AttrLit | None = None
     clause: list[AttrLit] = []
+    said = words.attribute_phrases
     for lit in lits:
         if lit.negated:
             clause.append(lit)
@@ -203,14 +217,22 @@ def noun_phrase(lits: Iterable[AttrLit], plural_form: bool = False, with_art: bo
             noun = lit
         elif lit.prop == REGION_ATTRIBUTE and region is None:
             region = lit
-        elif lit.prop not in words.nouns | {REGION_ATTRIBUTE} and all(a.prop != lit.prop for a in adjectives):
+        elif lit.prop in said and phrased is None:
+            phrased = lit
+        elif lit.prop not in words.nouns | {REGION_ATTRIBUTE} | set(said) \
+                and all(a.prop != lit.prop for a in adjectives):
             adjectives.append(lit)
         else:  # a second positive value of one attribute: cannot be an adjective, say it in the clause
             clause.append(lit)
     order = {p: i for i, p in enumerate(words.adjectives)}
     adjectives.sort(key=lambda a: order.get(a.prop, len(order)))  # stable: unknown attributes keep their order
-    head = plural(noun.value if noun else GENERIC_NOUN) if plural_form else (noun.value if noun else GENERIC_NOUN)
-    parts = [a.value for a in adjectives] + [head]
+    # a phrased attribute brings its own noun ("line") where no noun attribute names one
+    generic = next((said[c.prop].get("noun", GENERIC_NOUN) for c in [phrased, *clause]
+                    if c is not None and c.prop in said), GENERIC_NOUN)
+    head = noun.value if noun else generic
+    parts = [a.value for a in adjectives] + [plural(head) if plural_form else head]
+    if phrased is not None:
+        parts.append(said[phrased.prop]["phrase"].format(value=phrased.value))
     if region is not None:
         parts.append("in " + region_name(region.value))
     if clause:

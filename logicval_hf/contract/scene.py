@@ -36,6 +36,18 @@ from logicval_hf.errors import SceneError, SpecError
 
 _OPTIONAL_KEYS = ("score", "probs")
 
+#: The most objects one scene graph may hold, at every front door (`Scene.from_dict`, hence ``logicval verify``,
+#: the metric and the reward server; and every `Scene` built in Python): a verdict's time grows with the pairs (and
+#: triples) of objects a spec's literals admit, so this bound keeps one verification within about a second in CLEVR
+#: (docs/solver.md). CLEVR scenes hold 3 to 10 objects; the neural backend keeps at most 20 detections by default.
+MAX_SCENE_OBJECTS = 500
+
+
+def check_object_count(count: int, what: str = "scene.objects") -> None:
+    """Refuse (`SceneError`, one line) a scene graph of more than `MAX_SCENE_OBJECTS` objects."""
+    if count > MAX_SCENE_OBJECTS:
+        raise SceneError(f"{what}: {count:,} objects; a scene graph holds at most {MAX_SCENE_OBJECTS:,}")
+
 
 def _number(path: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -88,6 +100,7 @@ class Scene:
     provenance: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        check_object_count(len(self.objects))
         if self.domain is None:
             object.__setattr__(self, "domain", load_catalog().domain)
 
@@ -104,6 +117,8 @@ class Scene:
                 d = json.loads(d)
             except json.JSONDecodeError as e:
                 raise SceneError(f"scene: not valid JSON ({e})") from None
+            except RecursionError:
+                raise SceneError("scene: nested too deeply to be a scene graph") from None
         if not isinstance(d, Mapping):
             raise SceneError(f"scene: must be a JSON object, got {type(d).__name__}")
         extra = [k for k in d if k not in ("image_size", "objects", "domain", "confidence", "provenance")]
@@ -139,6 +154,7 @@ class Scene:
         objs = d["objects"]
         if not isinstance(objs, (list, tuple)):
             raise SceneError(f"scene.objects: must be a list, got {type(objs).__name__}")
+        check_object_count(len(objs))  # before any object is read
         parsed = tuple(cls._parse_object(f"scene.objects[{i}]", o, (w, h), domain) for i, o in enumerate(objs))
         return cls((w, h), parsed, domain, confidence, provenance)
 
@@ -156,7 +172,11 @@ class Scene:
             if a not in o:
                 raise SceneError(f"{path}: missing {a!r}")
             v = o[a]
-            if v not in domain.attributes[a]:
+            if domain.is_open(a):  # free text, stored folded (the domain file's fold)
+                if not isinstance(v, str):
+                    raise SceneError(f"{path}.{a}: {v!r} is not a {a}: {a} values are text")
+                v = domain.canonical_value(a, v)
+            elif v not in domain.attributes[a]:
                 raise SceneError(f"{path}.{a}: {v!r} is not a {a}; {domain.expected(a, v)}")
             attrs[a] = v
         if "bbox" not in o:

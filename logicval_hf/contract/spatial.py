@@ -35,11 +35,13 @@ def within(inner, outer) -> bool:
     return inner[0] >= outer[0] and inner[1] >= outer[1] and inner[2] <= outer[2] and inner[3] <= outer[3]
 
 
-def normalised_offset(a, b, margin: float) -> tuple[float, float]:
+def normalised_offset(a, b, margin: float, measure: str = "shrunk") -> tuple[float, float]:
     """GenEval's position of box a relative to box b: the centre offset, each axis shrunk towards 0 by
     ``margin`` x (sum of both boxes' sizes on that axis), divided by the length of the raw offset.
+    ``measure="centre"`` is GIR-Bench's: the raw centre offset over its length (its direction); the shrunk offset
+    only decides whether there is a relation at all.
 
-    (0, 0) when the shrunk offset is below 1e-3 on both axes (no relation, as in GenEval).
+    (0, 0) when the shrunk offset is below 1e-3 on both axes (no relation, as in GenEval and GIR-Bench).
     """
     (ax, ay), (bx, by) = centre(a), centre(b)
     dx, dy = ax - bx, ay - by
@@ -50,6 +52,8 @@ def normalised_offset(a, b, margin: float) -> tuple[float, float]:
     if abs(rx) < 1e-3 and abs(ry) < 1e-3:
         return 0.0, 0.0
     norm = (dx * dx + dy * dy) ** 0.5
+    if measure == "centre":
+        return dx / norm, dy / norm
     return rx / norm, ry / norm
 
 

@@ -81,7 +81,11 @@ def _parse_param(path: str, slot: Slot, raw: Any, dom: Domain) -> ParamValue:
         allowed = dom.slot_attributes(slot.props)
         if prop not in allowed:
             raise _fail(path + ".prop", f"{prop!r} is not allowed here; slot {slot.name} takes {list(allowed)}")
-        if value not in dom.attributes[prop]:
+        if dom.is_open(prop):  # free text: stored folded; a text with nothing left after folding names nothing
+            value = dom.canonical_value(prop, value) if isinstance(value, str) else value
+            if not isinstance(value, str) or not value:
+                raise _fail(path + ".value", f"{raw['value']!r} is not a {prop}: give a text with a letter or a digit")
+        elif value not in dom.attributes[prop]:
             raise _fail(path + ".value", f"{value!r} is not a {prop}; {dom.expected(prop, value)}")
         if not isinstance(neg, bool):
             raise _fail(path + ".negated", f"must be true or false, got {neg!r}")
@@ -151,13 +155,16 @@ def _check_slot_rules(path: str, template: Template, params: Mapping[str, ParamV
         elif kind == "no_cover":
             by_prop: dict[str, set[str]] = {}
             for lit in lits:
+                if dom.is_open(lit.prop):  # free text: no set of literals covers every text
+                    continue
                 by_prop.setdefault(lit.prop, set()).update(lit.denotes(dom.values(lit.prop)))
             for prop, vals in by_prop.items():
                 if vals >= set(dom.values(prop)):
                     raise SpecError(f"{where}: the literals cover every {prop}, so the disjunction always holds")
         elif kind == "not_equivalent":
             a, b = lits
-            if a.prop == b.prop and a.denotes(dom.values(a.prop)) == b.denotes(dom.values(b.prop)):
+            same = (a == b) if dom.is_open(a.prop) else a.denotes(dom.values(a.prop)) == b.denotes(dom.values(b.prop))
+            if a.prop == b.prop and same:
                 raise SpecError(f"{where}: {names[0]} and {names[1]} denote the same objects")
         else:  # distinct_props_or_same_literal
             a, b = lits
@@ -301,6 +308,8 @@ class Spec:
                 d = json.loads(d)
             except json.JSONDecodeError as e:
                 raise SpecError(f"spec: not valid JSON ({e})") from None
+            except RecursionError:
+                raise SpecError("spec: nested too deeply to be a spec") from None
         if not isinstance(d, Mapping):
             raise SpecError("spec: a spec must be a JSON object with keys ['n', 'constraints'], "
                             f"got {type(d).__name__}")

@@ -27,6 +27,7 @@ from typing import Any
 from logicval_hf.contract.catalog import Catalog, Domain, load_catalog
 from logicval_hf.contract.grammar import (
     ADJECTIVE_ORDER,
+    ATTRIBUTE_PHRASES,
     GENERIC_NOUN,
     IRREGULAR_PLURALS,
     NOUN_ATTRIBUTE,
@@ -57,7 +58,8 @@ __all__ = [
     "predicate", "render", "constraint_text", "domain_description", "full_prompt", "subquestions",
     "spec_subquestions", "check_expect", "count_candidates", "parse_expect", "constraint_names",
     # the grammar's names, read from here by callers (logicval_hf.contract.grammar)
-    "ADJECTIVE_ORDER", "GENERIC_NOUN", "IRREGULAR_PLURALS", "NOUN_ATTRIBUTE", "NOUN_ATTRIBUTES", "REGION_ATTRIBUTE",
+    "ADJECTIVE_ORDER", "ATTRIBUTE_PHRASES", "GENERIC_NOUN", "IRREGULAR_PLURALS", "NOUN_ATTRIBUTE", "NOUN_ATTRIBUTES",
+    "REGION_ATTRIBUTE",
     "REGION_COLUMN_WORDS", "REGION_ROW_WORDS", "REGION_TEMPLATE", "REL_PHRASES", "THETA_FLIP", "THETA_PHRASES",
     "count_phrase", "rel_phrase",
 ]

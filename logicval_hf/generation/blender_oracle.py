@@ -62,7 +62,6 @@ class BlenderSceneRenderer:
         self.width, self.height = int(width), int(height)
         self.samples, self.denoise, self.threads, self.seed = int(samples), bool(denoise), int(threads), int(seed)
         self.max_layouts, self.corrections = int(max_layouts), int(corrections)
-        self.last_info: dict[str, Any] | None = None  # layouts tried, sizes, 3D positions of the last render
 
     def close(self) -> None:
         """Nothing to release in-process (the out-of-process renderer has the same interface)."""
@@ -112,9 +111,7 @@ class BlenderSceneRenderer:
                 sess.move(name, d)
             sess.update()
             if n == 0:
-                rgb = self._final(sess)[0]
-                self.last_info = {"layouts_tried": 0, "sizes": [], "3d_coords": [], "rotation": []}
-                return rgb, Scene((W, H), (), scene.domain)
+                return self._final(sess)[0], Scene((W, H), (), scene.domain)
             shapes, groups = dict(self.assets.shapes), dict(self.assets.materials)
 
             def want(centres: Sequence[tuple[float, float]]) -> bool:
@@ -169,9 +166,6 @@ class BlenderSceneRenderer:
                                                                  float(s["bbox_xyxy"][2] + 1),
                                                                  float(s["bbox_xyxy"][3] + 1)))
                                 for o, s in zip(scene.objects, stats, strict=True))
-                    self.last_info = {"layouts_tried": tries, "sizes": size_names,
-                                      "3d_coords": [[float(c) for c in ob.location] for ob in sess.objects],
-                                      "rotation": rotations}
                     return rgb, Scene((W, H), out, scene.domain)
         finally:
             sess.close()

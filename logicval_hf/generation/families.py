@@ -13,9 +13,9 @@ Everything `logicval_hf.generation.t2i`, `logicval_hf.training.lora`, ``logicval
 ``lora_training/train_lora.py --model_type`` used to branch on lives here: the diffusers class names, how a
 pipeline / local folder / hub id is recognised, the generation defaults, the prompt length, the text
 encoders, the VAE's scale factor and latent normalisation, the guidance embedding, the LoRA key prefix, and
-three small callables for the steps that are genuinely different (prompt encoding, batching prompt
-embeddings, the transformer call). Adding a family means one more `ModelFamily(...)` registered in
-`FAMILIES` (and a tiny random builder in ``tests/tiny_models.py`` so the tests cover it).
+two small callables for the steps that are genuinely different (prompt encoding, the transformer call). Adding
+a family means one more `ModelFamily(...)` registered in `FAMILIES` (and a tiny random builder in
+``tests/tiny_models.py`` so the tests cover it).
 
 Importing this module is cheap: no torch, no diffusers (the callables import them when called).
 """
@@ -32,7 +32,7 @@ from typing import Any
 from logicval_hf.common.registry import Registry
 
 __all__ = [
-    "FAMILIES", "PEFT_PREFIX", "ModelFamily", "detect_model_type", "family_names", "get_family", "mean_and_std",
+    "FAMILIES", "PEFT_PREFIX", "ModelFamily", "detect_model_type", "get_family", "mean_and_std",
     "pipeline_class", "shift_and_scale",
 ]
 
@@ -74,15 +74,6 @@ def _flux_encode_prompts(pipe: Any, prompts: list[str], device: Any, max_sequenc
     return {"prompt_embeds": embeds, "pooled_prompt_embeds": pooled, "text_ids": text_ids}
 
 
-def _flux_cat_conds(conds: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-example FLUX embeddings along the batch (T5 embeddings are padded to the same length already)."""
-    import torch
-
-    return {"prompt_embeds": torch.cat([c["prompt_embeds"] for c in conds]),
-            "pooled_prompt_embeds": torch.cat([c["pooled_prompt_embeds"] for c in conds]),
-            "text_ids": conds[0]["text_ids"]}
-
-
 def _flux_denoise(pipeline_cls: Any, transformer: Any, packed: Any, timestep: Any, guidance: Any,
                   cond: Mapping[str, Any], batch: int, height: int, width: int, dtype: Any) -> Any:
     """FLUX transformer call on packed latents (``height x width`` latent patches of 2x2)."""
@@ -104,24 +95,6 @@ def _qwen_encode_prompts(pipe: Any, prompts: list[str], device: Any, max_sequenc
     """Qwen2.5-VL embeddings and their attention mask (None when nothing is padded)."""
     embeds, mask = pipe.encode_prompt(prompt=prompts, device=device, max_sequence_length=max_sequence_length)
     return {"prompt_embeds": embeds, "prompt_embeds_mask": mask}
-
-
-def _qwen_cat_conds(conds: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-example Qwen-Image embeddings along the batch, padded to the longest (mask None if none padded)."""
-    import torch
-
-    longest = max(c["prompt_embeds"].shape[1] for c in conds)
-    embeds, masks = [], []
-    for c in conds:
-        e = c["prompt_embeds"]
-        m = c["prompt_embeds_mask"]
-        if m is None:
-            m = torch.ones(e.shape[:2], dtype=torch.long, device=e.device)
-        pad = longest - e.shape[1]
-        embeds.append(torch.nn.functional.pad(e, (0, 0, 0, pad)))
-        masks.append(torch.nn.functional.pad(m, (0, pad)))
-    mask = torch.cat(masks)
-    return {"prompt_embeds": torch.cat(embeds), "prompt_embeds_mask": None if bool(mask.all()) else mask}
 
 
 def _qwen_denoise(pipeline_cls: Any, transformer: Any, packed: Any, timestep: Any, guidance: Any,
@@ -156,7 +129,7 @@ class ModelFamily:
     removed from PEFT state-dict keys before saving in the diffusers format.
 
     The callables: ``encode_prompts(text_pipeline, prompts, device, max_sequence_length) -> cond``,
-    ``cat_conds([cond, ...]) -> cond`` (batching per-example embeddings), ``denoise(pipeline_cls,
+    ``denoise(pipeline_cls,
     transformer, packed, timestep, guidance, cond, batch, h, w, dtype) -> packed prediction`` (``h x w`` in
     2x2 latent patches) and ``vae_scale_factor(vae) -> int``.
     """
@@ -178,7 +151,6 @@ class ModelFamily:
     normalise_latents: Callable[[Any, Any], Any]
     vae_scale_factor: Callable[[Any], int]
     encode_prompts: Callable[..., dict[str, Any]]
-    cat_conds: Callable[[list[Mapping[str, Any]]], dict[str, Any]]
     denoise: Callable[..., Any]
     lora_strip_prefix: str | None = PEFT_PREFIX
 
@@ -226,7 +198,7 @@ FLUX = ModelFamily(
     text_components=("text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2"),
     video_vae=False, guidance_embeds=True,
     normalise_latents=shift_and_scale, vae_scale_factor=_flux_vae_scale_factor,
-    encode_prompts=_flux_encode_prompts, cat_conds=_flux_cat_conds, denoise=_flux_denoise,
+    encode_prompts=_flux_encode_prompts, denoise=_flux_denoise,
 )
 
 QWEN_IMAGE = ModelFamily(
@@ -240,7 +212,7 @@ QWEN_IMAGE = ModelFamily(
     text_components=("text_encoder", "tokenizer"),
     video_vae=True, guidance_embeds=False,
     normalise_latents=mean_and_std, vae_scale_factor=_qwen_vae_scale_factor,
-    encode_prompts=_qwen_encode_prompts, cat_conds=_qwen_cat_conds, denoise=_qwen_denoise,
+    encode_prompts=_qwen_encode_prompts, denoise=_qwen_denoise,
 )
 
 #: The T2I model families by name (``flux``, ``qwen-image``).
@@ -250,11 +222,6 @@ FAMILIES: Registry[ModelFamily] = Registry("T2I model family", {FLUX.name: FLUX,
 def get_family(name: str) -> ModelFamily:
     """The family registered as ``name`` (an `UnknownNameError`, a ValueError, suggests close names)."""
     return FAMILIES.get(name)
-
-
-def family_names() -> list[str]:
-    """The registered family names (sorted): the ``--model-type`` choices."""
-    return FAMILIES.names()
 
 
 def pipeline_class(model_type: str) -> Any:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,8 +47,12 @@ class RunOptions:
         repair: also run one round of self-correction on every generator's images.
         min_confidence: images whose scene confidence is below it (or that have none) are set apart as unread:
             the scores are over the others, and the summary and report say how many were read (None: all).
+        baselines: baseline metrics that also score every image, beside LogicVal (``"clipscore,vlm-judge"`` or a
+            list; `logicval_hf.scoring.baselines.BASELINE_INFO` declares them).
+        baseline_settings: ``{baseline: {setting: value}}`` (e.g. ``{"clipscore": {"model": "path/to/clip"}}``).
     Raises:
-        ValueError: a bad ``keep_images``, ``limit`` or ``min_confidence``.
+        ValueError: a bad ``keep_images``, ``limit`` or ``min_confidence``; an unknown baseline or setting.
+        MissingExtraError: a baseline needs an extra that is not installed.
     """
 
     out_dir: str | Path = DEFAULT_OUT
@@ -67,6 +71,8 @@ class RunOptions:
     keep_images: str = "all"
     repair: bool = False
     min_confidence: float | None = None
+    baselines: Iterable[str] | str = ()
+    baseline_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.keep_images not in KEEP_IMAGES:
@@ -78,6 +84,14 @@ class RunOptions:
         object.__setattr__(self, "generators", gens)
         object.__setattr__(self, "min_confidence", check_min_confidence(self.min_confidence))
         object.__setattr__(self, "image_size", (int(self.image_size[0]), int(self.image_size[1])))
+        if self.baselines or self.baseline_settings:
+            from logicval_hf.scoring.baselines.factory import check_baselines, parse_names
+
+            names = parse_names(self.baselines) if self.baselines else []
+            check_baselines(names, self.baseline_settings)  # names, settings and extras, before any work
+            object.__setattr__(self, "baselines", tuple(names))
+        else:
+            object.__setattr__(self, "baselines", ())
 
     @property
     def workers(self) -> int:
@@ -118,6 +132,7 @@ class JobContext:
     timer: StageTimer
     render: dict[str, Any] = field(default_factory=dict)
     plan: list[tuple[str, Path | None]] = field(default_factory=list)
+    baselines: Any = None  # `logicval_hf.job.baselines.RunBaselines` when the run has baselines
 
     @property
     def judge_options(self) -> JudgeOptions:

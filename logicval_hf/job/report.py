@@ -22,13 +22,16 @@ from logicval_hf.job.report_sections import OPERATOR_SYMBOLS, Section, _classes,
 __all__ = ["SUMMARY_KEYS", "VOLATILE_KEYS", "GENERATOR_KEYS", "OPERATOR_SYMBOLS", "Section", "sections",
            "to_markdown", "to_html", "what_broke", "write_plots", "write_report"]
 
-#: top-level keys of summary.json (and ``min_confidence``, after ``backend_fingerprint``, when the run set one)
+#: top-level keys of summary.json (and ``min_confidence``, after ``backend_fingerprint``, when the run set one;
+#: then ``baselines``, ``{name: {"settings", "fingerprint"}}``, when the run had baseline metrics)
 SUMMARY_KEYS = ("logicval_version", "seed", "backend", "backend_fingerprint", "image_size", "limit", "n_specs",
                 "packages", "generators", "jobs", "timings", "cpu_seconds", "work")
 #: keys that change from run to run (wall/CPU time, what was redone or reused); the rest is reproducible
 VOLATILE_KEYS = ("jobs", "timings", "cpu_seconds", "work")
 #: keys of every ``summary["generators"][name]`` entry (``truth``/``agreement`` are null for image folders; with a
-#: minimum confidence also ``unread``: ``n_read``, ``n_unread`` and the ``images`` set apart with their reasons)
+#: minimum confidence also ``unread``: ``n_read``, ``n_unread`` and the ``images`` set apart with their reasons; with
+#: baselines also ``baselines``: per baseline ``mean``, ``n_scored``, ``n_unscored``, ``by_package``, and ``roc_auc``
+#: and ``point_biserial`` against the known truth)
 GENERATOR_KEYS = ("kind", "folder", "n_images", "missing", "unreadable", "metric", "truth", "agreement", "left_out",
                   "warnings", "gallery", "confidence", "repair")
 #: thumbnails per row of a gallery

@@ -270,6 +270,40 @@ def _worst(r: ReportInput, g: str) -> Section:
          "what broke (truth)", "what broke (metric)", "difference", "generation"], rows, level=3)
 
 
+def baselines(r: ReportInput) -> list[Section]:
+    """The baseline metrics' scores beside LogicVal's, and how each ranks the images by the known truth."""
+    run = r.summary.get("baselines")
+    if not run:
+        return []
+    names = list(run["metrics"])
+    rows = []
+    for g, e in r.gens.items():
+        b = e.get("baselines") or {}
+        rows.append([g, _fmt(e["metric"]["logicval_score"]), _fmt((e["truth"] or {}).get("logicval_score")),
+                     *(f"{_fmt(b[n]['mean'])}" + (f" ({b[n]['n_unscored']} unscored)" if b[n]["n_unscored"] else "")
+                       for n in names)])
+    out = [Section(
+        "Baseline metrics beside LogicVal",
+        "Each image scored by the baseline metrics too (`scores.jsonl` and the verdict files hold every score): "
+        "LogicVal's score is its success rate; a baseline's, its mean score over the images it scored (an "
+        "image without an honest score, such as a judge answer with no rating, is left out and counted). "
+        "Settings: " + "; ".join(f"{n}: model `{run['metrics'][n]['settings'].get('model')}`" for n in names) + ".",
+        ["generator", "LogicVal", "known truth", *names], rows)]
+    truth = run.get("known_truth")
+    if truth:
+        by = truth["by_metric"]
+        out.append(Section(
+            "Metrics against the known truth",
+            f"Images of the built-in generators ({', '.join(truth['generators'])}) pooled: how well each metric's "
+            "score ranks the images whose intended scene satisfies the spec above those whose does not (ROC-AUC: "
+            "0.5 is chance, 1 perfect; LogicVal's verdict is 0 or 1) and its point-biserial correlation with the "
+            "known truth. `logicval meta` on this folder gives the full comparison and the ROC plot.",
+            ["metric", "images", "ROC-AUC", "point-biserial"],
+            [[n, by[n]["n"], _fmt(by[n]["roc_auc"]), _fmt(by[n]["point_biserial"])] for n in ("logicval", *names)],
+            level=3))
+    return out
+
+
 def unread(r: ReportInput) -> list[Section]:
     """The images set apart under the minimum confidence, with why: read neither as passes nor as failures."""
     floor = r.summary.get("min_confidence")
@@ -413,7 +447,7 @@ def timings(r: ReportInput) -> list[Section]:
 #: the report's sections, in order
 SECTIONS: tuple[Callable[[ReportInput], list[Section]], ...] = (
     intro, warnings, by_package, by_class, count_relaxed, by_load, abstention, constraint_success, agreement,
-    unread, confidence, repair_cost, self_correction, examples, perturbations, failed_generations, timings)
+    baselines, unread, confidence, repair_cost, self_correction, examples, perturbations, failed_generations, timings)
 
 
 def sections(summary: Mapping[str, Any], worst: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -28,6 +28,12 @@ Output folder::
     verdicts/<generator>/<id>.json  per-image verdict and perceived scene (cache, keyed by the backend, a hash
                                     of its code and model, and the image hash)
     repairs/<generator>.json        every perceived scene's cheapest repair (cache, keyed by the spec and scene)
+    scores.jsonl                    per image: LogicVal's verdict, the baselines' scores, the known truth
+                                    (``logicval meta DIR`` compares the metrics)
+
+With ``baselines`` (``logicval run --baselines clipscore,vlm-judge``) every image is also scored by those baseline
+metrics (`logicval_hf.job.baselines`): their scores go into the verdict files, the summary, the report's table and
+``scores.jsonl``.
 
 Every file is written to a temporary name in its directory and renamed into place, so an interrupted run
 leaves no partial file; ``resume=True`` (default) reuses every image, intended scene and verdict already
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +54,7 @@ from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.common.atomic import atomic_write_json, remove_stale_temps
 from logicval_hf.common.version import __version__
-from logicval_hf.job import cache
+from logicval_hf.job import baselines, cache
 from logicval_hf.job.analysis import WORST_SHOWN, analyse, known_truth, unread_images
 from logicval_hf.job.gallery import pick_examples, prune_images, write_gallery
 from logicval_hf.job.generate import generate
@@ -74,8 +80,8 @@ class MissingImagesWarning(UserWarning):
 @dataclass
 class GeneratorResult:
     """Everything one generator's stages produced: the rows it was scored on with their image files, its
-    records, its summary entry, the work done, its disagreements with the known truth (None for a folder) and
-    the repair of every perceived scene."""
+    records, its summary entry, the work done, its disagreements with the known truth (None for a folder), the
+    repair of every perceived scene, the images set apart as unread and each image's baseline records."""
 
     name: str
     folder: Path | None
@@ -87,6 +93,13 @@ class GeneratorResult:
     work: dict[str, Any]
     disagreements: list[dict[str, Any]] | None
     repairs: dict[str, dict]
+    unread: dict[str, str] | None = None
+    baselines: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def truth(self) -> dict[str, bool] | None:
+        """The known truth by id (None for a folder of images)."""
+        return known_truth(self.rows, self.intended)
 
 
 def run(options: RunOptions | str | Path | None = None, /, **settings: Any) -> dict[str, Any]:
@@ -124,6 +137,7 @@ def run(options: RunOptions | str | Path | None = None, /, **settings: Any) -> d
 def _start(opts: RunOptions) -> JobContext:
     """The run's folder, plan, checks made before any work, and the benchmark rows."""
     timer = StageTimer()
+    run_baselines = baselines.start(opts.baselines, opts.baseline_settings, opts.progress)  # refused here
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
@@ -135,7 +149,7 @@ def _start(opts: RunOptions) -> JobContext:
                  opts.seed)
         rows = run_rows(opts.seed, out / "benchmark.json", opts.limit)
     log.info("benchmark: %d specifications ready in %.1f s", len(rows), timer.wall["benchmark"])
-    return JobContext(opts, out, rows, default_solver(), Workers(opts.workers), timer, render, plan)
+    return JobContext(opts, out, rows, default_solver(), Workers(opts.workers), timer, render, plan, run_baselines)
 
 
 def _images(ctx: JobContext, name: str, folder: Path | None
@@ -167,9 +181,12 @@ def _one_generator(ctx: JobContext, name: str, folder: Path | None) -> Generator
     scored = score(GeneratorImages(name, items), ctx)
     work.update(scored.work)
     rows = [r for r, _ in items]
+    by_baseline = baselines.score_generator(ctx, name, items, scored.failed)
     unread = None if opts.min_confidence is None else \
         unread_images(rows, scored.records, opts.min_confidence, opts.backend)
     entry, disagreements = analyse(name, folder, rows, scored.records, scored.failed, intended, unread)
+    if ctx.baselines is not None:
+        entry["baselines"] = baselines.summarise(ctx.baselines.metrics, rows, by_baseline, known_truth(rows, intended))
     scored_ids = {r.id for r in rows}
     entry.update(left_out=[r.id for r in ctx.rows if r.id not in scored_ids], warnings=notes)
     with ctx.timer.stage(f"repair/{name}"):
@@ -181,7 +198,7 @@ def _one_generator(ctx: JobContext, name: str, folder: Path | None) -> Generator
             entry["self_correction"] = self_correct(name, scored.records, opts.seed, opts.image_size, opts.backend,
                                                     opts.renderer, opts.assets, opts.progress)
     return GeneratorResult(name, folder, rows, {r.id: p for r, p in items}, scored, intended, entry, work,
-                           disagreements if intended is not None else None, repairs)
+                           disagreements if intended is not None else None, repairs, unread, by_baseline)
 
 
 def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
@@ -204,6 +221,7 @@ def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
         "backend": opts.backend,
         "backend_fingerprint": cache.backend_fingerprint(opts.backend),
         **({} if opts.min_confidence is None else {"min_confidence": opts.min_confidence}),
+        **({} if ctx.baselines is None else {"baselines": baselines.describe(ctx.baselines, results)}),
         "image_size": list(opts.image_size),
         "limit": opts.limit,
         "n_specs": len(ctx.rows),
@@ -218,5 +236,6 @@ def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
 
     disagreements = {g.name: g.disagreements for g in results if g.disagreements is not None}
     atomic_write_json(ctx.out / "disagreements.json", disagreements, indent=1)
+    baselines.write_scores(ctx.out, results)
     write_report(ctx.out, summary, {name: d[:WORST_SHOWN] for name, d in disagreements.items()}, timer=timer)
     return summary

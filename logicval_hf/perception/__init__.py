@@ -53,6 +53,7 @@ BACKENDS: Registry[PerceptionBackend] = Registry("perception backend", {
     "given": "logicval_hf.perception.given:BACKEND",
     "neural": "logicval_hf.perception.neural:BACKEND",
     "vlm": "logicval_hf.perception.vlm:BACKEND",
+    "ocr": "logicval_hf.perception.ocr:BACKEND",
 }, adapt=as_backend)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from logicval_hf.asp.encoding import asp_term
+from logicval_hf.asp.universe import spare_text
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import AttrLit, RelLit, Spec
 from logicval_hf.repairs.lattice import Axis, BoxClass, Num, box_class, exact_box, units
@@ -121,6 +122,15 @@ class Problem:
                 if y != x and (scores[y] > scores[x] or (scores[y] == scores[x] and y < x))]
         return out
 
+    def _values(self, attribute: str, tested: set[str]) -> list[str]:
+        """An attribute's values in the domain's order; for free text (an open attribute) the texts the spec tests,
+        a text none of them is, then the scene's own texts (an edit names the text to write)."""
+        dom = self.scene.domain
+        if not dom.is_open(attribute):
+            return list(dom.attributes[attribute])
+        had = sorted({o.attributes[attribute] for o in self.scene.objects} - tested)
+        return [*sorted(tested), spare_text(tested | set(had)), *had]
+
     def facts(self, pool: int) -> str:
         """The facts of this problem with ``pool`` slots for added objects."""
         dom = self.scene.domain
@@ -128,12 +138,13 @@ class Problem:
         n = self.n_inputs
         out = [f"perceived({a})." for a in perceived]
         out += [f"weight({k},{w})." for k, w in self.costs.items()]
-        ranked = [(a, v) for a in perceived for v in dom.attributes[a]]
-        out += [f"value_rank({a},{asp_term(v)},{i})." for i, (a, v) in enumerate(ranked)]
         attrs, rels = self.tested()
+        values = {a: self._values(a, attrs.get(a, set())) for a in perceived}
+        ranked = [(a, v) for a in perceived for v in values[a]]
+        out += [f"value_rank({a},{asp_term(v)},{i})." for i, (a, v) in enumerate(ranked)]
         for a in perceived:  # the tested values and the first other one
-            spare = [v for v in dom.attributes[a] if v not in attrs.get(a, ())][:1]
-            out.append(" ".join(f"offered({a},{asp_term(v)})." for v in dom.attributes[a]
+            spare = [v for v in values[a] if v not in attrs.get(a, ())][:1]
+            out.append(" ".join(f"offered({a},{asp_term(v)})." for v in values[a]
                                 if v in attrs.get(a, ()) or v in spare))
         if self.count == "strict" and self.spec.n is not None:
             out.append(f"count_target({self.spec.n}).")

@@ -18,6 +18,7 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spatial import area
 from logicval_hf.contract.spec import AttrLit
 from logicval_hf.contract.verbalise import (
+    ATTRIBUTE_PHRASES,
     REGION_COLUMN_WORDS,
     REGION_ROW_WORDS,
     noun_phrase,
@@ -141,6 +142,9 @@ def describe(scene: Scene, edits: Sequence[Edit], repaired: Scene, read: Collect
     for e in edits:
         if e.kind == "remove":
             out.append(_sentence("Remove {name}", namer.name(e.object)))  # type: ignore[arg-type]
+        elif e.kind == "set" and dom.is_open(e.attribute or ""):  # free text: "Change ... to read "sale""
+            phrase = f'to read "{e.new}"' if e.attribute in ATTRIBUTE_PHRASES else f'to "{e.new}"'
+            out.append(_sentence("Change {name} {rest}", namer.name(e.object), phrase))  # type: ignore[arg-type]
         elif e.kind == "set":
             words = _value_words(e.attribute or "", str(e.new), noun)
             out.append(_sentence("Make {name} {rest}", namer.name(e.object), words))  # type: ignore[arg-type]

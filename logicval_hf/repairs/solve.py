@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import clingo
 
+from logicval_hf.asp import messages
 from logicval_hf.asp.encoding import symbol_value
 from logicval_hf.asp.programs import constraint_rules, read_program, vocabulary
 from logicval_hf.errors import SolverTimeout
@@ -141,7 +142,7 @@ class _Pool:
 
     def __init__(self, problem: Problem, size: int, floor: tuple[int, int] | None = None,
                  checker: Callable[[], Any] | None = None):
-        self.ctl = clingo.Control(_ARGS, logger=lambda code, msg: None)
+        self.ctl = messages.control(_ARGS)
         if checker is not None:  # a propagator that refuses, during the search, choices it cannot realise
             self.ctl.register_propagator(checker())
         self.ctl.add("base", [], _program(problem, size, floor))

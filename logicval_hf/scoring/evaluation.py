@@ -166,6 +166,8 @@ def compute(
     timeout: float | None = DEFAULT_TIMEOUT,
     repair: bool = False,
     min_confidence: float | None = None,
+    baselines: str | Sequence[Any] | Mapping[str, Any] | None = None,
+    baseline_settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Verdicts, scores and breakdowns for paired predictions and references (the judge,
     `logicval_hf.scoring.judge.judge`, then `summarise`).
@@ -192,6 +194,12 @@ def compute(
         min_confidence: set apart as *unread* every sample whose scene confidence is below it (or that has none):
             scored neither as a pass nor as a failure; the scores are over the others, and ``n_read``,
             ``n_unread``, ``min_confidence`` and per-sample ``unread`` (the reason) say so.
+        baselines: also score every image with these baseline metrics (`logicval_hf.scoring.baselines`): names
+            (``"clipscore,vlm-judge"`` or a list), built metrics, or ``{name: metric}``; adds ``baselines``
+            (``{name: {"mean", "n_scored", "n_unscored"}}``) and per-sample ``baselines`` (``{name: record}``,
+            `logicval_hf.scoring.baselines.items.baseline_record`). Images only: a baseline reads no scene graph.
+        baseline_settings: ``{name: {setting: value}}`` for the baselines named in ``baselines``
+            (``logicval baselines`` lists the settings).
     Returns:
         ``aggregate`` of the records (``logicval_score``, ``relaxed_score``, ``abstention_rate``, ``by_load``,
         breakdowns) plus ``per_sample`` when asked.
@@ -201,11 +209,23 @@ def compute(
         ValueError) naming the reference whose label exceeded ``timeout``.
     """
     predictions, references = inputs.check_lists(predictions, references)
+    metrics = None
+    if baselines:
+        from logicval_hf.scoring.baselines.factory import resolve_baselines
+
+        if any(inputs.is_scene_graph(p) for p in predictions):
+            raise ValueError("baselines score images against prompts; the predictions are scene graphs")
+        metrics = resolve_baselines(baselines, baseline_settings)  # refused in one line before any work
     options = JudgeOptions(backend=backend, backend_settings=backend_settings or {}, count=count,
                            probabilistic=probabilistic, repair=repair, min_confidence=min_confidence,
                            timeout=timeout, errors="raise")
     inputs.check_one_kind(predictions, backend)
-    return summarise(judge(references, predictions, options, solver=solver), options, per_sample, probs)
+    result = summarise(judge(references, predictions, options, solver=solver), options, per_sample, probs)
+    if metrics:
+        from logicval_hf.scoring.baselines.items import add_baselines
+
+        add_baselines(result, metrics, predictions, references)
+    return result
 
 
 def images_in_folder(folder: str | Path, ids: Sequence[str]) -> dict[str, Path]:

@@ -5,6 +5,16 @@ Storage only: encoding turns any accepted input into a storable value (scene gra
 text, images PNG bytes or their path) and refuses what cannot be stored (an unknown type, an array that is not
 ``uint8``, an image over the pixel cap, before it is encoded); decoding hands back what
 `logicval_hf.scoring.evaluation.compute` accepts, which checks every item and names it (``predictions[3]: ...``).
+
+Why two types of our own and not plain `datasets` ones: a prediction column holds an image *or* a scene graph,
+and both columns take dicts (scene graphs, specs, benchmark rows) as well as text. ``Value("string")`` refuses a
+dict (``evaluate`` checks string columns, so a dict reference would be turned away); ``Image()`` stores any
+string as a file name, scene-graph JSON included, and only fails when the cache is read; ``Json()`` takes
+everything and loses what is not JSON (a PIL image becomes a JSON object of its attributes, bytes a string). A
+custom type has to be registered for ``evaluate`` to read its Arrow cache back (`datasets` looks the stored
+``_type`` up by name), through ``datasets.features.features.register_feature``, which `datasets` marks
+``@experimental`` (a ``UserWarning`` on every call). The registration below silences that warning; the metric
+module's tests run the cache round trip (``add_batch`` then ``compute``), so a change to that API shows there.
 """
 
 from __future__ import annotations
@@ -112,7 +122,7 @@ class Reference:
         return value
 
 
-with warnings.catch_warnings():  # "register_feature is experimental": it is how custom types are read back
+with warnings.catch_warnings():  # "'register_feature' is experimental": see the module docstring
     warnings.simplefilter("ignore", UserWarning)
     datasets.features.features.register_feature(Prediction, "LogicValPrediction")
     datasets.features.features.register_feature(Reference, "LogicValReference")

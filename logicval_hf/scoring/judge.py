@@ -1,8 +1,10 @@
 """The judge: spec(s) + image(s) or scene graph(s) -> one typed `Judgement` per item.
 
 Every front door that turns images or scene graphs into verdicts calls it: the ``evaluate`` metric
-(`logicval_hf.scoring.evaluation.compute`), the main job (`logicval_hf.job.score`), the Space's Check tab and the
-``check`` / ``verify`` / ``repair`` commands. Options live apart from the call, in one frozen `JudgeOptions`::
+(`logicval_hf.scoring.evaluation.compute`), the main job (`logicval_hf.job.score`), the Space's Check tab, the
+``check`` / ``verify`` / ``repair`` commands and the reward server's workers (`logicval_hf.serve.worker`).
+Nothing else turns an image into a scene graph (``extract_scene(s)``). Options live apart from the call, in one
+frozen `JudgeOptions`::
 
     from logicval_hf.scoring.judge import JudgeOptions, judge
     options = JudgeOptions(backend="clevr", min_confidence=0.5, repair=True)
@@ -17,8 +19,10 @@ other items go on, unless ``errors="raise"``, the metric's contract, raises the 
 2. **predictions**: a scene graph (a `Scene`, a dict with ``objects``, JSON) is read in its spec's domain; an
    image (PIL, uint8 array, path, encoded bytes, a ``datasets.Image`` cell; anything, for a backend that takes
    raw input) is perceived in it: one perception call per domain (`perceived_domain`), `JudgeOptions.chunk`
-   images decoded at a time, so that memory stays bounded whatever the number of images. A chunk the backend
-   refuses is read again image by image, so that one bad image costs only its own entry.
+   images decoded at a time, so that memory stays bounded whatever the number of images. An image the backend
+   cannot read (a ``vlm`` answer outside the vocabulary, a request that timed out) is its own entry and is never
+   sent again (``extract_scenes(errors="return")``); only a chunk the backend refuses as a whole is read again
+   image by image, so that one bad image costs only its own entry.
 3. **minimum confidence**: with ``min_confidence`` set, a scene graph whose ``confidence`` is below it (or that
    has none) is *unread*: set apart with the reason, scored neither as a pass nor as a failure.
 4. **labels**: each spec's SAT / UNSAT label: given, from its row, or solved within ``timeout``.
@@ -405,16 +409,20 @@ def _read_chunk(part: Sequence[tuple[str, Any]], backend: str, raw: bool, settin
             checked.append((k, p if raw else inputs.normalise_prediction(p, name, backend)))
         except ValueError as e:
             got[k] = e
-    try:
-        scenes = extract_scenes([x for _, x in checked], backend, **settings) if checked else []
-        got.update((k, s) for (k, _), s in zip(checked, scenes, strict=True))
-    except ValueError:  # read one by one: only the images the backend refuses fail
-        where = f"its spec is in domain {domain.name!r}: " if domain is not None else ""
+    where = f"its spec is in domain {domain.name!r}: " if domain is not None else ""
+
+    def named(k: int, e: ValueError) -> ValueError:
+        return _renamed(e, f"{part[k][0]}: {where}{_IMAGE_NAME.sub('', str(e))}")
+
+    try:  # an image the backend cannot read comes back as its error, so no image is ever sent twice
+        scenes = extract_scenes([x for _, x in checked], backend, errors="return", **settings) if checked else []
+        got.update((k, s if isinstance(s, Scene) else named(k, s)) for (k, _), s in zip(checked, scenes, strict=True))
+    except ValueError:  # the chunk refused as a whole: read one by one, so that only the images it refuses fail
         for k, x in checked:
             try:
                 got[k] = extract_scene(x, backend, **settings)
             except ValueError as e:
-                got[k] = _renamed(e, f"{part[k][0]}: {where}{_IMAGE_NAME.sub('', str(e))}")
+                got[k] = named(k, e)
     return [got[k] for k in range(len(part))]
 
 

@@ -12,15 +12,16 @@ The modules, one job each:
 | `items` | a metadata item (GenEval metadata or a LogicVal item) -> a `Task` |
 | `prompts` | ``--prompts``: a prompt's text -> its item (Flow-Factory's client sends only prompts) |
 | `reward_modes` | the dense rewards of LogicVal items, one registry entry each (``fraction``, ``probability``) |
-| `rewards` | a task and a perceived scene -> the image's rewards (GenEval's partial rule, LogicVal's verdicts) |
-| `worker` | one micro-batch: decode, one batched perception call per domain, verify |
+| `rewards` | a task and its judgement -> the image's rewards (GenEval's partial rule, LogicVal's verdicts) |
+| `admission` | every item checked before it joins a micro-batch: what it raises is its own error entry |
+| `worker` | one micro-batch: decode in bounded chunks, judge each (`scoring.judge`); failures kept to their sample |
 | `pool` | where batches run: worker processes (restarted when one dies) or a thread |
-| `batching` | concurrent requests merged into micro-batches; 503 when the queue is full |
+| `batching` | requests merged into micro-batches (one failing as a whole: scored in parts); 503 when full |
 | `health` | model loaded, model files present; messages without the machine's paths |
 | `config`, `app` | the configuration and the workers rule; the FastAPI routes |
 | `http_server` | the app under uvicorn, stopped cleanly by SIGTERM or SIGINT |
 | `ray_deployment` | the same app on Ray Serve, N replicas |
-| `client` | a Python client shaped like Flow-GRPO's (retries, chunks of 64, pickle) |
+| `client` | what Flow-GRPO's client sends: its retrying session, its JPEG bytes |
 
 Usage::
 

@@ -10,6 +10,11 @@ When the images waiting would exceed ``max_queue``, a new request is refused wit
 ``retry_after`` (seconds) estimates when the queue will have drained: the server answers 503 with ``Retry-After``,
 which Flow-GRPO's client (urllib3's ``Retry``) honours and retries.
 
+A batch that fails as a whole for a reason other than a lost worker (a sample no check foresaw) is scored again
+in halves, down to the one sample that fails alone, which gets an error entry; a batch that runs past the pool's
+deadline is scored again request by request, and the images of a request late on its own get error entries: one
+request never costs another request its rewards.
+
 When the server stops (`MicroBatcher.stop`), every waiting request and every new one is refused with `Stopping`
 at once (503 with ``Retry-After``); a batch already running is answered if it finishes within the grace period,
 and refused with `Stopping` after it, so no request waits on a server that is going away.
@@ -19,16 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from logicval_hf.serve.pool import WorkerPool
+from logicval_hf.serve.pool import DeadlineExceeded, WorkerLost, WorkerPool
 from logicval_hf.serve.protocol import SampleResult
-from logicval_hf.serve.worker import Sample
+from logicval_hf.serve.worker import Sample, failure
 
 __all__ = ["MicroBatcher", "Overloaded", "Stopping"]
+
+log = logging.getLogger("logicval.serve")
 
 
 class Overloaded(RuntimeError):
@@ -170,13 +178,47 @@ class MicroBatcher:
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
+    async def _requests_apart(self, batch: list[_Pending]) -> list[SampleResult]:
+        """The batch's results; when it runs past the pool's deadline, each of its requests is scored again on its
+        own (with a deadline of its own), and the images of a request that is late alone get error entries: a slow
+        request costs the others of its batch one deadline of waiting, never their rewards."""
+        samples = [s for p in batch for s in p.samples]
+        try:
+            return await self._isolated(samples)
+        except DeadlineExceeded as e:
+            if len(batch) == 1:
+                return [SampleResult.failed(f"images[{k if s.index is None else s.index}]: {e}")
+                        for k, s in enumerate(samples)]
+            log.warning("a micro-batch of %d requests ran past the deadline; scoring them one by one", len(batch))
+            out: list[SampleResult] = []
+            for p in batch:
+                out += await self._requests_apart([p])
+            return out
+
+    async def _isolated(self, samples: list[Sample]) -> list[SampleResult]:
+        """The batch's results; a batch that fails as a whole for any other reason than a lost worker or a stop (a
+        sample no check foresaw) is scored again in halves, down to the sample that fails alone, which gets an
+        error entry: one sample never costs another its reward."""
+        try:
+            return await self.pool.run(samples)
+        except (WorkerLost, Stopping, DeadlineExceeded):
+            raise
+        except Exception as e:  # noqa: BLE001 - split below; one sample's failure is its error entry
+            if len(samples) == 1:
+                s = samples[0]
+                return [failure(f"images[{0 if s.index is None else s.index}]", e)]
+            log.warning("a micro-batch of %d images failed as a whole (%s); scoring it in parts",
+                        len(samples), type(e).__name__)
+            half = len(samples) // 2
+            return await self._isolated(samples[:half]) + await self._isolated(samples[half:])
+
     async def _run(self, batch: list[_Pending]) -> None:
         samples = [s for p in batch for s in p.samples]
         start = time.perf_counter()
         self._inflight.update(batch)
         try:
-            results = await self.pool.run(samples)
-        except BaseException as e:  # WorkerLost, or anything unexpected: every request of the batch learns of it
+            results = await self._requests_apart(batch)
+        except BaseException as e:  # WorkerLost, Stopping, cancelled: every request of the batch learns of it
             for p in batch:
                 if not p.future.done():  # cancelled: the server is stopping
                     p.future.set_exception(e if isinstance(e, Exception) else Stopping())

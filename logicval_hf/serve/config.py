@@ -22,12 +22,20 @@ from logicval_hf.serve.protocol import Limits
 from logicval_hf.serve.reward_modes import check_reward_mode
 from logicval_hf.serve.worker import ScoringSettings
 
-__all__ = ["DEFAULT_PORT", "MAX_DEFAULT_WORKERS", "ServeConfig", "cgroup_cpu_quota", "default_workers", "usable_cores"]
+__all__ = ["DEFAULT_DEADLINE", "DEFAULT_INFLIGHT_BYTES", "DEFAULT_PORT", "DEFAULT_READ_TIMEOUT", "MAX_DEFAULT_WORKERS",
+           "ServeConfig", "cgroup_cpu_quota", "default_workers", "usable_cores"]
 
 #: Flow-GRPO's client posts to http://127.0.0.1:18085
 DEFAULT_PORT = 18085
 #: the most worker processes the default starts (module docstring); ``--workers N`` sets any number
 MAX_DEFAULT_WORKERS = 8
+#: seconds a micro-batch may take in a worker before the worker is replaced and its images answered with errors
+#: (a batch of 64 CLEVR images takes about 1.5 s; Flow-GRPO's client gives up on a request after 120 s)
+DEFAULT_DEADLINE = 120.0
+#: bytes of request bodies the server holds at once, read, parsed or scored (503 with Retry-After beyond)
+DEFAULT_INFLIGHT_BYTES = 256 * 2**20
+#: seconds a client may leave a connection without sending (a request not started, a body not finished)
+DEFAULT_READ_TIMEOUT = 30.0
 
 
 def cgroup_cpu_quota(root: str = "/sys/fs/cgroup") -> float | None:
@@ -93,6 +101,15 @@ class ServeConfig:
         prompts: a file or folder of prompts with their specs (``--prompts``; `logicval_hf.serve.prompts`): items
             that carry only a prompt, and Flow-Factory's prompt-only requests, are scored against the spec found
             under the prompt's text.
+        deadline: seconds a micro-batch may take in a worker; past it the worker is replaced and the late
+            request's images get error entries (None: no deadline).
+        max_inflight_bytes: request bodies held at once, in bytes (at least ``limits.max_bytes``); a request
+            that would pass it gets 503 with ``Retry-After``.
+        read_timeout: seconds a connection may stay silent while the server waits on the client (before a
+            request, within its headers or its body); past it the connection is closed (a body: 408). None: no
+            timeout.
+        min_confidence: the scene confidence, in [0, 1], below which an image is unread: reported with the
+            reason, in no group, never a pass or a failure (None: every image is scored).
     """
 
     host: str = "127.0.0.1"
@@ -108,9 +125,22 @@ class ServeConfig:
     batch_wait_ms: float = 2.0
     benchmark_seed: int = 509
     prompts: str | None = None
+    deadline: float | None = DEFAULT_DEADLINE
+    max_inflight_bytes: int = DEFAULT_INFLIGHT_BYTES
+    read_timeout: float | None = DEFAULT_READ_TIMEOUT
+    min_confidence: float | None = None
 
     def __post_init__(self) -> None:
         check_reward_mode(self.reward)
+        object.__setattr__(self, "min_confidence", self.scoring.min_confidence)  # checked: a number in [0, 1]
+        for name in ("deadline", "read_timeout"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf")):
+                raise ValueError(f"{name} must be a positive number of seconds or None, got {v!r}")
+        if isinstance(self.max_inflight_bytes, bool) or not isinstance(self.max_inflight_bytes, int) \
+                or self.max_inflight_bytes < self.limits.max_bytes:
+            raise ValueError(f"max_inflight_bytes must be a whole number >= max_bytes ({self.limits.max_bytes:,}), "
+                             f"got {self.max_inflight_bytes!r}")
         if not isinstance(self.port, int) or not 0 <= self.port < 65536:
             raise ValueError(f"port must be 0..65535, got {self.port!r}")
         if self.token is not None and not self.token.strip():
@@ -120,7 +150,7 @@ class ServeConfig:
 
     @property
     def scoring(self) -> ScoringSettings:
-        return ScoringSettings(self.backend, dict(self.backend_settings), self.reward)
+        return ScoringSettings(self.backend, dict(self.backend_settings), self.reward, self.min_confidence)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (for a Ray deployment's arguments)."""

@@ -60,6 +60,13 @@ class Task:
     label: str | None = None
     metadata: Mapping[str, Any] | None = None
 
+    @property
+    def judge_label(self) -> str | None:
+        """The label the judge is given (None: solved within the default time budget): the item's own; ``SAT`` for
+        GenEval metadata, whose verdict is whether the detections satisfy every constraint whatever the spec's
+        label (an UNSAT line is never correct), so that the label only saves a solver call."""
+        return "SAT" if self.kind == "geneval" else self.label
+
 
 def is_geneval(item: Any) -> bool:
     return isinstance(item, Mapping) and ("include" in item or "exclude" in item)
@@ -138,10 +145,10 @@ def read_item(item: Any, default_reward: str = "fraction") -> Task:
 @functools.lru_cache(maxsize=2)
 def benchmark_index(seed: int = 509) -> dict[str, dict[str, Any]]:
     """``{id: {"spec_json", "label"}}`` of the benchmark built with ``seed`` (built once, ~15 s, then read from the
-    user-level cache: `logicval_hf.benchmark.sampler.cached_benchmark`)."""
-    from logicval_hf.benchmark.sampler import cached_benchmark
+    user-level cache: `logicval_hf.benchmark.rows.typed_benchmark`): the items an ``id`` stands for."""
+    from logicval_hf.benchmark.rows import typed_benchmark
 
-    return {r["id"]: {"spec_json": r["spec_json"], "label": r["label"]} for r in cached_benchmark(seed).all_rows()}
+    return {row.id: {"spec_json": row.spec_json, "label": row.label} for row in typed_benchmark(seed)}
 
 
 def resolve_ids(items: Sequence[Any], seed: int = 509) -> list[Any]:

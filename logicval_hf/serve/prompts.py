@@ -67,18 +67,21 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     import pyarrow.parquet as pq
 
+    from logicval_hf.benchmark.rows import split_row
+
     table = pq.read_table(path)
     columns = [c for c in table.column_names if "prompt" in c]
     if "spec_json" not in table.column_names or not columns:
         raise ValueError(f"--prompts: {path.name} has no 'spec_json' and prompt columns (a build-dataset file has)")
     keep = [c for c in ("id", "package", "spec_json", "label") if c in table.column_names]
     for row in table.select(keep + columns).to_pylist():
-        item = {"spec_json": row["spec_json"], **{k: row[k] for k in ("id", "label") if row.get(k) is not None}}
-        if row.get("package"):
-            item["tag"] = row["package"]
-        for c in columns:
-            if isinstance(row[c], str):
-                yield row[c], item
+        spec_json, item = split_row(row, ("id", "label", "package"))  # the row's own reader (`benchmark.rows`)
+        item["spec_json"] = spec_json
+        if "package" in item:  # a row's package is its item's group
+            item["tag"] = item.pop("package")
+        for text in (row[c] for c in columns):  # every prompt column the file has, whatever its name
+            if isinstance(text, str):
+                yield text, item
 
 
 def _sources(path: Path) -> list[Path]:

@@ -4,15 +4,24 @@
 "only_strict": bool})`` (read with `logicval_hf.serve.unpickling.restricted_loads`); the answer is a pickled dict
 ``{"scores", "rewards", "strict_rewards", "group_rewards", "group_strict_rewards", "errors"}``: one float per image
 in the first three, one list per group in the two ``group_*`` dicts (one entry per image: the image's value when
-it belongs to the group, -10.0 when it does not), and ``errors``, one ``{"index", "error"}`` per bad sample.
+it belongs to the group, -10.0 when it does not), ``errors``, one ``{"index", "error"}`` per bad sample, and, on a
+server with a minimum confidence, ``unread``, one ``{"index", "reason"}`` per image read below it.
 
 **Flow-Factory** (``POST /compute``): JSON ``{"prompt": [...], "image": [base64 PNG/JPEG, ...]}``, exactly what
 Flow-Factory's remote reward client (``RemoteRewardClient.compute``) posts, with its ``video``, ``condition_images``,
 ``condition_videos`` and ``kwargs`` keys null (``kwargs`` may also be an object, not read); optionally ``"specs"``
 or ``"meta_datas"`` (one per image). Without them, each image's spec is looked up by its prompt in the server's
 ``--prompts`` file (`logicval_hf.serve.prompts`). The answer is JSON ``{"rewards": [...], "scores": [...],
-"verdicts": [...], "strict_rewards": [...], "errors": [...]}``; the client reads ``rewards``. It never has an
-``"error"`` key: Flow-Factory's client treats a truthy one as a failed call.
+"verdicts": [...], "strict_rewards": [...], "errors": [...]}`` (and ``"unread": [...]`` on a server with a minimum
+confidence); the client reads ``rewards``. It never has an ``"error"`` key: Flow-Factory's client treats a truthy
+one as a failed call.
+
+An **unread** image (its scene confidence below ``--min-confidence``) is neither a pass nor a failure: it belongs
+to no group (-10.0 in every ``group_*`` list, which Flow-GRPO's evaluation leaves out of its means), its ``unread``
+entry says why, and its numbers are the floor every sample without a reward gets (0.0, as a bad sample's): both
+clients turn the lists into tensors at once (no None can stand there, and a NaN would spread through the mean and
+standard deviation of its prompt's group), and any value above the floor would pay a policy for drawing images the
+reader cannot read. A client that can leave a sample out of its loss reads ``unread``.
 
 A request that is malformed as a whole (not a pickle of plain values, wrong keys, images and metadata of
 different lengths) is a `BadRequest` (HTTP 400); one over a size cap is a `TooLarge` (HTTP 413). A bad *sample*
@@ -25,6 +34,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,19 +106,31 @@ class RewardRequest:
 @dataclass
 class SampleResult:
     """The rewards of one image. ``groups`` maps each group the image belongs to (a GenEval tag, a LogicVal
-    constraint class or tag) to its ``(reward, strict_reward)``; ``error`` is set when the sample was bad."""
+    constraint class or tag) to its ``(reward, strict_reward)``; ``error`` is set when the sample was bad (one line,
+    what the client reads); ``unread``, when the image was read with a scene confidence below the server's minimum
+    (why; module docstring: what its numbers are); ``detail``, when scoring it raised something other than bad
+    input's ValueError: the traceback, for the server's debug log only (never sent)."""
 
     score: float = 0.0
     reward: float = 0.0
     strict: float = 0.0
     groups: dict[str, tuple[float, float]] = field(default_factory=dict)
     error: str | None = None
+    detail: str | None = field(default=None, compare=False, repr=False)
+    unread: str | None = None
 
     @classmethod
-    def failed(cls, error: str) -> SampleResult:
-        """A bad sample's result: reward 0 and ``error`` (a library's message may name files: only their names
-        are kept, `without_paths`)."""
-        return cls(error=without_paths(error))
+    def failed(cls, error: str, detail: str | None = None) -> SampleResult:
+        """A bad sample's result: reward 0 and ``error`` on one line (a library's message may name files: only
+        their names are kept, `without_paths`; so does ``detail``)."""
+        return cls(error=" ".join(without_paths(error).split()),
+                   detail=None if detail is None else without_paths(detail))
+
+    @classmethod
+    def set_apart(cls, reason: str) -> SampleResult:
+        """An unread image's result: neither a pass nor a failure (module docstring): the floor values, no group,
+        and ``unread`` saying why (one line)."""
+        return cls(unread=" ".join(without_paths(reason).split()))
 
 
 def _check_count(n_images: int, n_items: int, limits: Limits, items_key: str) -> None:
@@ -221,14 +243,22 @@ def parse_json_request(data: Any, limits: Limits) -> RewardRequest:
 def check_image_headers(images: Sequence[Any], limits: Limits) -> None:
     """Refuse (`TooLarge`) any image over the pixel cap, from its header alone. Images that are not readable
     are left alone here: the worker gives them an error entry."""
+    import warnings
+
     from PIL import Image
 
     for i, data in enumerate(images):
         if not isinstance(data, (bytes, bytearray)):
             continue
         try:
-            with Image.open(io.BytesIO(data)) as im:
-                w, h = im.size
+            with warnings.catch_warnings():  # PIL warns over 89 megapixels and refuses over 179
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(io.BytesIO(data)) as im:
+                    w, h = im.size
+        except Image.DecompressionBombError as e:  # a header of more pixels than PIL opens: over any cap
+            claimed = re.search(r"\((\d+) pixels\)", str(e))
+            size = f"{int(claimed.group(1)):,} pixels" if claimed else "more pixels than PIL opens"
+            raise TooLarge(f"images[{i}] has {size}; the cap is {limits.max_pixels:,} per image") from None
         except Exception:  # noqa: BLE001 - any unreadable header is the sample's error entry, later
             continue
         if w * h > limits.max_pixels:
@@ -250,8 +280,14 @@ def _errors(results: Sequence[SampleResult]) -> list[dict[str, Any]]:
     return [{"index": i, "error": r.error} for i, r in enumerate(results) if r.error is not None]
 
 
-def pickle_response(results: Sequence[SampleResult]) -> bytes:
-    """Flow-GRPO's answer, pickled (protocol 4: their client's ``pickle.loads`` reads it on any Python 3)."""
+def _unread(results: Sequence[SampleResult]) -> list[dict[str, Any]]:
+    return [{"index": i, "reason": r.unread} for i, r in enumerate(results) if r.unread is not None]
+
+
+def pickle_response(results: Sequence[SampleResult], with_unread: bool = False) -> bytes:
+    """Flow-GRPO's answer, pickled (protocol 4: their client's ``pickle.loads`` reads it on any Python 3);
+    ``with_unread``: the server has a minimum confidence, and the answer lists the images read below it (the key is
+    there, empty or not, exactly when the server sets images apart)."""
     import pickle
 
     group_rewards, group_strict = grouped(results)
@@ -262,18 +298,21 @@ def pickle_response(results: Sequence[SampleResult]) -> bytes:
         "group_rewards": group_rewards,
         "group_strict_rewards": group_strict,
         "errors": _errors(results),
+        **({"unread": _unread(results)} if with_unread else {}),
     }
     return pickle.dumps(answer, protocol=4)
 
 
-def json_response(results: Sequence[SampleResult], mode: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def json_response(results: Sequence[SampleResult], mode: Mapping[str, Any] | None = None,
+                  with_unread: bool = False) -> dict[str, Any]:
     """Flow-Factory's answer: ``rewards`` is what a trainer optimises (the dense ``scores``), with the verdicts
-    beside it."""
+    beside it (``with_unread``: as for `pickle_response`)."""
     return {
         "rewards": [r.score for r in results],
         "scores": [r.score for r in results],
         "verdicts": [r.reward for r in results],
         "strict_rewards": [r.strict for r in results],
         "errors": _errors(results),
+        **({"unread": _unread(results)} if with_unread else {}),
         **(dict(mode) if mode else {}),
     }

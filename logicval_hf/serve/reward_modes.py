@@ -91,8 +91,9 @@ def check_reward_mode(name: Any) -> str:
     Raises:
         ValueError: it does not (the message lists the modes).
     """
-    if name not in REWARD_MODES:
-        raise ValueError(f"reward must be one of {list(REWARD_MODES)}, got {name!r}")
+    if not isinstance(name, str) or name not in REWARD_MODES:
+        shown = repr(name) if isinstance(name, (str, int, float, bool, type(None))) else f"a {type(name).__name__}"
+        raise ValueError(f"reward must be one of {list(REWARD_MODES)}, got {shown[:80]}")
     return name
 
 

@@ -1,4 +1,5 @@
-"""An image's rewards from its perceived scene: GenEval's partial and strict rules, LogicVal's verdicts.
+"""An image's rewards from its judgement (`logicval_hf.scoring.judge.Judgement`: the perceived scene and its
+verdicts): GenEval's partial and strict rules, LogicVal's verdicts and dense rewards.
 
 **GenEval items** reproduce the reference reward server's three numbers on the same detections:
 
@@ -21,20 +22,26 @@ count-relaxed verdict; ``scores`` the item's dense reward, one of the modes of
 `logicval_hf.serve.reward_modes` (the fraction of constraints the scene satisfies, count relaxed, by default; or
 the probability that the scene satisfies them under the perceived attribute distributions, a dense reward that
 exact verdicts cannot give), the strict verdict for an UNSAT spec.
+
+**Unread images** (a scene confidence below the server's minimum, `logicval_hf.scoring.judge.JudgeOptions`) get
+no verdict: `SampleResult.set_apart` (the reason, the answer's floor values, no group).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from logicval_hf.asp.budget import DEFAULT_TIMEOUT
 from logicval_hf.contract.scene import Scene
 from logicval_hf.serve.items import Task
 from logicval_hf.serve.protocol import SampleResult
 from logicval_hf.serve.reward_modes import RewardInput, dense_score
 
-__all__ = ["GENEVAL_RELATIONS", "MAX_PER_CLASS", "geneval_kept", "geneval_partial", "score_task", "score_tasks"]
+if TYPE_CHECKING:
+    from logicval_hf.asp.solver import Verdict
+    from logicval_hf.scoring.judge import Judgement
+
+__all__ = ["GENEVAL_RELATIONS", "MAX_PER_CLASS", "geneval_kept", "geneval_partial", "judged_rewards", "score_task"]
 
 #: GenEval keeps at most this many detections per class
 MAX_PER_CLASS = 16
@@ -90,40 +97,56 @@ def geneval_partial(metadata: Mapping[str, Any], scene: Scene, threshold: float 
     return (sum(parts) / len(parts) if parts else 0.0), strict
 
 
-def _label(solver: Any, task: Task) -> str:
-    """The spec's SAT/UNSAT label (the one place the server asks the solver to label a client's spec), within the
-    default time budget: a spec past it is a `SolverTimeout`, which the worker turns into that sample's error."""
-    if task.label is not None:
-        return task.label
-    return solver.solve(task.spec, timeout=DEFAULT_TIMEOUT).label
-
-
-def _logicval(solver: Any, task: Task, scene: Scene, only_strict: bool) -> SampleResult:
-    label = _label(solver, task)
-    verdict = solver.verify(task.spec, scene, count="strict", label=label)
-    relaxed = verdict.with_count("relaxed")
+def _logicval(task: Task, scene: Scene, label: str, verdict: Verdict, relaxed_verdict: Verdict, only_strict: bool,
+              solver: Any) -> SampleResult:
     strict = float(verdict.ok)
-    reward = 0.0 if only_strict else float(relaxed.ok)
+    relaxed = float(relaxed_verdict.ok)
+    reward = 0.0 if only_strict else relaxed
     score = dense_score(task.reward, RewardInput(task.spec, scene, label, verdict, solver))
-    return SampleResult(score, reward, strict, {g: (float(relaxed.ok), strict) for g in task.groups})
+    return SampleResult(score, reward, strict, dict.fromkeys(task.groups, (relaxed, strict)))
 
 
-def _geneval(solver: Any, task: Task, scene: Scene, only_strict: bool) -> SampleResult:
+def _geneval(task: Task, scene: Scene, relaxed: Verdict, only_strict: bool) -> SampleResult:
     assert task.metadata is not None
-    threshold = task.spec.score_threshold
-    partial, strict_ok = geneval_partial(task.metadata, scene, threshold)
-    verdict = 0.0
-    if not only_strict:
-        # GenEval's verdict is whether the detections satisfy every constraint, whatever the spec's label (an
-        # UNSAT line is never correct); the importer's docstring shows that GenEval's 16-per-class cap never
-        # changes it. label="SAT" only skips a solver call: constraints_ok does not depend on it.
-        verdict = float(solver.verify(task.spec, scene, count="relaxed", label="SAT").constraints_ok)
+    partial, strict_ok = geneval_partial(task.metadata, scene, task.spec.score_threshold)
+    # GenEval's verdict is whether the detections satisfy every constraint, whatever the spec's label (an UNSAT
+    # line is never correct); the importer's docstring shows that GenEval's 16-per-class cap never changes it
+    correct = 0.0 if only_strict else float(relaxed.constraints_ok)
     strict = float(strict_ok)
-    return SampleResult(partial, verdict, strict, dict.fromkeys(task.groups, (verdict, strict)))
+    return SampleResult(partial, correct, strict, dict.fromkeys(task.groups, (correct, strict)))
+
+
+def judged_rewards(task: Task, judgement: Judgement, only_strict: bool = False, solver: Any = None) -> SampleResult:
+    """The rewards of one image from its judgement (the judge was given ``task.spec`` and, for a GenEval item, the
+    label ``SAT``).
+
+    Args:
+        task: what the image is asked to show (`logicval_hf.serve.items.read_item`).
+        judgement: the image's `logicval_hf.scoring.judge.Judgement`.
+        only_strict: the request's flag: ``rewards`` (the lenient verdict) is 0 then, as in the reference server.
+        solver: the `logicval_hf.asp.solver.Solver` the judge used (a dense reward may call it again; default:
+            the process's shared one).
+    Returns:
+        A `SampleResult`: ``score``, ``reward``, ``strict`` and the image's groups; the judgement's error as the
+        sample's error entry; an unread image set apart with its reason.
+    """
+    if judgement.error is not None:
+        return SampleResult.failed(judgement.error)
+    if judgement.unread is not None:
+        return SampleResult.set_apart(judgement.unread)
+    scene, strict, relaxed, label = judgement.scene, judgement.strict, judgement.relaxed, judgement.label
+    assert scene is not None and strict is not None and relaxed is not None and label is not None  # judged
+    if task.kind == "geneval":
+        return _geneval(task, scene, relaxed, only_strict)
+    if solver is None:
+        from logicval_hf.asp.solver import default_solver
+
+        solver = default_solver()
+    return _logicval(task, scene, label, strict, relaxed, only_strict, solver)
 
 
 def score_task(task: Task, scene: Scene, only_strict: bool = False, solver: Any = None) -> SampleResult:
-    """The rewards of one image (its perceived ``scene``) for its ``task``.
+    """The rewards of one image (its perceived ``scene``) for its ``task``, judged here (`judged_rewards`).
 
     Args:
         task: what the image is asked to show (`logicval_hf.serve.items.read_item`).
@@ -133,24 +156,13 @@ def score_task(task: Task, scene: Scene, only_strict: bool = False, solver: Any 
     Returns:
         A `SampleResult` with ``score``, ``reward``, ``strict`` and the image's groups.
     Raises:
-        ValueError: the scene does not fit the spec (another domain, an unknown attribute value).
+        ValueError: the scene does not fit the spec (another domain, an unknown attribute value), or the spec
+            cannot be labelled within the default time budget (`SolverTimeout`).
     """
-    if solver is None:
-        from logicval_hf.asp.solver import default_solver
+    from logicval_hf.asp.solver import default_solver
+    from logicval_hf.scoring.judge import JudgeOptions, judge_one
 
-        solver = default_solver()
-    if task.kind == "geneval":
-        return _geneval(solver, task, scene, only_strict)
-    return _logicval(solver, task, scene, only_strict)
-
-
-def score_tasks(tasks: Sequence[Task], scenes: Sequence[Scene], only_strict: bool = False,
-                solver: Any = None) -> list[SampleResult]:
-    """`score_task` over aligned lists; a sample that raises gets an error entry instead of stopping the rest."""
-    out = []
-    for i, (task, scene) in enumerate(zip(tasks, scenes, strict=True)):
-        try:
-            out.append(score_task(task, scene, only_strict, solver))
-        except ValueError as e:
-            out.append(SampleResult.failed(f"sample {i}: {e}"))
-    return out
+    solver = solver or default_solver()
+    judged = judge_one(task.spec, scene, JudgeOptions(errors="raise"), solver=solver, label=task.judge_label,
+                       name="scene")
+    return judged_rewards(task, judged, only_strict, solver)

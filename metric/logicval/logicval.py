@@ -78,6 +78,11 @@ Args:
     min_confidence (`float` in [0, 1], optional): set apart as *unread* every sample whose scene graph's
         `confidence` is below it (or that has none): scored neither as a pass nor as a failure; every score is
         then over the samples read with at least that confidence (default `None`: every sample is scored).
+    baselines (`str` or `list`, optional): also score every image with these baseline metrics, beside LogicVal:
+        `"clipscore"`, `"vlm-judge"`, `"soft-tifa"` (comma-separated or a list; `logicval baselines` lists what
+        each needs) or built `logicval_hf.scoring.baselines` metrics. Images only.
+    baseline_settings (`dict`, optional): `{name: {setting: value}}` for the baselines, e.g.
+        `{"clipscore": {"model": "path/to/clip"}, "vlm-judge": {"model": "gpt-4o"}}`.
 
 Returns:
     logicval_score (`float` in [0, 1]): fraction of samples whose verdict is ok (strict count).
@@ -100,7 +105,10 @@ Returns:
         the backend or the given scene graph has none: look at the least confident images first), `scene` (and
         `probability`, `probability_exact`, `probability_stderr` with `probabilistic`; `repair_cost`,
         `repair_optimal`, `edits` and `instructions` with `repair`; `unread`, None or why the sample was set
-        apart, with `min_confidence`: an unread sample's `ok`, `relaxed_ok` and `count_ok` are None).
+        apart, with `min_confidence`: an unread sample's `ok`, `relaxed_ok` and `count_ok` are None; `baselines`,
+        `{name: {"score", ...}}`, with `baselines`).
+    baselines (`dict`, only with `baselines`): per baseline, `mean` (over the images it scored), `n_scored` and
+        `n_unscored` (no honest score: an unparseable judge answer, a failed request; the sample says why).
 
 Raises:
     ValueError: no samples, unequal lengths, images mixed with scene graphs, a `min_confidence` outside [0, 1],
@@ -192,7 +200,8 @@ class Logicval(evaluate.Metric):
 
     def _compute(self, predictions, references, backend=None, count="strict", per_sample=True,
                  probabilistic=False, backend_settings=None, probs=False, timeout=DEFAULT_TIMEOUT, repair=False,
-                 min_confidence=None):
+                 min_confidence=None, baselines=None, baseline_settings=None):
         return compute(predictions, references, backend=backend or self.backend, per_sample=per_sample,
                        backend_settings=backend_settings, count=count, probabilistic=probabilistic, probs=probs,
-                       timeout=timeout, repair=repair, min_confidence=min_confidence)
+                       timeout=timeout, repair=repair, min_confidence=min_confidence, baselines=baselines,
+                       baseline_settings=baseline_settings)

@@ -205,6 +205,9 @@ def random_extension_constraint(tid: str, rng: random.Random) -> dict:
     if tid == "X4/group_rel_all":
         return {"template": tid, "params": {"A1": some_class(), "R1": rel(rng.choice(COCO.relations)),
                                             "B1": some_class()}}
+    if tid == "X6/pair_2prop_1prop_rel":
+        return {"template": tid, "params": {"A1": some_class(), "A2": lit("color", rng.choice(["red", "blue"])),
+                                            "B1": some_class(), "R1": rel(rng.choice(COCO.relations))}}
     return {"template": tid, "params": {"W": "legs", "A1": cls("dog"), "A2": cls("bird"), "T": theta,
                                         "K": rng.randint(0, 14)}}
 

@@ -338,13 +338,16 @@ def test_a_second_build_in_a_fresh_process_is_byte_identical(folder, tmp_path):
         assert (folder / f).read_bytes() == (second / f).read_bytes(), f
 
 
-def test_generator_based_builder(folder, rows, tmp_path):
-    b = LogicValBuilder(config_name="3SAT", cache_dir=str(tmp_path / "gen"))
+def test_the_deprecated_generator_based_builder_still_builds(folder, rows, tmp_path):
+    """One way builds the dataset (write_dataset); the old builder says so, and still gives the same rows."""
+    with pytest.warns(FutureWarning, match="LogicValBuilder is deprecated.*logicval build-dataset"):
+        b = LogicValBuilder(config_name="3SAT", cache_dir=str(tmp_path / "gen"))
     b.download_and_prepare()
     ds = b.as_dataset(split=SPLIT)
     assert ds.num_rows == 25 and ds.features == features()
     assert ds["spec_json"] == [r["spec_json"] for r in rows["3SAT"]]
-    b2 = LogicValBuilder(config_name="1UNSAT", data_dir=str(folder), cache_dir=str(tmp_path / "dir"))
+    with pytest.warns(FutureWarning):
+        b2 = LogicValBuilder(config_name="1UNSAT", data_dir=str(folder), cache_dir=str(tmp_path / "dir"))
     b2.download_and_prepare()
     ds2 = b2.as_dataset(split=SPLIT)
     assert ds2["id"] == [r["id"] for r in rows["1UNSAT"]]

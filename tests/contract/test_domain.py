@@ -17,7 +17,7 @@ from logicval_hf.errors import SceneError, SpecError
 
 
 def test_shipped_domains():
-    assert domain_names() == ["clevr", "coco"]
+    assert domain_names() == ["clevr", "coco", "gir", "text"]
     coco = load_domain("coco")
     assert len(coco.values("class")) == 80 and "potted plant" in coco.values("class")
     assert coco.values("color") == ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black",

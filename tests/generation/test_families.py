@@ -30,7 +30,7 @@ def test_every_family_resolves():
         assert isinstance(fam, ModelFamily) and fam.name == name and FAMILIES[name] is fam
         assert "num_inference_steps" in fam.generation_defaults and fam.max_sequence_length > 0
         assert fam.text_encoders and set(fam.text_encoders) <= set(fam.text_components)
-        assert all(callable(f) for f in (fam.encode_prompts, fam.cat_conds, fam.denoise, fam.normalise_latents,
+        assert all(callable(f) for f in (fam.encode_prompts, fam.denoise, fam.normalise_latents,
                                          fam.vae_scale_factor))
         with pytest.raises(TypeError):  # read-only table
             fam.generation_defaults["num_inference_steps"] = 1

@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "logicval_hf"
 ROOMS = {"contract", "asp", "benchmark", "perception", "scoring", "generation", "training", "job", "cli", "space",
-         "common", "serve", "repairs"}
+         "common", "serve", "repairs", "tasks"}
 
 
 @functools.lru_cache(maxsize=1)  # read once per run: the tests below only look at it
@@ -74,11 +74,12 @@ def test_the_package_root_holds_only_a_handful_of_modules_and_the_rooms():
 def test_lower_rooms_never_import_higher_ones():
     """The flow is one way: the contract knows nothing of solving, scoring, generating or the job."""
     below = {"contract": {"asp", "benchmark", "perception", "scoring", "generation", "training", "job", "cli", "space",
-                          "serve", "repairs"},
+                          "serve", "repairs", "tasks"},
              "asp": {"benchmark", "perception", "scoring", "generation", "training", "job", "cli", "space", "serve",
-                     "repairs"},
+                     "repairs", "tasks"},
              "common": ROOMS - {"common"},
-             "perception": {"scoring", "generation", "training", "job", "cli", "space", "serve", "repairs"}}
+             "perception": {"scoring", "generation", "training", "job", "cli", "space", "serve", "repairs", "tasks"},
+             "tasks": {"benchmark", "scoring", "generation", "training", "job", "cli", "space", "serve", "repairs"}}
     bad = []
     for m, deps in _graph().items():
         parts = m.split(".")

@@ -50,7 +50,7 @@ def test_a_domain_file_of_ones_own_gets_its_own_schema(tmp_path):
         "name": "fruit", "attributes": {"kind": ["apple", "pear"], "ripeness": ["green", "ripe"]},
         "relations": {"left": {"kind": "box_offset", "axis": "x", "sign": -1, "inverse": "right", "margin": 0.1},
                       "right": {"kind": "box_offset", "axis": "x", "sign": 1, "inverse": "left", "margin": 0.1}},
-        "theta": ["left"], "n_range": [1, 4]}))
+        "theta": ["="], "n_range": [1, 4]}))
     path = tmp_path / "fruit.json"
     path.write_text(json.dumps(block))
     fruit = load_domain(str(path))

@@ -489,24 +489,10 @@ def test_clipscore_long_clip_checkpoint(tiny_clip_name, tmp_path):
 
 @needs_models
 def test_clipscore_transformers_from_local_dir(tmp_path):
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+    from tiny_models import save_tiny_hf_clip
 
-    bpe = open_clip.tokenizer.SimpleTokenizer()
-    vocab = dict(bpe.encoder)  # same BPE; HF names the two special tokens differently
-    vocab["<|startoftext|>"] = vocab.pop("<start_of_text>")
-    vocab["<|endoftext|>"] = vocab.pop("<end_of_text>")
-    merges = [tuple(m) for m in bpe.bpe_ranks]
-    tok = CLIPTokenizer(vocab=vocab, merges=merges)
-    proc = CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
-                                                            crop_size={"height": 32, "width": 32}), tokenizer=tok)
-    cfg = CLIPConfig(text_config={"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 64,
-                                  "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 248},
-                     vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
-                                    "num_attention_heads": 2, "image_size": 32, "patch_size": 16},
-                     projection_dim=16)
-    torch.manual_seed(0)
-    CLIPModel(cfg).save_pretrained(tmp_path)
-    proc.save_pretrained(tmp_path)
+    _, proc = save_tiny_hf_clip(tmp_path)
+    tok = proc.tokenizer
     metric = CLIPScore.from_transformers(str(tmp_path), device="cpu")
     assert metric.context_length == 248
     text = " ".join(["red cube"] * 150)

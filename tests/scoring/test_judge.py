@@ -107,6 +107,31 @@ def test_an_image_the_backend_refuses_costs_only_its_own_entry(recorder):
     assert [j.ok for j in results] == [True, None, True, True]
 
 
+def test_an_image_the_backend_answers_with_an_error_is_never_sent_again():
+    """A batched backend may answer one image with its error (the vlm backend: a request that timed out, an answer
+    outside the vocabulary): that image costs one entry and one reading, not a second try on its own."""
+    from logicval_hf.perception import PerceptionError
+
+    sent = []
+
+    def batch(images, **settings):
+        sent.extend(int(im.mean()) for im in images)
+        return [PerceptionError("no answer within the timeout") if im.mean() < 20 else Scene.from_dict(GOOD)
+                for im in images]
+
+    def one(image, **settings):
+        raise AssertionError("an image was sent again on its own")
+
+    register_backend("answers-errors-test", PerceptionBackend("answers-errors-test", one, batch))
+    try:
+        results = judge([SPEC] * 3, [grey(200), grey(5), grey(150)], JudgeOptions(backend="answers-errors-test"))
+    finally:
+        BACKENDS.pop("answers-errors-test")
+    assert sent == [200, 5, 150]
+    assert [j.error for j in results] == [None, "predictions[1]: no answer within the timeout", None]
+    assert [j.ok for j in results] == [True, None, True]
+
+
 # ---- batching and the domain ---------------------------------------------------------------------------------
 def test_one_perception_call_per_domain_in_bounded_chunks(recorder):
     refs = [SPEC, COCO_SPEC, SPEC, COCO_SPEC, SPEC]

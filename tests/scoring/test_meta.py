@@ -298,3 +298,27 @@ def test_without_flags_there_is_no_flag_section():
     recs = [MetaRecord(str(i), "m", h, {"x": s}) for i, (h, s) in enumerate([(1, 0.9), (0, 0.1)])]
     result = meta_evaluate(recs)
     assert result["flags"] == {} and "Table 4" not in format_markdown(result)
+
+
+def test_known_truth_stands_in_where_no_human_verdict_is_given(tmp_path):
+    """A run's ``known_truth`` column is the verdict of a record without a human one; a human verdict (given, or
+    derived from an annotated scene graph) comes first; the report says which verdicts it is against."""
+    rows = [{"id": str(i), "model": m, "known_truth": t, "logicval": t, "clip": s}
+            for i, (m, t, s) in enumerate([("a", 1, 0.9), ("a", 0, 0.2), ("b", 1, 0.4), ("b", 0, 0.6)])]
+    path = tmp_path / "scores.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    records = load_records(path)
+    assert all(set(r.scores) == {"logicval", "clip"} for r in records)  # known_truth is never a metric
+    result = meta_evaluate(records)
+    assert result["verdicts"] == {"human": 0, "derived from annotated scene graphs": 0, "known truth": 4}
+    assert result["by_metric"]["clip"]["all"]["roc_auc"] == pytest.approx(0.75)
+    md = format_markdown(result)
+    assert md.startswith("# Meta-evaluation against known-truth verdicts") and "## Metrics compared" in md
+    assert "| clip | 4 | 0.650 | 0.400 |" in md and "| logicval | 4 | 1.000 | 0.000 |" in md
+    # a human verdict overrides the known truth: the logicval column now errs on image 0
+    ann = tmp_path / "ann.jsonl"
+    ann.write_text(json.dumps({"id": "0", "model": "a", "human": 0}) + "\n")
+    result = meta_evaluate(load_records(path, annotations=ann))
+    assert result["verdicts"]["human"] == 1 and result["verdicts"]["known truth"] == 3
+    assert result["by_metric"]["logicval"]["all"]["agreement"] == pytest.approx(0.75)
+    assert format_markdown(result).startswith("# Meta-evaluation against human and known-truth verdicts")

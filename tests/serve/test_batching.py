@@ -10,6 +10,7 @@ import random
 import pytest
 
 from logicval_hf.serve.batching import MicroBatcher, Overloaded, Stopping
+from logicval_hf.serve.pool import WorkerLost
 from logicval_hf.serve.protocol import SampleResult
 from logicval_hf.serve.worker import Sample
 
@@ -86,11 +87,11 @@ def test_a_full_queue_is_refused_with_a_retry_time():
     assert [r[0].score for r in done] == [0.0, 1000.0, 2000.0]
 
 
-def test_a_failed_batch_fails_only_its_own_requests():
+def test_a_lost_worker_fails_only_its_own_requests():
     class FailingOnce(FakePool):
         async def run(self, samples):
             if any(s.image == 666 for s in samples):
-                raise RuntimeError("worker died")
+                raise WorkerLost("a scoring worker died while it held this request; retry it")
             return await super().run(samples)
 
     async def main():
@@ -102,7 +103,36 @@ def test_a_failed_batch_fails_only_its_own_requests():
         return out
 
     bad, good = asyncio.run(main())
-    assert isinstance(bad, RuntimeError) and good[0].score == 1000.0
+    assert isinstance(bad, WorkerLost) and good[0].score == 1000.0
+
+
+def test_a_batch_that_fails_as_a_whole_is_scored_in_parts_down_to_the_failing_sample():
+    """A sample no check foresaw makes the whole batch raise (as pickling a value nested too deep for a worker
+    did): the batch is split in halves until that sample fails alone; it gets an error entry naming its index in
+    its request, every other request of the batch its exact results."""
+    class Poisoned(FakePool):
+        async def run(self, samples):
+            self.batches.append(len(samples))
+            if any(s.image == 666 for s in samples):
+                raise RecursionError("maximum recursion depth exceeded while pickling an object")
+            return [SampleResult(score=float(s.image)) for s in samples]
+
+    async def main():
+        pool = Poisoned(slots=1)
+        batcher = MicroBatcher(pool, max_batch=64, wait_s=0.01)
+        batcher.start()
+        hostile = [Sample(1, None, index=0), Sample(666, None, index=1), Sample(2, None, index=2)]
+        out = await asyncio.gather(batcher.score(_request(1, 5)), batcher.score(hostile),
+                                   batcher.score(_request(2, 7)))
+        await batcher.close()
+        return pool, out
+
+    pool, (first, bad, last) = asyncio.run(main())
+    assert [r.score for r in first] == [1000.0 + k for k in range(5)]
+    assert [r.score for r in last] == [2000.0 + k for k in range(7)]
+    assert [r.score for r in bad] == [1.0, 0.0, 2.0] and [r.error is None for r in bad] == [True, False, True]
+    assert bad[1].error == "images[1]: could not be scored (RecursionError)" and "pickling" in bad[1].detail
+    assert pool.batches[0] == 15 and len(pool.batches) <= 1 + 2 * 4  # halves: a handful of calls, not one each
 
 
 def test_a_running_batch_is_answered_within_the_grace_and_refused_after_it():

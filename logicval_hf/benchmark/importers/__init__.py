@@ -10,4 +10,5 @@ from logicval_hf.common.registry import Registry
 IMPORTERS: Registry = Registry("import source", {
     "geneval": "logicval_hf.benchmark.importers.geneval:import_source",
     "imag-eval": "logicval_hf.benchmark.importers.imag_eval:import_source",
+    "gir-bench": "logicval_hf.benchmark.importers.gir_bench:import_source",
 })

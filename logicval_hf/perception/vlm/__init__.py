@@ -33,7 +33,6 @@ endpoint's ``/models`` whether it is reachable and serves the model.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,7 +41,7 @@ from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.perception.backend import PerceptionBackend
 from logicval_hf.perception.images import PerceptionError
-from logicval_hf.perception.vlm.endpoint import RequestFailed
+from logicval_hf.perception.vlm.endpoint import serving_problem
 from logicval_hf.perception.vlm.reader import clear_cache, endpoint_of, read_images
 from logicval_hf.perception.vlm.settings import SETTINGS, VLMSettings, read_settings
 
@@ -60,14 +59,6 @@ def _settings(settings: Mapping[str, Any]) -> VLMSettings:
         raise PerceptionError(str(e)) from None
 
 
-def _served(raw: bytes) -> list[str] | None:
-    try:
-        data = json.loads(raw)["data"]
-        return [str(m["id"]) for m in data]
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
 def check_settings(settings: Mapping[str, Any]) -> None:
     """Refuse settings the backend cannot run with, in one line: unknown or malformed ones, a missing ``url`` or
     ``model``, an unset key variable; over HTTP, an endpoint that does not answer ``GET /models`` within
@@ -79,18 +70,10 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     s = read_settings(settings)
     if s.transport != "http":
         return
-    endpoint = endpoint_of(s)
-    where = endpoint.url.removesuffix("/chat/completions")
-    try:
-        status, raw = endpoint.get("/models", min(PROBE_TIMEOUT, s.timeout))
-    except RequestFailed as e:
-        raise ValueError(f"vlm backend: cannot reach the endpoint: {e}") from None
-    if status in (401, 403):
-        raise ValueError(f"vlm backend: {where}/models refused the request (HTTP {status}): check the key in the "
-                         "environment variable named by api_key_env")
-    served = _served(raw) if status == 200 else None
-    if served is not None and s.model not in served:
-        raise ValueError(f"vlm backend: model {s.model!r} is not served at {where} (it serves {served[:10]})")
+    problem = serving_problem(endpoint_of(s), s.model, min(PROBE_TIMEOUT, s.timeout),
+                              "the environment variable named by api_key_env")
+    if problem is not None:
+        raise ValueError(f"vlm backend: {problem}")
 
 
 def _domain(domain: Domain | None) -> Domain:

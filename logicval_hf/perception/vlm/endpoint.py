@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["RETRY_STATUS", "AnswerFormatError", "ChatEndpoint", "EndpointError", "EndpointUnreachable",
-           "RequestFailed", "image_data_url", "public_url"]
+           "RequestFailed", "image_data_url", "public_url", "serving_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -288,3 +288,28 @@ class ChatEndpoint:
             raise RequestFailed(f"{self.url}: no time left for a request", timed_out=True)
         raise type(last)(f"{self.url}: failed after {made} attempt{'s' * (made != 1)}; last error "
                          f"{str(last).removeprefix(self.url + ': ')}", last.status, last.timed_out)
+
+
+def _served(raw: bytes) -> list[str] | None:
+    try:
+        return [str(m["id"]) for m in json.loads(raw)["data"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def serving_problem(endpoint: ChatEndpoint, model: str, timeout: float, key_hint: str) -> str | None:
+    """What stops ``endpoint`` from answering requests for ``model``, asked once with ``GET /models`` within
+    ``timeout`` seconds: nothing answers, the key is refused (``key_hint`` says where the key comes from), or the
+    listed models leave this one out. None when nothing is seen to be wrong (an endpoint without ``/models``
+    included)."""
+    where = endpoint.url.removesuffix("/chat/completions")
+    try:
+        status, raw = endpoint.get("/models", timeout)
+    except RequestFailed as e:
+        return f"cannot reach the endpoint: {e}"
+    if status in (401, 403):
+        return f"{where}/models refused the request (HTTP {status}): check the key in {key_hint}"
+    served = _served(raw) if status == 200 else None
+    if served is not None and model not in served:
+        return f"model {model!r} is not served at {where} (it serves {served[:10]})"
+    return None

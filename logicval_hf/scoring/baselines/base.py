@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BaselineError", "BaselineMetric", "BaselineResult", "prompt_text", "to_pil", "check_pairs"]
+__all__ = ["BaselineError", "BaselineMetric", "BaselineResult", "BaselineSetupError", "prompt_text", "to_pil",
+           "check_pairs"]
 
 #: The prompt column of a benchmark row used by default (the prompt the image was generated from).
 DEFAULT_PROMPT_FIELD = "full_prompt_short"
@@ -27,6 +28,11 @@ DEFAULT_PROMPT_FIELD = "full_prompt_short"
 
 class BaselineError(RuntimeError):
     """A baseline metric cannot run: bad configuration (missing API key, unknown model) or bad input."""
+
+
+class BaselineSetupError(BaselineError, ValueError):
+    """A baseline cannot be built as asked: an unknown setting, weights that cannot be found, an endpoint that
+    cannot be reached (also a `ValueError`: bad input, which the command line reports in one line)."""
 
 
 @dataclass
@@ -47,9 +53,13 @@ def to_pil(image: Any, what: str = "image"):
 
 
 def prompt_text(item: Any, field_name: str = DEFAULT_PROMPT_FIELD) -> str:
-    """The prompt of an item: the string itself, or ``item[field_name]`` of a benchmark row."""
+    """The prompt of an item: the string itself, ``item[field_name]`` of a benchmark row's columns, or that
+    attribute of a typed row (`logicval_hf.benchmark.rows.BenchmarkRow`)."""
     if isinstance(item, str):
         return item
+    value = getattr(item, field_name, None) if not isinstance(item, Mapping) else None
+    if isinstance(value, str):
+        return value
     if isinstance(item, Mapping):
         if field_name in item and isinstance(item[field_name], str):
             return item[field_name]

@@ -170,8 +170,8 @@ class _HFClipEncoder:
 class CLIPScore(BaselineMetric):
     """Raw image-text cosine of a CLIP model, with truncation reporting (see the module docstring).
 
-    Build with `from_open_clip`, `from_transformers` or `from_pretrained`; or pass an encoder built from
-    your own objects with ``CLIPScore.from_models``.
+    Build with `from_open_clip`, `from_transformers` or `from_pretrained` (or
+    `logicval_hf.scoring.baselines.build_baseline` from settings).
     """
 
     name = "clipscore"
@@ -191,19 +191,6 @@ class CLIPScore(BaselineMetric):
         return self.encoder.context_length
 
     # ---- construction --------------------------------------------------------------------------
-    @classmethod
-    def from_models(cls, model: Any, tokenizer_or_processor: Any, preprocess: Callable[[Any], Any] | None = None, *,
-                    context_length: int | None = None, **kwargs: Any) -> CLIPScore:
-        """From constructed objects: an open_clip model + tokenizer + image transform, or a ``transformers``
-        CLIP model + processor (``preprocess`` omitted)."""
-        if hasattr(model, "get_text_features"):
-            enc: Any = _HFClipEncoder(model, tokenizer_or_processor, context_length)
-        else:
-            if preprocess is None:
-                raise BaselineError("an open_clip model needs its image transform (preprocess)")
-            enc = _OpenClipEncoder(model, tokenizer_or_processor, preprocess, context_length)
-        return cls(enc, **kwargs)
-
     @classmethod
     def from_open_clip(cls, name: str = "ViT-L-14", pretrained: str | None = "openai", *,
                        quick_gelu: bool | None = None, device: str | None = None, **kwargs: Any) -> CLIPScore:

@@ -26,6 +26,7 @@ Two implementations:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -133,12 +134,35 @@ class OpenAIChatVLM(VLMBackend):
     def url(self) -> str:
         return self._endpoint.url
 
-    def _body(self, image: Any, prompt: str, max_tokens: int, k: int | None) -> dict[str, Any]:
+    @property
+    def endpoint(self) -> ChatEndpoint:
+        """The transport (`logicval_hf.perception.vlm.endpoint.ChatEndpoint`: retries, deadlines, a hidden key)."""
+        return self._endpoint
+
+    def _urls(self, images: Sequence[Any]) -> Callable[[int], str]:
+        """``url(i)``: the data URL of ``images[i]``, encoded once per distinct image object, by the request thread
+        that needs it first (Soft-TIFA asks one image many questions, and a PNG encoding costs more than the rest
+        of a request's work)."""
+        images = list(images)
+        slots: dict[int, list[Any]] = {}
+        guard = threading.Lock()
+
+        def url(i: int) -> str:
+            with guard:
+                slot = slots.setdefault(id(images[i]), [threading.Lock(), None])
+            with slot[0]:
+                if slot[1] is None:
+                    slot[1] = image_data_url(images[i], self.image_format)
+                return slot[1]
+
+        return url
+
+    def _body(self, url: str, prompt: str, max_tokens: int, k: int | None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": [
                 {"type": "text", "text": prompt},
-                {"type": "image_url", "image_url": {"url": image_data_url(image, self.image_format)}},
+                {"type": "image_url", "image_url": {"url": url}},
             ]}],
             self.max_tokens_field: max_tokens,
             "temperature": self.temperature,
@@ -181,10 +205,10 @@ class OpenAIChatVLM(VLMBackend):
 
     def generate(self, images: Sequence[Any], prompts: Sequence[str], max_new_tokens: int = 128,
                  return_exceptions: bool = False) -> list[Any]:
-        images, prompts = list(images), list(prompts)
+        url, prompts = self._urls(images), list(prompts)
 
         def one(i: int) -> str:
-            msg = self._choice(self.post(self._body(images[i], prompts[i], max_new_tokens, None))).get("message") or {}
+            msg = self._choice(self.post(self._body(url(i), prompts[i], max_new_tokens, None))).get("message") or {}
             content = msg.get("content")
             if isinstance(content, list):  # content parts
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
@@ -196,10 +220,10 @@ class OpenAIChatVLM(VLMBackend):
 
     def top_logprobs(self, images: Sequence[Any], prompts: Sequence[str], k: int = 20,
                      return_exceptions: bool = False) -> list[Any]:
-        images, prompts = list(images), list(prompts)
+        url, prompts = self._urls(images), list(prompts)
 
         def one(i: int) -> TopLogprobs:
-            choice = self._choice(self.post(self._body(images[i], prompts[i], 1, k)))
+            choice = self._choice(self.post(self._body(url(i), prompts[i], 1, k)))
             try:
                 first = choice["logprobs"]["content"][0]
                 top = first.get("top_logprobs") or [{"token": first["token"], "logprob": first["logprob"]}]

@@ -34,9 +34,15 @@ def meta_evaluate(records: Sequence[MetaRecord], matching: str = "hungarian",
                   max_distance: float | None = 0.1) -> dict[str, Any]:
     """Point-biserial correlation, ROC-AUC (+ curve), agreement (binary metrics) per metric and model, and
     scene-graph accuracy per model. Models are reported one by one and, if there are several, pooled as
-    ``"all"``."""
+    ``"all"``. The verdict of a record is its human one, else the one derived from its annotated scene graph,
+    else its known truth; ``verdicts`` counts each source."""
     records = list(records)
+    n_human = sum(1 for r in records if r.human is not None)
     derived = _derive_human(records)
+    known = 0
+    for r in records:  # a human verdict, given or derived from an annotated scene graph, comes first
+        if r.human is None and r.known_truth is not None:
+            r.human, known = r.known_truth, known + 1
     usable = [r for r in records if r.human is not None]
     models = sorted({r.model for r in usable})
     groups = {m: [r for r in usable if r.model == m] for m in models}
@@ -45,6 +51,7 @@ def meta_evaluate(records: Sequence[MetaRecord], matching: str = "hungarian",
     metrics = sorted({name for r in usable for name in r.scores})
     result: dict[str, Any] = {
         "n_records": len(records), "n_without_human": len(records) - len(usable), "n_human_derived": derived,
+        "verdicts": {"human": n_human, "derived from annotated scene graphs": derived, "known truth": known},
         "models": list(groups), "metrics": metrics,
         "images": {m: {"n": len(rs),
                        "human_correct": sum(r.human for r in rs if r.human is not None) / len(rs) if rs else None}

@@ -19,8 +19,8 @@ __all__ = ["DEFECT_FLAGS", "FLAGS", "RESERVED", "MetaRecord", "load_records"]
 
 #: columns that are never metric scores in the wide format
 RESERVED = frozenset({
-    "id", "model", "human", "metric", "score", "spec_json", "predicted_scene", "annotated_scene", "scene",
-    "package", "label", "prompt", "image", "path", "file", "split", "n", "m",
+    "id", "model", "human", "known_truth", "metric", "score", "spec_json", "predicted_scene", "annotated_scene",
+    "scene", "package", "label", "prompt", "image", "path", "file", "split", "n", "m",
     "rendering_error", "deformed", "empty_scene", "notes", "n_boxes", "updated_by", "updated_at", "annotation",
 })
 #: the annotation flags of the Space's Annotate tab (`logicval_hf.space.annotation_values.FLAGS`)
@@ -33,7 +33,9 @@ _FALSE = {"0", "false", "no", "n", "f"}
 
 @dataclass
 class MetaRecord:
-    """One (model, image): the human verdict, metric scores, and optionally scene graphs and the spec."""
+    """One (model, image): the human verdict, metric scores, and optionally scene graphs, the spec and the known
+    truth (a built-in generator's: whether the scene it intended satisfies the spec; the verdict used where no
+    human one is given or derived)."""
 
     id: str
     model: str
@@ -44,6 +46,7 @@ class MetaRecord:
     spec_json: str | None = None
     flags: dict[str, bool] = field(default_factory=dict)
     package: str | None = None
+    known_truth: int | None = None
 
     @property
     def flagged(self) -> bool | None:
@@ -181,6 +184,9 @@ def load_records(path: str | Path, annotations: str | Path | None = None,
             if rec.human is not None and rec.human != h:
                 raise ValueError(f"{where}: conflicting human verdicts for model {model!r}, id {rid!r}")
             rec.human = h
+        truth = _human(r.get("known_truth"), f"{where} known_truth")
+        if truth is not None:
+            rec.known_truth = truth
         if long:
             name = str(r["metric"])
             s = _number(r["score"])

@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from logicval_hf.common.markdown import md_table
+from logicval_hf.scoring.meta.analysis import ALL_MODELS as ALL
 
-__all__ = ["format_markdown", "plot_roc", "write_report"]
+__all__ = ["compared", "format_markdown", "plot_roc", "write_report"]
 
 
 def _fmt(v: Any, pct: bool = False) -> str:
@@ -23,21 +24,59 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return str(v)
 
 
+def _verdict_words(result: Mapping[str, Any]) -> str:
+    """What the verdicts are: human, known-truth, or both."""
+    v = result.get("verdicts") or {}
+    known = v.get("known truth", 0)
+    human = result["n_records"] - result["n_without_human"] - known
+    return "known-truth" if known and not human else "human and known-truth" if known else "human"
+
+
+def compared(result: Mapping[str, Any]) -> tuple[str, list[list[Any]]]:
+    """Every metric side by side over all images (the models pooled): ``(group, rows)``, a row per metric with
+    the images, the mean score where the verdict is 1 and where it is 0, the point-biserial correlation, the
+    ROC-AUC and, for a binary metric, the agreement (%)."""
+    models = result["models"]
+    group = ALL if ALL in models else (models[0] if models else "")
+    rows = []
+    for name in result["metrics"]:
+        e = result["by_metric"][name].get(group)
+        if e:
+            rows.append([name, e["n"], _fmt(e["mean_score_pos"]), _fmt(e["mean_score_neg"]),
+                         _fmt(e["point_biserial"]), _fmt(e["roc_auc"]), _fmt(e.get("agreement"), True)])
+    return group, rows
+
+
 def format_markdown(result: Mapping[str, Any]) -> str:
-    """The report as Markdown tables (correlation, ROC-AUC, agreement, scene-graph accuracy)."""
+    """The report as Markdown tables (every metric compared, correlation, ROC-AUC, agreement, scene-graph
+    accuracy)."""
     models, metrics, bm = result["models"], result["metrics"], result["by_metric"]
-    parts = ["# Meta-evaluation against human verdicts", ""]
-    parts.append(f"{result['n_records']} records; {result['n_without_human']} without a human verdict (skipped); "
-                 f"{result['n_human_derived']} human verdicts derived from annotated scene graphs.")
+    words = _verdict_words(result)
+    v = result.get("verdicts") or {}
+    parts = [f"# Meta-evaluation against {words} verdicts", ""]
+    parts.append(f"{result['n_records']} records; {result['n_without_human']} without a verdict (skipped); "
+                 f"{result['n_human_derived']} human verdicts derived from annotated scene graphs"
+                 + (f"; {v['known truth']} known-truth verdicts (the solver's verdict on the scene a built-in "
+                    "generator intended)" if v.get("known truth") else "") + ".")
+    group, rows = compared(result)
+    if rows:
+        parts += ["", "## Metrics compared", "",
+                  f"Every metric against the {words} verdicts over the images of "
+                  + ("all models" if group == ALL else f"`{group}`")
+                  + ": mean score where the verdict is 1 and where it is 0, point-biserial correlation, ROC-AUC "
+                    "(0.5 = chance, 1 = perfect) and, for a binary metric, agreement (%). ROC curves: `roc.png`.",
+                  "",
+                  md_table(["metric", "images", "mean (verdict 1)", "mean (verdict 0)", "point-biserial", "ROC-AUC",
+                            "agreement"], rows)]
     parts += ["", "## Images per model", "",
-              md_table(["model", "images", "human-correct"],
+              md_table(["model", "images", "correct (verdict 1)"],
                         [[m, result["images"][m]["n"], _fmt(result["images"][m]["human_correct"])] for m in models])]
 
     def per_metric(key: str, pct: bool = False) -> str:
         return md_table(["metric", *models],
                          [[name, *(_fmt(bm[name].get(m, {}).get(key), pct) for m in models)] for name in metrics])
 
-    parts += ["", "## Point-biserial correlation with human verdicts", "", per_metric("point_biserial")]
+    parts += ["", f"## Point-biserial correlation with {words} verdicts", "", per_metric("point_biserial")]
     parts += ["", "## ROC-AUC (0.5 = chance, 1 = perfect)", "", per_metric("roc_auc")]
     binary = [n for n in metrics if any("agreement" in e for e in bm[n].values())]
     if binary:
@@ -48,7 +87,7 @@ def format_markdown(result: Mapping[str, Any]) -> str:
                 if e and "agreement" in e:
                     rows.append([name, m, e["n"], _fmt(e["agreement"], True), e["tp"], e["tn"], e["fp"], e["fn"],
                                  _fmt(e["false_positive_share"], True)])
-        parts += ["", "## Exact agreement of binary metrics with human verdicts (%)", "",
+        parts += ["", f"## Exact agreement of binary metrics with {words} verdicts (%)", "",
                   md_table(["metric", "model", "n", "agreement", "TP", "TN", "FP", "FN", "FP share of errors"],
                             rows)]
     flags = result.get("flags") or {}
@@ -116,7 +155,7 @@ def plot_roc(result: Mapping[str, Any], path: str | Path) -> Path:
         ax.set_aspect("equal")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle("ROC curves against human verdicts")
+    fig.suptitle(f"ROC curves against {_verdict_words(result)} verdicts")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", dpi=100)
