@@ -65,8 +65,9 @@ exact rate had the errors whose truth the pixels cannot settle been forgiven: re
 
 Per render set, the materials' whole confusion matrix on matched objects (``material_confusion``: true ->
 read), and where the scenes record the kinds their profile drew (``render_settings.world.kind`` of profile
-``t2i_world``, ``render_settings.floor``), per ``world=KIND`` and ``floor=KIND`` the exact images and the matched
-metal objects read as rubber (``by_group``).
+``t2i_world``, ``render_settings.floor``, ``render_settings.variations``), per ``world=KIND``, ``floor=KIND``
+and ``variation=NAME`` the images with the count right, the exact images and the matched metal objects read as
+rubber (``by_group``).
 """
 
 from __future__ import annotations
@@ -172,9 +173,10 @@ def centre_owners(objmap: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return objmap[ys, xs].astype(np.int64)
 
 
-def render_groups(folder: Path) -> dict[str, dict[str, str]]:
+def render_groups(folder: Path) -> dict[str, dict[str, Any]]:
     """Per image file name, the kinds its render drew that the figures are broken down by: the world kind
-    (profile t2i_world) and the floor kind (t2i-style profiles, randomise), where the scene records them."""
+    (profile t2i_world) and the floor kind (t2i-style profiles, randomise), where the scene records them, and
+    the list of variations it got (``variation``; profile t2i_real and ``--variations``) where it records them."""
     def read(path: Path) -> Any:  # an unreadable file is skipped here; `load_renders` reports it
         try:
             return json.loads(path.read_text())
@@ -193,7 +195,11 @@ def render_groups(folder: Path) -> dict[str, dict[str, str]]:
         floor = rs.get("floor")
         groups = {"world": (rs.get("world") or {}).get("kind"),
                   "floor": floor.get("kind") if isinstance(floor, dict) else floor}
-        out[sc.get("image_filename", "")] = {k: v for k, v in groups.items() if isinstance(v, str)}
+        entry: dict[str, Any] = {k: v for k, v in groups.items() if isinstance(v, str)}
+        drawn = rs.get("variations")
+        if isinstance(drawn, dict):  # the variations the image got (`logicval render-clevr --variations`)
+            entry["variation"] = sorted(k for k, v in drawn.items() if v is not None)
+        out[sc.get("image_filename", "")] = entry
     return out
 
 
@@ -474,16 +480,20 @@ def score(scenes: list[dict[str, Any]], preds: list[Scene]) -> dict[str, Any]:
 
 
 def by_group(per_image: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per kind the renders record (``world=KIND``, ``floor=KIND``; `render_groups`): images, exact images,
-    matched metal objects and those read as rubber."""
+    """Per kind the renders record (``world=KIND``, ``floor=KIND``, ``variation=NAME`` for each variation an
+    image got; `render_groups`): images, images with the count right, exact images, matched metal objects and
+    those read as rubber."""
     out: dict[str, dict[str, int]] = {}
     for r in per_image:
-        for key, kind in sorted(r["groups"].items()):
-            g = out.setdefault(f"{key}={kind}", {"images": 0, "exact": 0, "metal": 0, "metal_read_as_rubber": 0})
-            g["images"] += 1
-            g["exact"] += int(r["exact"])
-            g["metal"] += r["metal_matched"]
-            g["metal_read_as_rubber"] += r["metal_read_as_rubber"]
+        for key, kinds in sorted(r["groups"].items()):
+            for kind in kinds if isinstance(kinds, list) else [kinds]:
+                g = out.setdefault(f"{key}={kind}", {"images": 0, "count": 0, "exact": 0, "metal": 0,
+                                                     "metal_read_as_rubber": 0})
+                g["images"] += 1
+                g["count"] += int(r["n_pred"] == r["n_true"])
+                g["exact"] += int(r["exact"])
+                g["metal"] += r["metal_matched"]
+                g["metal_read_as_rubber"] += r["metal_read_as_rubber"]
     return dict(sorted(out.items()))
 
 
@@ -492,7 +502,7 @@ def print_groups(name: str, r: dict[str, Any]) -> None:
     m = r["material_confusion"]
     print(f"  {name}: materials (true -> read) {m}")
     for key, g in r["by_group"].items():
-        print(f"    {key}: exact {g['exact']}/{g['images']}, metal read as rubber "
+        print(f"    {key}: count {g['count']}/{g['images']}, exact {g['exact']}/{g['images']}, metal read as rubber "
               f"{g['metal_read_as_rubber']}/{g['metal']}")
 
 

@@ -10,15 +10,16 @@ project derives regions and left/right/front/behind from box centres and CLEVR's
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from logicval_hf.perception.parser_settings import ConfidenceSettings, DetectorSettings, ScaleSettings
 
-__all__ = ["CANDIDATE_FLOOR", "CROP", "Detection", "adaptive_scale", "cell_probs", "combine_experts", "crop_square",
-           "decode", "object_crops", "prepare", "resize", "scene_confidence", "softmax", "target_scale"]
+__all__ = ["CANDIDATE_FLOOR", "CROP", "Detection", "adaptive_scale", "cell_probs", "combine_experts",
+           "corrected_confidence", "crop_square", "decode", "object_crops", "prepare", "product_confidence",
+           "reading_features", "resize", "scene_confidence", "softmax", "target_scale"]
 
 #: the network input is padded right and bottom to a multiple of this many pixels (`pad_to_multiple`)
 MULTIPLE = 32
@@ -193,17 +194,56 @@ def _interp(x: float, table: Sequence[Sequence[float]]) -> float:
     return float(np.interp(x, xs, ys))
 
 
-def scene_confidence(dets: Sequence[Detection], candidates: Sequence[float], width: int, height: int,
-                     conf: ConfidenceSettings, attributes: Sequence[str]) -> float:
-    """The probability that a parsed scene graph is exactly right, as a product of calibrated parts:
+#: a candidate peak counts in the feature ``candidates`` from this heat (weaker ones are floor texture)
+CANDIDATE_COUNTED = 0.15
+#: a box touches the frame when it comes within this share of the image's side of the edge
+FRAME_MARGIN = 0.01
 
-    * every detection is a real object (its heat value mapped by ``peak_calibration``, fitted on held-out
-      renders) and no candidate peak below the threshold is one (1 - its calibrated value);
-    * every object's perceived attributes are right (the largest calibrated class probability, per attribute);
-    * every object's region is right: its centre lies on the same side of each midline as the truth's, with
-      a Gaussian centre error of ``centre_sigma`` input pixels (``Detection.scale``: the image's reading scale);
 
-    raised to ``power`` (fitted on held-out renders: the parts are not independent)."""
+def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - ix * iy
+    return ix * iy / union if union > 0 else 0.0
+
+
+def reading_features(rgb: np.ndarray, dets: Sequence[Detection], candidates: Sequence[float]
+                     ) -> dict[str, float]:
+    """What the scene confidence's terms weigh (`parser_settings.CONFIDENCE_FEATURES`), for one image (``rgb``:
+    H x W x 3 uint8) and its reading: signs that the image is not what the networks trained on, or that the
+    reading went wrong in ways the calibrated parts do not see.
+
+    * ``candidates``: peaks below the threshold with heat >= `CANDIDATE_COUNTED`; ``max_candidate``: the
+      strongest one's heat (reflections, glass and light patches leave many such peaks);
+    * ``touching_frame``: objects whose box reaches the frame's edge (cut objects, walls read as objects);
+    * ``overlap``: the largest IoU of two boxes (stacks, reflections under an object);
+    * ``border_cast``: how far the frame's border strip strays from grey (the largest channel mean minus the
+      mean of the three, / 255: coloured room light); ``saturation``: the image's mean HSV saturation / 255;
+    * ``objects``: the number of objects read."""
+    import cv2
+
+    h, w = rgb.shape[:2]
+    boxes = [(d.cx - d.w / 2, d.cy - d.h / 2, d.cx + d.w / 2, d.cy + d.h / 2) for d in dets]
+    mx, my = FRAME_MARGIN * w, FRAME_MARGIN * h
+    touching = sum(1 for b in boxes if b[0] <= mx or b[1] <= my or b[2] >= w - 1 - mx or b[3] >= h - 1 - my)
+    k = max(1, min(h, w) // 10)
+    border = np.concatenate([rgb[:k].reshape(-1, 3), rgb[-k:].reshape(-1, 3), rgb[:, :k].reshape(-1, 3),
+                             rgb[:, -k:].reshape(-1, 3)]).astype(np.float32)
+    means = border.mean(0)
+    small = cv2.resize(rgb, (max(1, w // 4), max(1, h // 4)), interpolation=cv2.INTER_AREA) if min(h, w) >= 8 else rgb
+    sat = cv2.cvtColor(np.ascontiguousarray(small), cv2.COLOR_RGB2HSV)[..., 1]
+    return {"candidates": float(sum(1 for c in candidates if c >= CANDIDATE_COUNTED)),
+            "max_candidate": float(max(candidates, default=0.0)),
+            "touching_frame": float(touching),
+            "overlap": max((_iou(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), default=0.0),
+            "border_cast": float(np.abs(means - means.mean()).max() / 255.0),
+            "saturation": float(sat.mean() / 255.0),
+            "objects": float(len(dets))}
+
+
+def product_confidence(dets: Sequence[Detection], candidates: Sequence[float], width: int, height: int,
+                       conf: ConfidenceSettings, attributes: Sequence[str]) -> float:
+    """The product of the calibrated parts (`scene_confidence`) at power 1, as a log-probability."""
     table = conf.peak_calibration
     logp = 0.0
     for d in dets:
@@ -216,4 +256,44 @@ def scene_confidence(dets: Sequence[Detection], candidates: Sequence[float], wid
             logp += math.log(max(0.5 * (1 + math.erf(abs(dist) / (sigma * math.sqrt(2)))), 1e-6))
     for score in candidates:
         logp += math.log(max(1.0 - _interp(score, table), 1e-6))
-    return float(min(1.0, max(0.0, math.exp(conf.power * logp))))
+    return logp
+
+
+#: the product's probability is clipped to [EPS, 1 - EPS] before its logit is taken
+LOGIT_EPS = 1e-6
+
+
+def corrected_confidence(log_product: float, conf: ConfidenceSettings, features: Mapping[str, float] | None
+                         ) -> float:
+    """The confidence from the product's log-probability at power 1: ``exp(power * log_product)``, then, where the
+    file carries terms, the logistic correction of `ConfidenceSettings` with ``features`` (`reading_features`).
+
+    Raises:
+        ValueError: the settings carry terms and ``features`` lacks one of them.
+    """
+    p = float(min(1.0, max(0.0, math.exp(conf.power * log_product))))
+    if not conf.terms and conf.scale == 1.0 and conf.bias == 0.0:
+        return p
+    q = min(max(p, LOGIT_EPS), 1 - LOGIT_EPS)
+    z = conf.scale * math.log(q / (1 - q)) + conf.bias
+    for name, weight in conf.terms:
+        if features is None or name not in features:
+            raise ValueError(f"scene confidence: the feature {name!r} was not computed")
+        z += weight * float(features[name])
+    return float(1.0 / (1.0 + math.exp(-min(max(z, -60.0), 60.0))))
+
+
+def scene_confidence(dets: Sequence[Detection], candidates: Sequence[float], width: int, height: int,
+                     conf: ConfidenceSettings, attributes: Sequence[str],
+                     features: Mapping[str, float] | None = None) -> float:
+    """The probability that a parsed scene graph is exactly right, as a product of calibrated parts:
+
+    * every detection is a real object (its heat value mapped by ``peak_calibration``, fitted on held-out
+      renders) and no candidate peak below the threshold is one (1 - its calibrated value);
+    * every object's perceived attributes are right (the largest calibrated class probability, per attribute);
+    * every object's region is right: its centre lies on the same side of each midline as the truth's, with
+      a Gaussian centre error of ``centre_sigma`` input pixels (``Detection.scale``: the image's reading scale);
+
+    raised to ``power`` (fitted on held-out renders: the parts are not independent), then corrected by the
+    file's terms over ``features`` (`reading_features`; `corrected_confidence`) where it has any."""
+    return corrected_confidence(product_confidence(dets, candidates, width, height, conf, attributes), conf, features)

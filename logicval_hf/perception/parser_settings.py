@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SUPPORTED_SETTINGS", "META_KEY", "READ_SETTINGS", "ClassifierSettings", "ConfidenceSettings",
-           "DetectorSettings", "ReadSettings", "ScaleSettings", "SecondLookSettings", "split_settings"]
+__all__ = ["CONFIDENCE_FEATURES", "META_KEY", "READ_SETTINGS", "SUPPORTED_SETTINGS", "ClassifierSettings",
+           "ConfidenceSettings", "DetectorSettings", "ReadSettings", "ScaleSettings", "SecondLookSettings",
+           "split_settings"]
 
 #: ONNX metadata key holding a model's JSON description.
 META_KEY = "logicval_scene_parser"
@@ -32,6 +33,12 @@ FILE_SETTINGS = ("model_path", "attribute_model", "precision", "threads")
 READ_SETTINGS = ("threshold", "max_objects", "batch_size", "second_look", "white_balance")
 #: every setting the clevr scene parser takes
 SUPPORTED_SETTINGS = READ_SETTINGS + FILE_SETTINGS
+
+
+#: the features of a reading the scene confidence's terms may weigh, each in [0, 1] or a small count
+#: (`logicval_hf.perception.parser_decoding.reading_features` computes them)
+CONFIDENCE_FEATURES = ("candidates", "max_candidate", "touching_frame", "overlap", "border_cast", "saturation",
+                       "objects")
 
 
 def _pairs(rows: Any) -> tuple[tuple[float, float], ...]:
@@ -69,17 +76,30 @@ class ConfidenceSettings:
     """The scene confidence's calibration (`logicval_hf.perception.parser_decoding.scene_confidence`): a map from
     a peak's heat to the probability that it is an object, the centre error in input pixels, and the power that
     corrects the product of the parts. The defaults (until a file carries fitted values): the heat itself, one
-    pixel, no correction."""
+    pixel, no correction.
+
+    ``terms`` (feature name -> weight), ``scale`` and ``bias``: a logistic correction fitted on held-out renders
+    for what the product's parts cannot see, the reading's and the image's signs of a look the networks were not
+    trained on (`parser_decoding.READING_FEATURES`): the confidence is then sigmoid(``scale`` * logit(product **
+    ``power``) + ``bias`` + sum of weight * feature). Without terms it is the product at its power."""
 
     peak_calibration: tuple[tuple[float, float], ...] = ((0.0, 0.0), (1.0, 1.0))
     centre_sigma: float = 1.0
     power: float = 1.0
+    terms: tuple[tuple[str, float], ...] = ()
+    scale: float = 1.0
+    bias: float = 0.0
 
     @classmethod
     def from_metadata(cls, raw: Mapping[str, Any]) -> ConfidenceSettings:
         d = cls()
+        terms = tuple((str(k), float(v)) for k, v in (raw.get("terms") or {}).items())
+        unknown = [k for k, _ in terms if k not in CONFIDENCE_FEATURES]
+        if unknown:
+            raise ValueError(f"unknown confidence term {unknown[0]!r} (known: {', '.join(CONFIDENCE_FEATURES)})")
         return cls(_pairs(raw.get("peak_calibration", d.peak_calibration)),
-                   float(raw.get("centre_sigma", d.centre_sigma)), float(raw.get("power", d.power)))
+                   float(raw.get("centre_sigma", d.centre_sigma)), float(raw.get("power", d.power)), terms,
+                   float(raw.get("scale", d.scale)), float(raw.get("bias", d.bias)))
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from logicval_hf.perception.parser_decoding import (
     combine_experts,
     decode,
     prepare,
+    reading_features,
     scene_confidence,
     target_scale,
 )
@@ -209,8 +210,10 @@ class SceneParser:
                 hw = max(min(d.w / 2, cx, w - cx), 0.5)
                 hh = max(min(d.h / 2, cy, h - cy), 0.5)
                 objs.append(SceneObject(attrs, (cx - hw, cy - hh, cx + hw, cy + hh), round(d.score, 4), probs))
-            conf = scene_confidence(ds, [c.score for c in candidates], w, h, self.settings.confidence,
-                                    dom.perceived_attributes)
+            cands = [c.score for c in candidates]
+            cs = self.settings.confidence
+            conf = scene_confidence(ds, cands, w, h, cs, dom.perceived_attributes,
+                                    reading_features(im, ds, cands) if cs.terms else None)
             scenes.append(Scene((w, h), tuple(objs), dom, round(conf, 4)))
         return scenes
 

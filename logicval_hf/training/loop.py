@@ -156,10 +156,14 @@ class Checkpoint:
 
 
 def open_checkpoint(args: argparse.Namespace, net, name: str) -> tuple[Checkpoint, bool]:
-    """An AdamW optimiser on ``net`` and the run's `Checkpoint`, resumed when ``--out`` holds one (True)."""
+    """An AdamW optimiser on ``net`` (on the groups of its ``param_groups()`` where it has one) and the run's
+    `Checkpoint`, resumed when ``--out`` holds one (True)."""
     import torch
 
-    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    # a network may split its parameters into groups learning at shares of the rate (``lr_scale``: a pretrained
+    # backbone kept close to its weights while a fresh head learns at the full rate)
+    groups = net.param_groups() if hasattr(net, "param_groups") else net.parameters()
+    opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
     ck = Checkpoint(args.out, net, opt, args)
     resumed = ck.resume()
     if resumed:
@@ -299,7 +303,7 @@ def train(ck: Checkpoint, make: Callable[[int], Any], batch_loss: Callable[[Any]
         batch = next(stream)
         at = scheduled_step(ck.step, args.steps, (time.time() - t_run) / 60, anneal_minutes)
         for g in opt.param_groups:
-            g["lr"] = lr_at(at, args.steps, args.lr, args.warmup)
+            g["lr"] = lr_at(at, args.steps, args.lr, args.warmup) * g.get("lr_scale", 1.0)
         loss, parts = batch_loss(to_device(batch, device))
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -27,17 +27,29 @@ from typing import Any
 import numpy as np
 
 from logicval_hf.common.matching import match_centres
-from logicval_hf.perception.parser_decoding import Detection, combine_experts, scene_confidence
+from logicval_hf.perception.parser_decoding import (
+    LOGIT_EPS,
+    Detection,
+    combine_experts,
+    reading_features,
+    scene_confidence,
+)
 from logicval_hf.perception.parser_models import AttributeClassifier
-from logicval_hf.perception.parser_settings import ConfidenceSettings, ReadSettings, SecondLookSettings
+from logicval_hf.perception.parser_settings import (
+    CONFIDENCE_FEATURES,
+    ConfidenceSettings,
+    ReadSettings,
+    SecondLookSettings,
+)
 from logicval_hf.perception.scene_parser import SceneParser
 from logicval_hf.perception.second_look import band_items, in_band, second_heat
 from logicval_hf.training.parser_data import ATTRIBUTES, Record
 
-__all__ = ["EXPERT_POWERS", "FIT_WINDOW", "MATCH_RADIUS", "MIN_FIT_ERRORS", "PERCEIVED", "ExpertReadings",
-           "averaged_heat", "best_power", "calibration_at", "confidence_outcomes", "expected_calibration_error",
-           "expert_nll", "fit_expert_weights", "fit_experts", "fit_power", "fit_second_look", "fit_temperature",
-           "fit_threshold", "isotonic_table", "labelled_band_peaks", "read_experts", "scene_exact", "wrong_decisions"]
+__all__ = ["EXPERT_POWERS", "FIT_WINDOW", "MATCH_RADIUS", "MIN_FIT_ERRORS", "PERCEIVED", "TERM_PENALTY",
+           "ExpertReadings", "averaged_heat", "best_power", "calibration_at", "confidence_outcomes",
+           "expected_calibration_error", "expert_nll", "fit_confidence_terms", "fit_expert_weights", "fit_experts",
+           "fit_logistic_terms", "fit_power", "fit_second_look", "fit_temperature", "fit_threshold", "isotonic_table",
+           "labelled_band_peaks", "read_experts", "scene_exact", "term_samples", "wrong_decisions"]
 
 #: matched when the predicted centre lies within this share of the image width of the truth's
 MATCH_RADIUS = 0.08
@@ -169,6 +181,84 @@ def expected_calibration_error(p: np.ndarray, outcome: np.ndarray, bins: int = 1
     which = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
     return float(sum(abs(p[which == b].mean() - outcome[which == b].mean()) * (which == b).mean()
                      for b in range(bins) if (which == b).any()))
+
+
+# ---- the confidence's terms ---------------------------------------------------------------------------------
+#: the L2 penalty on each term's weight (features standardised): few held-out errors must not buy large weights
+TERM_PENALTY = 1.0
+
+
+def term_samples(per_image, conf: ConfidenceSettings, names: Sequence[str] = CONFIDENCE_FEATURES,
+                 attributes: Sequence[str] = PERCEIVED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(logit of the product at ``conf``'s power, features (images x ``names``), whether the scene graph is
+    exact) per held-out image of ``per_image``."""
+    base, feats = [], []
+    raw, exact = confidence_outcomes(per_image, conf, attributes)
+    for (rec, dets, cands), r in zip(per_image, raw, strict=True):
+        p = min(max(math.exp(conf.power * r), LOGIT_EPS), 1 - LOGIT_EPS)
+        base.append(math.log(p / (1 - p)))
+        f = reading_features(rec.rgb, dets, [c.score for c in cands])
+        feats.append([f[n] for n in names])
+    return np.array(base, float), np.array(feats, float).reshape(len(base), len(names)), exact
+
+
+def fit_logistic_terms(base: np.ndarray, feats: np.ndarray, exact: np.ndarray, penalty: float = TERM_PENALTY,
+                       iterations: int = 200) -> tuple[float, float, np.ndarray]:
+    """(scale, bias, weights) of sigmoid(scale * ``base`` + bias + ``feats`` @ weights) maximising the penalised
+    log-likelihood of ``exact``, every weight <= 0 (a sign of an unfamiliar look may only lower the confidence:
+    on real images the features reach values no render showed, and a term that raised the confidence there
+    would raise it where the networks know least). Projected gradient steps with a backtracking line search;
+    the penalty (`TERM_PENALTY`) is on the standardised weights and on the scale's distance from 1."""
+    n, k = feats.shape
+    sd = feats.std(0) if n else np.ones(k)
+    sd = np.where(sd > 1e-9, sd, 1.0)
+    x = np.column_stack([base, np.ones(n), feats / sd])
+    prior = np.r_[1.0, np.zeros(k + 1)]  # the product as it is: scale 1, no bias, no terms
+    theta = prior.copy()
+    pen = np.r_[penalty, 0.0, np.full(k, penalty)]
+
+    def objective(t: np.ndarray) -> float:
+        z = x @ t
+        return float((np.logaddexp(0, z) - exact * z).sum() + 0.5 * (pen * (t - prior) ** 2).sum())
+
+    value = objective(theta)
+    for _ in range(iterations):
+        z = x @ theta
+        grad = x.T @ (1 / (1 + np.exp(-z)) - exact) + pen * (theta - prior)
+        step, moved = 1.0 / max(n, 1), False
+        while step > 1e-12:
+            new = theta - step * grad
+            new[2:] = np.minimum(new[2:], 0.0)
+            v = objective(new)
+            if v < value - 1e-10:
+                theta, value, moved = new, v, True
+                break
+            step /= 2
+        if not moved:
+            break
+    return float(theta[0]), float(theta[1]), theta[2:] / sd
+
+
+def fit_confidence_terms(per_image, conf: ConfidenceSettings, names: Sequence[str] = CONFIDENCE_FEATURES
+                         ) -> tuple[ConfidenceSettings, dict[str, Any]]:
+    """``conf`` with its logistic terms (`ConfidenceSettings`: ``scale``, ``bias``, ``terms``) fitted on held-out
+    ``per_image`` (`fit_logistic_terms`), and the calibration before and after (ECE, and of the images read
+    with confidence >= 0.5 how many are exact). Terms whose weight is 0 are left out."""
+    base, feats, exact = term_samples(per_image, conf, names)
+    scale, bias, weights = fit_logistic_terms(base, feats, exact)
+    fitted = replace(conf, scale=round(scale, 4), bias=round(bias, 4),
+                     terms=tuple((n, round(float(w), 4)) for n, w in zip(names, weights, strict=True) if w < -1e-4))
+
+    def figures(p: np.ndarray) -> dict[str, Any]:
+        sure = p >= 0.5
+        return {"ece": round(expected_calibration_error(p, exact), 4), "read_at_0.5": int(sure.sum()),
+                "exact_at_0.5": int((exact[sure] > 0).sum())}
+
+    plain = 1 / (1 + np.exp(-base))
+    terms = dict(fitted.terms)
+    z = fitted.scale * base + fitted.bias + feats @ np.array([terms.get(n, 0.0) for n in names])
+    return fitted, {"images": len(exact), "exact": int(exact.sum()), "before": figures(plain),
+                    "after": figures(1 / (1 + np.exp(-z)))}
 
 
 # ---- the two experts ---------------------------------------------------------------------------------------

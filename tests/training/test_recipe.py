@@ -20,6 +20,7 @@ from logicval_hf.contract.scene import Scene  # noqa: E402
 from logicval_hf.perception import load_image  # noqa: E402
 from logicval_hf.perception.parser_decoding import CROP  # noqa: E402
 from logicval_hf.perception.parser_models import AttributeClassifier  # noqa: E402
+from logicval_hf.perception.parser_settings import CONFIDENCE_FEATURES  # noqa: E402
 from logicval_hf.perception.scene_parser import SceneParser, attribute_model_beside, int8_copy_of  # noqa: E402
 from logicval_hf.training import (  # noqa: E402
     quantize_parser,
@@ -97,6 +98,11 @@ def test_the_refit_fits_the_pair_and_keeps_the_rest(recipe):
     refitted = SceneParser(recipe.detector, attribute_model=False).meta
     refit = refitted["provenance"]["refit"]
     assert refit["attribute_model"] == recipe.classifier.name and refit["data"][0]["images"] == 2
+    # the confidence's terms are fitted with the power, each weight <= 0, and read back by the parser
+    terms = refit["confidence_terms"]
+    assert set(terms["terms"]) <= set(CONFIDENCE_FEATURES) and all(w < 0 for w in terms["terms"].values())
+    assert refitted["confidence"]["terms"] == terms["terms"] and refitted["confidence"]["scale"] == terms["scale"]
+    assert terms["images"] == 2 and {"ece", "read_at_0.5", "exact_at_0.5"} <= set(terms["after"])
     keep = ("expert_weights", "confidence", "provenance")
     assert {k: v for k, v in refitted.items() if k not in keep} == {k: v for k, v in trained.items() if k not in keep}
 
