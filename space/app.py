@@ -327,8 +327,8 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
                                  elem_id="check-edits")
         with gr.Column(scale=1):
             repair_md = gr.Markdown(elem_id="check-repair")
-    table = gr.Dataframe(label="Scene graph", interactive=False, headers=common.scene_headers(load_catalog().domain),
-                         elem_id="check-table")
+    scene_table = gr.Dataframe(label="Scene graph", interactive=False,
+                               headers=common.scene_headers(load_catalog().domain), elem_id="check-table")
     with gr.Accordion("Result JSON (the /check answer; box coordinates under \"objects\")", open=False):
         result = gr.JSON()
 
@@ -356,10 +356,10 @@ def _check_tab(cfg: SpaceConfig) -> dict[str, Any]:
     def clear():  # before every check: an error must not leave the previous verdict on screen
         return None, "", "", table([], common.scene_headers(load_catalog().domain)), None, None, ""
 
-    (btn.click(clear, None, [boxed, verdict_md, violations_md, table, result, edits_img, repair_md],
+    (btn.click(clear, None, [boxed, verdict_md, violations_md, scene_table, result, edits_img, repair_md],
                api_visibility="private", queue=False)
      .then(check, [image, spec, backend], result, api_name="check")
-     .success(view, [result, image], [boxed, verdict_md, violations_md, table], api_name="check_view")
+     .success(view, [result, image], [boxed, verdict_md, violations_md, scene_table], api_name="check_view")
      .success(view_repair, [result, image], [edits_img, repair_md], api_name="check_repair"))
     return {"spec": spec, "image": image}
 
