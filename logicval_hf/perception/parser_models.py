@@ -39,7 +39,7 @@ def open_session(path: Path, threads: int | None, what: str, hint: str) -> tuple
     opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
     opts.inter_op_num_threads = 1
     # a parse alternates between two sessions with Python work in between: a pool thread spinning after its run
-    # would compete with the next session's threads for the same few cores (results are the same either way)
+    # would compete with the next inference session's threads for the same few cores (results are the same either way)
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     try:

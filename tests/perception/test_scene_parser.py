@@ -106,7 +106,7 @@ def test_batched_equals_one_by_one_with_mixed_sizes(parsed):
 
 def test_sessions_do_not_spin_between_runs():
     """A parse alternates between the detector's and the classifier's sessions; a pool thread spinning after
-    its run would compete with the next session for the cores (half the speed one image at a time on 2
+    its run would compete with the next inference session for the cores (half the speed one image at a time on 2
     cores)."""
     key = "session.intra_op.allow_spinning"
     shipped = scene_parser.SceneParser()
