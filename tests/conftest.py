@@ -37,6 +37,10 @@ XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 # Single-process seconds of the inner loop's part of each (measured on a quiet 2-core machine).
 _ML_STACK = "tests/scoring/test_metric_module.py"
 _ORDER = [
+    # the whole suite's longest files first (seconds of their slow tests; a few in the inner loop), so that neither
+    # worker is left with one of them at the end
+    "tests/repair/test_differential.py",  # ~160
+    "tests/repair/test_box_relations.py",  # ~80
     _ML_STACK,  # ~33 s with the files grouped with it
     "tests/space/test_space.py",  # ~10 s, 3.5 of them importing gradio
     "tests/asp/test_solver.py",  # ~6

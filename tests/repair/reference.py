@@ -112,8 +112,9 @@ def _look(objs: Sequence[Obj], reads: tuple[dict[str, set[str]], set[int], bool]
     """What the spec can read of a scene: the values it names (any other value alike), the regions if it reads
     them, the orders on the axes of its relations."""
     values, axes, regions = reads
-    out: list[tuple] = [tuple(tuple(o.value(a) if o.value(a) in vals else "*" for a, vals in values.items()
-                                    if a != "region") + ((o.region(),) if regions else ()) for o in objs)]
+    named = [dict(o.attrs) for o in objs]
+    out: list[tuple] = [tuple(tuple(d[a] if d[a] in vals else "*" for a, vals in values.items() if a != "region")
+                              + ((o.region(),) if regions else ()) for o, d in zip(objs, named, strict=True))]
     for k in sorted(axes):
         out.append(tuple(((o.cx, o.cy)[k] > (p.cx, p.cy)[k]) - ((o.cx, o.cy)[k] < (p.cx, p.cy)[k])
                          for o in objs for p in objs))

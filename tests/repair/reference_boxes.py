@@ -81,12 +81,21 @@ class BoxReference:
         self.values = values
         self.attrs = scene.domain.perceived_attributes
         self.seen: dict[tuple, bool] = {}
+        # box pair -> which of the relations read hold: the same few candidate boxes meet again in every edit set
+        self._pairs: dict[tuple, tuple[bool, ...]] = {}
+
+    def _between(self, a: Box, b: Box) -> tuple[bool, ...]:
+        got = self._pairs.get((a, b))
+        if got is None:
+            got = self._pairs[(a, b)] = tuple(self.scene.domain.holds(r, a, b) for r in self.rels)
+        return got
 
     def _look(self, scene: Scene) -> tuple:
         n = len(scene)
         vals = tuple(tuple(o.attributes[a] if o.attributes[a] in self.values.get(a, ()) else "*" for a in self.attrs)
                      for o in scene.objects)
-        rels = tuple(scene.holds(r, a, b) for r in self.rels for a in range(n) for b in range(n))
+        boxes = [tuple(o.bbox) for o in scene.objects]
+        rels = tuple(self._between(boxes[a], boxes[b]) for a in range(n) for b in range(n) if a != b)
         return vals, rels, tuple(scene.derived("rank"))
 
     def holds(self, scene: Scene) -> bool:
