@@ -25,7 +25,7 @@ from typing import Any
 
 from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.common.atomic import atomic_write_json, atomic_write_text
-from logicval_hf.job.cache import read_json
+from logicval_hf.job.cache import public_settings, read_json
 from logicval_hf.job.options import JobContext
 
 __all__ = ["BATCH", "RunBaselines", "describe", "score_generator", "score_images", "start", "summarise",
@@ -199,16 +199,9 @@ def describe(baselines: RunBaselines, generators: Sequence[Any]) -> dict[str, An
         s, t = [p[0] for p in pairs], [p[1] for p in pairs]
         by_metric[name] = {"n": len(pairs), "roc_auc": roc_auc(s, t) if pairs else None,
                            "point_biserial": point_biserial(s, t) if pairs else None}
-    return {"metrics": {n: {"settings": _shown(baselines.settings[n]), "fingerprint": baselines.fingerprints[n]}
-                        for n in baselines.metrics},
+    return {"metrics": {n: {"settings": public_settings(baselines.settings[n]),
+                            "fingerprint": baselines.fingerprints[n]} for n in baselines.metrics},
             "known_truth": {"generators": [g.name for g in builtin], "by_metric": by_metric} if builtin else None}
-
-
-def _shown(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings as a report may show them: a URL without user name, password or query."""
-    from logicval_hf.perception.vlm.endpoint import public_url
-
-    return {k: public_url(v) if k == "url" and isinstance(v, str) else v for k, v in settings.items()}
 
 
 def write_scores(out: Path, generators: Sequence[Any]) -> Path:
