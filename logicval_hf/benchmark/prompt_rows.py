@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from logicval_hf.benchmark import sampler
+from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES, PROMPT_COLUMNS
+from logicval_hf.common.reading import capped_lines, loads_json
+
 __all__ = ["PROMPT_COLUMNS", "PromptRow", "read_prompt_rows"]
 
-#: the columns a row's prompt can come from (`logicval_hf.benchmark.columns`)
-PROMPT_COLUMNS = ("full_prompt_short", "full_prompt_long", "full_prompt_white_short", "full_prompt_white_long",
-                  "full_prompt_compact")
 
 
 @dataclass(frozen=True)
@@ -54,28 +55,21 @@ def read_prompt_rows(packages: Sequence[str], dataset: str | Path | None = None,
     Raises:
         ValueError: an unknown package, a missing dataset, a JSONL line that is not UTF-8 JSON (naming the line).
     """
-    from logicval_hf.benchmark.sampler import DEFAULT_SEED, PACKAGE_NAMES
-
     names = list(PACKAGE_NAMES) if list(packages) == ["all"] else list(packages)
     bad = [c for c in names if c not in PACKAGE_NAMES]
     if bad:
         raise ValueError(f"unknown package(s) {bad}; expected some of {list(PACKAGE_NAMES)} or 'all'")
     if dataset is None:
-        from logicval_hf.benchmark.sampler import cached_benchmark
-
-        bm = cached_benchmark(DEFAULT_SEED if benchmark_seed is None else benchmark_seed)
+        bm = sampler.cached_benchmark(DEFAULT_SEED if benchmark_seed is None else benchmark_seed)
         return [PromptRow.from_dict(r, f"benchmark {c}") for c in names for r in bm.rows[c]]
     path = Path(dataset)
     if path.is_file():
         rows = []
-        with open(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if raw.strip():
+        with open(path, encoding="utf-8") as fh:  # each line under the input cap; a non-UTF-8 file is named
+            for lineno, line in enumerate(capped_lines(fh, f"--dataset {str(path)!r}"), 1):
+                if line.strip():
                     try:
-                        record = json.loads(raw.decode("utf-8"))
-                    except UnicodeDecodeError as e:
-                        raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte {raw[e.start:e.start + 1]!r})") \
-                            from None
+                        record = loads_json(line, f"{path}:{lineno}")
                     except json.JSONDecodeError as e:
                         raise ValueError(f"{path}:{lineno}: not JSON ({e})") from None
                     if not isinstance(record, dict):

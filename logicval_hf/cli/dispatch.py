@@ -27,7 +27,7 @@ __all__ = ["EXIT_INTERRUPTED", "MAX_SECONDS", "NO_BUDGET", "RELAXED_HELP", "USER
            "OneLineParser", "backend_options", "backend_settings", "check_backend", "check_output_dir",
            "check_output_file", "dispatch", "emit", "hub_upload", "input_file", "label_timeout_option",
            "min_confidence", "min_confidence_option", "positive_int", "positive_seconds", "push_options",
-           "read_json", "read_text", "setting", "settings_option", "standalone", "standalone_main", "timeout_option",
+           "read_json", "setting", "settings_option", "standalone", "standalone_main", "timeout_option",
            "timeout_seconds"]
 
 #: errors that mean bad input: reported in one line, exit status 2
@@ -204,23 +204,6 @@ def input_file(path: str, what: str, hint: str = "") -> Path:
     return p
 
 
-def read_text(path: str, what: str) -> str:
-    """A text file (or stdin for ``-``) as UTF-8; a missing, unreadable or non-UTF-8 file is a one-line error naming
-    it (a decoding error alone would not say which file)."""
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        return Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        where = "standard input" if path == "-" else repr(path)
-        raise ValueError(f"{what} {where} is not UTF-8 text: byte {e.object[e.start:e.start + 1]!r} at offset "
-                         f"{e.start} cannot be decoded") from None
-    except IsADirectoryError:
-        raise ValueError(f"cannot read {what} {path!r}: it is a folder, not a file") from None
-    except OSError as e:
-        raise ValueError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
-
-
 def read_json(path: str, what: str, hint: str = "", binary_hint: str | None = None) -> Any:
     """A JSON file (or stdin for ``-``), read through the input cap (`logicval_hf.common.reading`); an unreadable,
     oversized, binary, empty, malformed or too deeply nested file is a one-line error naming it, ending with
@@ -237,8 +220,6 @@ def read_json(path: str, what: str, hint: str = "", binary_hint: str | None = No
         return loads_json(text, f"{what} {path!r}")
     except json.JSONDecodeError as e:
         raise ValueError(f"{what} {path!r} is not valid JSON: {e}" + (f"; {hint}" if hint else "")) from None
-    except RecursionError:
-        raise ValueError(f"{what} {path!r} is nested too deeply to be read") from None
 
 
 def _can_write_in(folder: Path, path: Path, flag: str) -> None:

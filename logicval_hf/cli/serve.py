@@ -49,11 +49,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if config.prompts:  # a bad file is one line before anything starts; the app reuses what is read here
         from logicval_hf.serve.prompts import load_prompts
 
-        try:
-            prompts = f", {len(load_prompts(args.prompts)):,} prompts of {Path(config.prompts).name}"
-        except UnicodeDecodeError as e:
-            raise ValueError(f"--prompts {args.prompts!r}: not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} "
-                             f"at offset {e.start})") from None
+        prompts = f", {len(load_prompts(args.prompts)):,} prompts of {Path(config.prompts).name}"
     if args.ray:
         from logicval_hf.serve.ray_deployment import serve_forever
 

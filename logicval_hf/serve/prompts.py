@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from logicval_hf.common.reading import capped_lines
 from logicval_hf.serve.items import SPEC_KEYS, is_geneval
 
 __all__ = ["PromptIndex", "is_prompt_only", "load_prompts"]
@@ -47,8 +48,8 @@ def _has_spec(row: Mapping[str, Any]) -> bool:
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+    with path.open(encoding="utf-8") as f:  # each line under the input cap; a non-UTF-8 file is named
+        for number, line in enumerate(capped_lines(f, f"--prompts {str(path)!r}"), 1):
             if not line.strip():
                 continue
             where = f"{path.name}, line {number}"

@@ -33,7 +33,7 @@ def work_forbidden(monkeypatch):
 
     monkeypatch.setattr("logicval_hf.benchmark.dataset.write_dataset", work)
     monkeypatch.setattr("logicval_hf.job.run.run", work)
-    monkeypatch.setattr("logicval_hf.cli.generate.load_rows", work)
+    monkeypatch.setattr("logicval_hf.benchmark.prompt_rows.read_prompt_rows", work)
     monkeypatch.setattr("logicval_hf.asp.programs.write_generated", work)
 
 
