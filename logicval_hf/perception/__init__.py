@@ -36,11 +36,11 @@ from logicval_hf.common.registry import Registry
 from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.perception.backend import PerceptionBackend, as_backend
-from logicval_hf.perception.images import MAX_PIXELS, PerceptionError, load_image
+from logicval_hf.perception.images import MAX_PIXELS, BackendUnavailable, PerceptionError, load_image
 
 __all__ = [
-    "BACKENDS", "MAX_PIXELS", "PerceptionBackend", "PerceptionError", "check_backend", "extract_scene",
-    "extract_scenes", "get_backend", "load_image", "register_backend", "resolve_domain",
+    "BACKENDS", "BackendUnavailable", "MAX_PIXELS", "PerceptionBackend", "PerceptionError", "check_backend",
+    "extract_scene", "extract_scenes", "get_backend", "load_image", "register_backend", "resolve_domain",
 ]
 
 #: Images decoded and handed to a batched backend (``extract_batch``) per call.

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, Union
 
 import numpy as np
 
-__all__ = ["MAX_PIXELS", "PerceptionError", "check_size", "load_image", "open_checked"]
+__all__ = ["BackendUnavailable", "MAX_PIXELS", "PerceptionError", "check_size", "load_image", "open_checked"]
 
 #: what `open_checked` opens: a path, encoded bytes or a binary file object
 ImageSource = Union[str, "os.PathLike[str]", bytes, bytearray, BinaryIO]
@@ -29,6 +29,11 @@ MAX_PIXELS = 40_000_000
 
 class PerceptionError(ValueError):
     """An image could not be read or is not a usable RGB image (wrong type, shape, dtype, size, corrupt file)."""
+
+
+class BackendUnavailable(PerceptionError):
+    """The backend itself cannot read any image now (an endpoint that refuses or does not answer, a key it
+    rejects): reading the images again one by one would only repeat the same failure for each."""
 
 
 # ---- input hygiene --------------------------------------------------------------------------------

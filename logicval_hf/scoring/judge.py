@@ -22,7 +22,9 @@ other items go on, unless ``errors="raise"``, the metric's contract, raises the 
    images decoded at a time, so that memory stays bounded whatever the number of images. An image the backend
    cannot read (a ``vlm`` answer outside the vocabulary, a request that timed out) is its own entry and is never
    sent again (``extract_scenes(errors="return")``); only a chunk the backend refuses as a whole is read again
-   image by image, so that one bad image costs only its own entry.
+   image by image, so that one bad image costs only its own entry, unless the backend says it can read none
+   (`logicval_hf.perception.BackendUnavailable`: an endpoint that cannot be reached): then each image gets that
+   error at once.
 3. **minimum confidence**: with ``min_confidence`` set, a scene graph whose ``confidence`` is below it (or that
    has none) is *unread*: set apart with the reason, scored neither as a pass nor as a failure.
 4. **labels**: each spec's SAT / UNSAT label: given, from its row, or solved within ``timeout``.
@@ -402,7 +404,7 @@ def _read_chunk(part: Sequence[tuple[str, Any]], backend: str, raw: bool, settin
     when this returns. The backend reads the chunk in one call, an image it cannot read getting its own error (the
     ``vlm`` backend keeps its requests in flight meanwhile); a call refused as a whole is read again image by image,
     so that only the images the backend refuses fail."""
-    from logicval_hf.perception import extract_scene, extract_scenes
+    from logicval_hf.perception import BackendUnavailable, extract_scene, extract_scenes
 
     where = f"its spec is in domain {domain.name!r}: " if domain is not None else ""
 
@@ -419,6 +421,8 @@ def _read_chunk(part: Sequence[tuple[str, Any]], backend: str, raw: bool, settin
     try:  # an image the backend cannot read comes back as its error, so no image is ever sent twice
         scenes = extract_scenes([x for _, x in checked], backend, errors="return", **settings) if checked else []
         got.update((k, s if isinstance(s, Scene) else named(k, s)) for (k, _), s in zip(checked, scenes, strict=True))
+    except BackendUnavailable as e:  # no image can be read now: each gets that error, none is sent again
+        got.update((k, named(k, e)) for k, _ in checked)
     except ValueError:  # read one by one: only the images the backend refuses fail
         for k, x in checked:
             try:

@@ -33,6 +33,7 @@ from logicval_hf.contract.scene import Scene
 from logicval_hf.perception import PerceptionError, extract_scene, extract_scenes, get_backend
 from logicval_hf.perception.vlm import check_settings, clear_cache
 from logicval_hf.scoring.evaluation import compute
+from logicval_hf.scoring.judge import JudgeOptions, judge
 
 evaluate = lazy("evaluate")
 METRIC = Path(__file__).resolve().parents[2] / "metric" / "logicval"
@@ -357,3 +358,21 @@ def test_a_free_text_domain_is_read_as_text_and_gives_the_verdicts_of_the_true_s
     for got, scene in zip(out["per_sample"], truth, strict=True):
         got["scene"].pop("provenance")
         assert same_objects(got["scene"], scene.to_dict())
+
+
+def test_an_unreachable_endpoint_fails_each_image_once_without_reading_them_again(monkeypatch):
+    """The judge gives every image of the chunk the endpoint's error: with nothing to reach, reading the images
+    again one by one would only repeat the refused connections (and their back-off) once per image."""
+    import logicval_hf.perception as perception
+
+    def one_by_one(*a, **k):
+        raise AssertionError("an image was read again after the backend said it cannot read any")
+
+    monkeypatch.setattr(perception, "extract_scene", one_by_one)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    specs, _ = clevr_cases(random.Random(5), 6)
+    options = JudgeOptions(backend="vlm", backend_settings={"url": url, "model": "m", "max_retries": 1,
+                                                            "backoff": 0.05})
+    out = judge(specs, [np.zeros((8, 8, 3), np.uint8)] * len(specs), options)
+    assert len(out) == len(specs) and all(j.strict is None and "cannot connect" in j.error for j in out)
+    assert [j.error.split(":")[0] for j in out] == [f"predictions[{i}]" for i in range(len(specs))]

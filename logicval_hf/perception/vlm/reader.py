@@ -27,7 +27,7 @@ import numpy as np
 
 from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
-from logicval_hf.perception.images import PerceptionError
+from logicval_hf.perception.images import BackendUnavailable, PerceptionError
 from logicval_hf.perception.vlm.answer import AnswerError, answer_text, read_objects
 from logicval_hf.perception.vlm.endpoint import (
     AnswerFormatError,
@@ -109,7 +109,8 @@ def read_images(images: Sequence[np.ndarray], domain: Domain, s: VLMSettings) ->
     """One scene or one error per image (``H x W x 3`` uint8 arrays), in order (module docstring).
 
     Raises:
-        PerceptionError: the endpoint is wrong and no image was read; a missing key variable.
+        BackendUnavailable: the endpoint is wrong and no image was read.
+        PerceptionError: a missing key variable.
         MissingExtraError: the transformers transport without the ``neural`` extra.
     """
     if s.transport == "transformers":
@@ -163,7 +164,7 @@ def read_images(images: Sequence[np.ndarray], domain: Domain, s: VLMSettings) ->
         with ThreadPoolExecutor(min(s.concurrency, n), thread_name_prefix="logicval-vlm") as pool:
             results = list(pool.map(one, range(n)))
     if fatal and not any(isinstance(r, Scene) for r in results):
-        raise PerceptionError(f"vlm backend: {fatal[0]}")
+        raise BackendUnavailable(f"vlm backend: {fatal[0]}")
     return results
 
 
