@@ -56,9 +56,10 @@ def cmd_text_score(args: argparse.Namespace) -> int:
     rgb = load_image(args.image, "image")
     lines = read_lines(rgb, args.min_confidence)
     out: dict[str, Any] = {}
+    read = read_text(lines)
     if args.text is not None:
-        out.update(score=text_score(args.text, read_text(lines)), target=args.text)
-    out.update(lines=[ln.to_dict() for ln in lines], read=read_text(lines))
+        out.update(score=text_score(args.text, read), target=args.text)
+    out.update(lines=[ln.to_dict() for ln in lines], read=read)
     if spec is not None:
         from logicval_hf.asp.solver import solve, verify
         from logicval_hf.repairs import repair
@@ -76,7 +77,7 @@ def cmd_text_score(args: argparse.Namespace) -> int:
 def add_subcommands(sub: Any) -> None:
     """Register ``text-score`` on the ``logicval`` subparsers."""
     from logicval_hf.asp.budget import DEFAULT_TIMEOUT
-    from logicval_hf.cli.dispatch import timeout_seconds
+    from logicval_hf.cli.dispatch import timeout_option
 
     p = sub.add_parser("text-score", help="read an image's text lines by OCR and score them against a target text "
                                           "(GIR-Bench's word-level continuous substring score); --spec: verify a "
@@ -92,8 +93,7 @@ def add_subcommands(sub: Any) -> None:
                                                   "or - for stdin: verified, and repaired when it fails")
     p.add_argument("--min-confidence", type=_confidence, default=0.5, metavar="P",
                    help="keep OCR lines whose confidence is above P (default 0.5, as GIR-Bench)")
-    p.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"time budget of the spec's label and repair (default {DEFAULT_TIMEOUT:g}; none: no budget)")
+    timeout_option(p, DEFAULT_TIMEOUT, "time budget of the spec's label and repair")
     p.add_argument("--pretty", action="store_true", help="indent the JSON output")
     p.set_defaults(func=cmd_text_score)
 

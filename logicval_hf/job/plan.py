@@ -12,6 +12,7 @@ from typing import Any
 from logicval_hf.benchmark.dataset_folder import DatasetRows
 from logicval_hf.benchmark.rows import BenchmarkRow
 from logicval_hf.contract.domain import Domain
+from logicval_hf.perception.images import IMAGE_EXTENSIONS
 
 __all__ = ["BUILTIN_GENERATORS", "check_plan", "dataset_rows", "folder_rows", "limit_rows", "package_order",
            "resolve_generators", "run_rows"]
@@ -144,7 +145,7 @@ def resolve_generators(generators: Iterable[str] | str | None, image_folder: str
 
 
 def folder_rows(folder: Path, rows: Sequence[BenchmarkRow], found: Mapping[str, Path], only_present: bool,
-                extensions: Sequence[str] = (".png", ".jpg", ".jpeg", ".webp")) -> tuple[list[BenchmarkRow], list[str]]:
+                extensions: Sequence[str] = IMAGE_EXTENSIONS) -> tuple[list[BenchmarkRow], list[str]]:
     """The rows a folder of images is scored on, and what a reader must be told about them.
 
     Every row by default (an id without an image is a failed generation, not ok); with ``only_present`` only

@@ -18,8 +18,11 @@ from typing import Any, BinaryIO, Union
 
 import numpy as np
 
-__all__ = ["BackendUnavailable", "MAX_PIXELS", "PerceptionError", "check_size", "load_image", "open_checked"]
+__all__ = ["IMAGE_EXTENSIONS", "BackendUnavailable", "MAX_PIXELS", "PerceptionError", "check_size", "load_image",
+           "open_checked"]
 
+#: the file endings of the images a folder is searched for (lower case)
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
 #: what `open_checked` opens: a path, encoded bytes or a binary file object
 ImageSource = Union[str, "os.PathLike[str]", bytes, bytearray, BinaryIO]
 

@@ -30,6 +30,7 @@ from logicval_hf.asp.solver import Solver, default_solver
 from logicval_hf.contract.domain import Domain
 from logicval_hf.contract.scene import Scene
 from logicval_hf.contract.spec import Spec
+from logicval_hf.perception.images import IMAGE_EXTENSIONS
 from logicval_hf.scoring import inputs
 from logicval_hf.scoring.judge import (
     PROBABILISTIC_SETTINGS,
@@ -45,7 +46,6 @@ __all__ = ["IMAGE_EXTENSIONS", "PROBABILISTIC_SETTINGS", "compute", "images_in_f
            "perceived_domain", "summarise", "to_scenes", "verify_scenes"]
 
 #: the files a folder of images is searched for, per id, in this order
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
 
 
 def parse_reference(ref: Any, solver: Solver | None = None) -> tuple[Spec, dict[str, Any]]:

@@ -35,6 +35,7 @@ from logicval_hf.benchmark.sampler import PACKAGE_NAMES
 from logicval_hf.common.atomic import atomic_write_text
 from logicval_hf.contract.catalog import Domain, load_catalog
 from logicval_hf.contract.scene import Scene
+from logicval_hf.perception.images import IMAGE_EXTENSIONS
 from logicval_hf.space import images
 from logicval_hf.space.annotation_values import (
     DEFAULTS,
@@ -51,7 +52,6 @@ __all__ = [
     "image_size", "is_annotated", "list_images", "list_models", "now", "progress", "record_scene", "unannotated",
 ]
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
 _MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")  # fullmatch
 
 

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from logicval_hf.contract.folding import fold_text
+from logicval_hf.perception.images import IMAGE_EXTENSIONS
 from logicval_hf.perception.ocr import DEFAULT_MIN_CONFIDENCE, TextLine, read_lines
 
 __all__ = ["IMAGE_SUFFIXES", "TextTargetError", "check_target", "read_text", "score_folder", "score_image",
            "text_score"]
 
 #: image files a folder of outputs is searched for, by name
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+IMAGE_SUFFIXES = IMAGE_EXTENSIONS
 
 
 class TextTargetError(ValueError):
