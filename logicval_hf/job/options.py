@@ -151,6 +151,7 @@ class JobContext:
     plan: list[tuple[str, Path | None]] = field(default_factory=list)
     baselines: Any = None  # `logicval_hf.job.baselines.RunBaselines` when the run has baselines
     dataset: DatasetRows | None = None  # the dataset folder read, when the run scores one (``--dataset``)
+    backend_fingerprint: str = ""  # `logicval_hf.job.cache.backend_fingerprint`, hashed once per run
 
     @property
     def judge_options(self) -> JudgeOptions:

@@ -156,7 +156,7 @@ def _start(opts: RunOptions) -> JobContext:
     # an unknown backend, a setting it refuses (an endpoint that does not answer, weights that cannot be had): one
     # line before any work
     check_backend(opts.backend, opts.backend_settings)
-    cache.backend_fingerprint(opts.backend, opts.backend_settings)
+    fingerprint = cache.backend_fingerprint(opts.backend, opts.backend_settings)  # hashes code and model files
     run_baselines = baselines.start(opts.baselines, opts.baseline_settings, opts.progress)  # refused here
     plan = resolve_generators(opts.generators, opts.image_folder)
     # a dataset folder is read and checked against the generators and backend before the output folder is touched
@@ -177,7 +177,7 @@ def _start(opts: RunOptions) -> JobContext:
             rows = dataset_rows(dataset, out / "benchmark.json", opts.limit)
     log.info("benchmark: %d specifications ready in %.1f s", len(rows), timer.wall["benchmark"])
     return JobContext(opts, out, rows, default_solver(), Workers(opts.workers), timer, render, plan, run_baselines,
-                      dataset)
+                      dataset, fingerprint)
 
 
 def _images(ctx: JobContext, name: str, folder: Path | None
@@ -263,7 +263,7 @@ def _finish(ctx: JobContext, results: list[GeneratorResult]) -> dict[str, Any]:
         "seed": opts.seed if ctx.dataset is None or any(f is None for _, f in ctx.plan) else None,
         "dataset": None if ctx.dataset is None else ctx.dataset.describe(),
         "backend": opts.backend,
-        "backend_fingerprint": cache.backend_fingerprint(opts.backend, opts.backend_settings),
+        "backend_fingerprint": ctx.backend_fingerprint,
         **({} if not opts.backend_settings else {"backend_settings": cache.public_settings(opts.backend_settings)}),
         **({} if opts.min_confidence is None else {"min_confidence": opts.min_confidence}),
         **({} if ctx.baselines is None else {"baselines": baselines.describe(ctx.baselines, results)}),

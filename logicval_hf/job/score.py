@@ -185,7 +185,7 @@ def score(images: GeneratorImages, ctx: JobContext) -> Scored:
 
     name, backend, timer = images.name, ctx.options.backend, ctx.timer
     settings = ctx.options.backend_settings
-    fingerprint = cache.backend_fingerprint(backend, settings)
+    fingerprint = ctx.backend_fingerprint
     definition = get_backend(backend)
     result = Scored()
     pending = _pending(images, ctx, fingerprint, result)
