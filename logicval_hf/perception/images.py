@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Union
 import numpy as np
 
 __all__ = ["IMAGE_EXTENSIONS", "BackendUnavailable", "MAX_PIXELS", "PerceptionError", "check_size", "load_image",
-           "open_checked"]
+           "open_checked", "to_pil"]
 
 #: the file endings of the images a folder is searched for (lower case)
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
@@ -156,3 +156,10 @@ def load_image(image: Any, what: str = "image") -> np.ndarray:
     raise PerceptionError(
         f"{what}: expected a PIL image, a numpy uint8 array or a path, got {type(image).__name__}"
     )
+
+
+def to_pil(image: Any, what: str = "image") -> Any:
+    """A PIL RGB image from a PIL image, a uint8 array or a path (checked as `load_image` checks it)."""
+    from PIL import Image
+
+    return Image.fromarray(load_image(image, what), "RGB")

@@ -82,9 +82,9 @@ def image_data_url(image: Any, fmt: str = "PNG") -> str:
     inputs are, `logicval_hf.perception.load_image`)."""
     from PIL import Image
 
-    from logicval_hf.perception.images import load_image
+    from logicval_hf.perception.images import to_pil
 
-    pil = image if isinstance(image, Image.Image) and image.mode == "RGB" else Image.fromarray(load_image(image))
+    pil = image if isinstance(image, Image.Image) and image.mode == "RGB" else to_pil(image)
     buf = io.BytesIO()
     pil.save(buf, format=fmt)
     mime = "jpeg" if fmt.upper() in ("JPG", "JPEG") else fmt.lower()

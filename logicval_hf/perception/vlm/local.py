@@ -14,16 +14,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from logicval_hf.common.extras import require
+from logicval_hf.perception.images import to_pil
 
 __all__ = ["LocalVLM"]
-
-
-def _pil(image: Any) -> Any:
-    from PIL import Image
-
-    from logicval_hf.perception.images import load_image
-
-    return Image.fromarray(load_image(image), "RGB")
 
 
 class LocalVLM:
@@ -80,7 +73,7 @@ class LocalVLM:
         old = getattr(tok, "padding_side", None)
         tok.padding_side = "left"  # the next token of every row is at the last position
         try:
-            batch = self.processor(images=[_pil(im) for im in images], text=[self.chat_text(p) for p in prompts],
+            batch = self.processor(images=[to_pil(im) for im in images], text=[self.chat_text(p) for p in prompts],
                                    return_tensors="pt", padding=True)
         finally:
             if old is not None:

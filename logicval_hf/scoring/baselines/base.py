@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from logicval_hf.perception.images import to_pil
+
 __all__ = ["BaselineError", "BaselineMetric", "BaselineResult", "BaselineSetupError", "prompt_text", "to_pil",
            "check_pairs"]
 
@@ -43,13 +45,6 @@ class BaselineResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def to_pil(image: Any, what: str = "image"):
-    """A PIL RGB image from a PIL image, a uint8 array or a path (validated like perception inputs)."""
-    from PIL import Image
-
-    from logicval_hf.perception import load_image
-
-    return Image.fromarray(load_image(image, what), "RGB")
 
 
 def prompt_text(item: Any, field_name: str = DEFAULT_PROMPT_FIELD) -> str:
